@@ -1,0 +1,295 @@
+//! The command line: `serve`, `migrate`, `config check`, and local account management
+//! (`user add|list|passwd|disable`), which works on the database directly, as an
+//! administrator on the head node would.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+
+use crate::auth::{local, now_ms, password};
+use crate::config::{Config, Loaded};
+use crate::startup::{open_store, Application};
+use crate::store::{NewAuditEntry, NewUser, Store};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "atrium",
+    version,
+    about = "A portal for data scientists on GPU clusters"
+)]
+pub struct Cli {
+    /// Configuration file (default: ./atrium.toml when it exists).
+    #[arg(long, global = true, env = "ATRIUM_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the portal.
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Manage local accounts.
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Report every problem in the configuration, with its key.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a local account. The password is read from the terminal, or from the
+    /// first line of standard input when it is not a terminal.
+    Add(AddUser),
+    /// List accounts.
+    List,
+    /// Set a local account's password (ends its browser sessions).
+    Passwd { username: String },
+    /// Disable an account (or enable it again with --enable).
+    Disable {
+        username: String,
+        #[arg(long)]
+        enable: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AddUser {
+    pub username: String,
+    /// Make the account an administrator (member of the first admin group).
+    #[arg(long)]
+    pub admin: bool,
+    #[arg(long, default_value = "")]
+    pub display_name: String,
+    #[arg(long, default_value = "")]
+    pub email: String,
+    /// Extra groups (repeatable).
+    #[arg(long = "group")]
+    pub groups: Vec<String>,
+    /// POSIX uid the account's processes run as.
+    #[arg(long)]
+    pub uid: Option<i64>,
+    /// POSIX primary gid.
+    #[arg(long)]
+    pub gid: Option<i64>,
+    /// Home directory on shared storage.
+    #[arg(long)]
+    pub home: Option<String>,
+}
+
+fn load_config(path: Option<&std::path::Path>) -> anyhow::Result<Loaded> {
+    Ok(Config::load(path, std::env::vars())?)
+}
+
+fn usable_config(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
+    let loaded = load_config(path)?;
+    if !loaded.problems.is_empty() {
+        for problem in &loaded.problems {
+            eprintln!("config: {problem}");
+        }
+        bail!(
+            "the configuration has {} problem(s); see `atrium config check`",
+            loaded.problems.len()
+        );
+    }
+    Ok(loaded.config)
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let path = cli.config.as_deref();
+    match cli.command {
+        Command::Serve => {
+            let config = usable_config(path)?;
+            crate::telemetry::init(&config.log);
+            let app = Application::build(config).await?;
+            app.run_until_stopped().await
+        }
+        Command::Migrate => {
+            let config = usable_config(path)?;
+            let store = open_store(&config).await?;
+            store.close().await;
+            println!("migrations applied to {}", config.database_url());
+            Ok(())
+        }
+        Command::Config(ConfigCommand::Check) => config_check(path),
+        Command::User(command) => {
+            let config = usable_config(path)?;
+            let store = open_store(&config).await?;
+            let result = user_command(&store, &config, command).await;
+            store.close().await;
+            result
+        }
+    }
+}
+
+fn config_check(path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let loaded = load_config(path)?;
+    let source = loaded
+        .source
+        .as_ref()
+        .map_or("defaults and environment".to_string(), |p| {
+            p.display().to_string()
+        });
+    if loaded.problems.is_empty() {
+        println!("configuration OK ({source})");
+        println!("  listen:   {}", loaded.config.listen);
+        println!("  data_dir: {}", loaded.config.data_dir.display());
+        println!("  database: {}", loaded.config.database_url());
+        return Ok(());
+    }
+    for problem in &loaded.problems {
+        println!("{problem}");
+    }
+    bail!("{} problem(s) in {source}", loaded.problems.len())
+}
+
+/// Who ran the command, for the audit log.
+fn cli_actor() -> String {
+    let user = std::env::var("SUDO_USER")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "unknown".into());
+    format!("cli:{user}")
+}
+
+async fn audit(
+    store: &Store,
+    action: &str,
+    target: &str,
+    detail: serde_json::Value,
+) -> anyhow::Result<()> {
+    store
+        .audit(
+            &NewAuditEntry {
+                actor: &cli_actor(),
+                action,
+                target,
+                detail: &detail.to_string(),
+                client_addr: "local",
+            },
+            now_ms(),
+        )
+        .await?;
+    Ok(())
+}
+
+fn read_password(prompt: &str) -> anyhow::Result<String> {
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password(prompt)?;
+        let again = rpassword::prompt_password("Repeat: ")?;
+        if first != again {
+            bail!("the passwords differ");
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line.trim_end_matches(['\n', '\r']).to_string()
+    };
+    if password.is_empty() {
+        bail!("password must not be empty");
+    }
+    Ok(password)
+}
+
+async fn user_command(store: &Store, config: &Config, command: UserCommand) -> anyhow::Result<()> {
+    match command {
+        UserCommand::Add(add) => {
+            let pass = read_password("Password: ")?;
+            let mut groups = add.groups.clone();
+            if add.admin {
+                let admin_group = config
+                    .auth
+                    .admin_groups
+                    .first()
+                    .context("auth.admin_groups is empty")?;
+                groups.push(admin_group.clone());
+            }
+            let user = local::add_user(
+                store,
+                NewUser {
+                    username: add.username.clone(),
+                    display_name: add.display_name,
+                    email: add.email,
+                    uid_number: add.uid,
+                    gid_number: add.gid,
+                    home: add.home,
+                    password_hash: None,
+                },
+                &pass,
+                &groups,
+            )
+            .await?;
+            audit(
+                store,
+                "user.add",
+                &user.username,
+                serde_json::json!({ "groups": groups }),
+            )
+            .await?;
+            println!("created user {} (id {})", user.username, user.id);
+        }
+        UserCommand::List => {
+            println!(
+                "{:<20} {:<6} {:<8} {:<9} {:<24}",
+                "USERNAME", "SOURCE", "UID", "STATE", "GROUPS"
+            );
+            for user in store.list_users().await? {
+                let groups = store.groups_of(user.id).await?.join(",");
+                println!(
+                    "{:<20} {:<6} {:<8} {:<9} {:<24}",
+                    user.username,
+                    user.source,
+                    user.uid_number.map_or("-".into(), |u| u.to_string()),
+                    if user.disabled { "disabled" } else { "active" },
+                    groups
+                );
+            }
+        }
+        UserCommand::Passwd { username } => {
+            let user = store
+                .user_by_name(&username)
+                .await?
+                .with_context(|| format!("no user {username:?}"))?;
+            if user.source != "local" {
+                bail!("{username} is not a local account; change its password in the directory");
+            }
+            let pass = read_password("New password: ")?;
+            let hash = tokio::task::spawn_blocking(move || password::hash(&pass)).await??;
+            store.set_password_hash(user.id, &hash, now_ms()).await?;
+            audit(store, "user.passwd", &username, serde_json::json!({})).await?;
+            println!("password of {username} changed; its browser sessions were ended");
+        }
+        UserCommand::Disable { username, enable } => {
+            let user = store
+                .user_by_name(&username)
+                .await?
+                .with_context(|| format!("no user {username:?}"))?;
+            store.set_disabled(user.id, !enable, now_ms()).await?;
+            let action = if enable {
+                "user.enable"
+            } else {
+                "user.disable"
+            };
+            audit(
+                store,
+                action,
+                &username,
+                serde_json::json!({ "before": { "disabled": user.disabled }, "after": { "disabled": !enable } }),
+            )
+            .await?;
+            println!("{username} {}", if enable { "enabled" } else { "disabled" });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,587 @@
+//! Configuration: one TOML file plus `ATRIUM_…` environment overrides.
+//!
+//! Owns: the typed configuration, its defaults (which run on one machine), loading,
+//! and `check`, which lists every problem with the key it concerns.
+//! Must not touch: the database, the network, or any state beyond reading the file.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Prefix of environment overrides. `ATRIUM_LISTEN` sets `listen`;
+/// `ATRIUM_DATABASE__URL` sets `database.url` (a double underscore separates sections).
+pub const ENV_PREFIX: &str = "ATRIUM_";
+
+/// A value that must never be printed: `Debug` and `Display` show `***`.
+#[derive(Clone, Deserialize, Default, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A database URL whose password `Debug` and `Display` hide.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(url.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    pub fn is_postgres(&self) -> bool {
+        self.0.starts_with("postgres://") || self.0.starts_with("postgresql://")
+    }
+    pub fn is_sqlite(&self) -> bool {
+        self.0.starts_with("sqlite:")
+    }
+    /// The URL with any password replaced by `***`.
+    pub fn redacted(&self) -> String {
+        let url = &self.0;
+        let Some(scheme_end) = url.find("://") else {
+            return url.clone();
+        };
+        let rest = &url[scheme_end + 3..];
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(at), Some(colon)) if colon < at => format!(
+                "{}{}:***{}",
+                &url[..scheme_end + 3],
+                &authority[..colon],
+                &rest[at..]
+            ),
+            _ => url.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Address and port the portal listens on.
+    pub listen: String,
+    /// Where the portal keeps its database, keys, run directory and (by default) storage.
+    pub data_dir: PathBuf,
+    /// The address users reach the portal at, e.g. `https://portal.example.org`.
+    /// An `https` origin makes cookies `Secure`.
+    pub public_url: Option<String>,
+    pub database: DatabaseConfig,
+    pub auth: AuthConfig,
+    pub http: HttpConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct DatabaseConfig {
+    /// `sqlite://PATH` or `postgres://USER:PASSWORD@HOST/DB`. Default: SQLite in `data_dir`.
+    pub url: Option<DatabaseUrl>,
+    pub max_connections: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct AuthConfig {
+    /// Key that signs browser session tokens (at least 32 characters). Default: a
+    /// random key generated on first start and kept (mode 0600) in `data_dir/jwt.key`.
+    pub jwt_secret: Option<Secret>,
+    /// Lifetime of a browser session token; renewed while the user is active.
+    pub session_minutes: u64,
+    /// A browser login never lasts longer than this, however active.
+    pub session_max_hours: u64,
+    /// Local accounts (argon2id passwords in the database).
+    pub local_accounts: bool,
+    /// Members of any of these groups are administrators.
+    pub admin_groups: Vec<String>,
+    /// Longest lifetime of an API token, in days.
+    pub token_max_days: u32,
+    pub rate_limit: RateLimitConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct RateLimitConfig {
+    /// Failed logins allowed per username within the window.
+    pub per_user: u32,
+    /// Failed logins allowed per client address within the window.
+    pub per_address: u32,
+    pub window_seconds: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct HttpConfig {
+    /// Largest accepted request body, in bytes.
+    pub body_limit_bytes: usize,
+    /// Worker threads (default: one per core).
+    pub workers: Option<usize>,
+    /// Peers whose `X-Forwarded-For` is trusted for the client address.
+    pub trusted_proxies: Vec<String>,
+    /// Serve `/metrics` without authentication (default: admins only).
+    pub public_metrics: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct LogConfig {
+    /// A `tracing` filter, e.g. `info` or `atrium=debug,actix_web=info`.
+    pub filter: String,
+    /// `text` or `json`.
+    pub format: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8000".into(),
+            data_dir: PathBuf::from("./var"),
+            public_url: None,
+            database: DatabaseConfig::default(),
+            auth: AuthConfig::default(),
+            http: HttpConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            max_connections: 8,
+        }
+    }
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            jwt_secret: None,
+            session_minutes: 30,
+            session_max_hours: 12,
+            local_accounts: true,
+            admin_groups: vec!["admin".into()],
+            token_max_days: 365,
+            rate_limit: RateLimitConfig::default(),
+        }
+    }
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self {
+            per_user: 5,
+            per_address: 20,
+            window_seconds: 300,
+        }
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            body_limit_bytes: 1024 * 1024,
+            workers: None,
+            trusted_proxies: Vec::new(),
+            public_metrics: false,
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            filter: "info".into(),
+            format: "text".into(),
+        }
+    }
+}
+
+/// One thing wrong with a configuration, with the key it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+/// A configuration as loaded, with what was wrong in it.
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: Config,
+    /// Where it came from (`None`: defaults and environment only).
+    pub source: Option<PathBuf>,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// The database URL, defaulting to SQLite inside `data_dir`.
+    pub fn database_url(&self) -> DatabaseUrl {
+        match &self.database.url {
+            Some(url) => url.clone(),
+            None => DatabaseUrl::new(format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("atrium.db").display()
+            )),
+        }
+    }
+
+    /// Whether cookies must carry `Secure`.
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|url| url.starts_with("https://"))
+    }
+
+    /// Load `path` (or `atrium.toml` in the working directory when it exists), then
+    /// apply environment overrides from `env`. Unknown keys and invalid values become
+    /// [`Problem`]s; only an unreadable file or one that does not parse is an error.
+    pub fn load(
+        path: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Loaded, LoadError> {
+        let source = match path {
+            Some(path) => Some(path.to_path_buf()),
+            None => Some(PathBuf::from("atrium.toml")).filter(|p| p.exists()),
+        };
+        let mut table = match &source {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                text.parse::<toml::Table>()
+                    .map_err(|e| LoadError::Invalid(format!("{}: {e}", path.display())))?
+            }
+            None => toml::Table::new(),
+        };
+        let mut problems = Vec::new();
+        apply_env(&mut table, env, &mut problems);
+
+        // Re-read the merged table as text so that type errors name their key.
+        let merged = toml::to_string(&table).map_err(|e| LoadError::Invalid(e.to_string()))?;
+        let deserializer =
+            toml::Deserializer::parse(&merged).map_err(|e| LoadError::Invalid(e.to_string()))?;
+        let mut unknown = BTreeSet::new();
+        let config: Config = serde_ignored::deserialize(deserializer, |path| {
+            unknown.insert(path.to_string());
+        })
+        .map_err(|e| LoadError::Invalid(e.to_string()))?;
+        problems.extend(unknown.into_iter().map(|key| Problem {
+            key,
+            message: "unknown key".into(),
+        }));
+        problems.extend(config.check());
+        Ok(Loaded {
+            config,
+            source,
+            problems,
+        })
+    }
+
+    /// Every semantic problem of this configuration.
+    pub fn check(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let mut problem = |key: &str, message: String| {
+            problems.push(Problem {
+                key: key.into(),
+                message,
+            })
+        };
+        if self.listen.parse::<SocketAddr>().is_err() {
+            problem(
+                "listen",
+                format!(
+                    "{:?} is not an address:port such as 127.0.0.1:8000",
+                    self.listen
+                ),
+            );
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            problem("data_dir", "must not be empty".into());
+        }
+        if let Some(url) = &self.public_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                problem(
+                    "public_url",
+                    format!("{url:?} must start with http:// or https://"),
+                );
+            }
+        }
+        if let Some(url) = &self.database.url {
+            if !url.is_postgres() && !url.is_sqlite() {
+                problem(
+                    "database.url",
+                    format!("{url} must start with sqlite:// or postgres://"),
+                );
+            }
+        }
+        if self.database.max_connections == 0 {
+            problem("database.max_connections", "must be at least 1".into());
+        }
+        if let Some(secret) = &self.auth.jwt_secret {
+            if secret.expose().len() < 32 {
+                problem(
+                    "auth.jwt_secret",
+                    "must be at least 32 characters (or leave it out to generate one)".into(),
+                );
+            }
+        }
+        if self.auth.session_minutes < 2 {
+            problem("auth.session_minutes", "must be at least 2".into());
+        }
+        if self.auth.session_max_hours == 0
+            || self.auth.session_max_hours * 60 < self.auth.session_minutes
+        {
+            problem(
+                "auth.session_max_hours",
+                "must be at least one hour and no shorter than auth.session_minutes".into(),
+            );
+        }
+        if !self.auth.local_accounts {
+            problem(
+                "auth.local_accounts",
+                "no login method is enabled: enable local accounts".into(),
+            );
+        }
+        if self.auth.admin_groups.iter().any(|g| g.trim().is_empty()) {
+            problem("auth.admin_groups", "group names must not be empty".into());
+        }
+        if self.auth.token_max_days == 0 {
+            problem("auth.token_max_days", "must be at least 1".into());
+        }
+        let rl = &self.auth.rate_limit;
+        if rl.per_user == 0 {
+            problem("auth.rate_limit.per_user", "must be at least 1".into());
+        }
+        if rl.per_address == 0 {
+            problem("auth.rate_limit.per_address", "must be at least 1".into());
+        }
+        if rl.window_seconds == 0 {
+            problem(
+                "auth.rate_limit.window_seconds",
+                "must be at least 1".into(),
+            );
+        }
+        if self.http.body_limit_bytes < 1024 {
+            problem("http.body_limit_bytes", "must be at least 1024".into());
+        }
+        if self.http.workers == Some(0) {
+            problem("http.workers", "must be at least 1".into());
+        }
+        for (i, proxy) in self.http.trusted_proxies.iter().enumerate() {
+            if proxy.parse::<std::net::IpAddr>().is_err() {
+                problem(
+                    &format!("http.trusted_proxies[{i}]"),
+                    format!("{proxy:?} is not an IP address"),
+                );
+            }
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
+            problem(
+                "log.filter",
+                format!("{:?} is not a valid filter", self.log.filter),
+            );
+        }
+        if self.log.format != "text" && self.log.format != "json" {
+            problem(
+                "log.format",
+                format!("{:?} must be \"text\" or \"json\"", self.log.format),
+            );
+        }
+        problems
+    }
+}
+
+/// Write `ATRIUM_A__B=value` into `table` at `a.b`. Values parse as TOML when they can
+/// (numbers, booleans, arrays), otherwise they are strings.
+fn apply_env(
+    table: &mut toml::Table,
+    env: impl IntoIterator<Item = (String, String)>,
+    problems: &mut Vec<Problem>,
+) {
+    for (name, raw) in env {
+        let Some(path) = name.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        // Variables the binary reads itself rather than configuration keys.
+        if matches!(path, "CONFIG" | "TOKEN" | "URL") {
+            continue;
+        }
+        let keys: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+        if keys.iter().any(String::is_empty) {
+            problems.push(Problem {
+                key: name.clone(),
+                message: "malformed environment override".into(),
+            });
+            continue;
+        }
+        let value = parse_env_value(&raw);
+        if let Err(message) = insert_at(table, &keys, value) {
+            problems.push(Problem {
+                key: name.clone(),
+                message,
+            });
+        }
+    }
+}
+
+/// Insert `value` at the dotted path `keys`, creating sections on the way.
+fn insert_at(table: &mut toml::Table, keys: &[String], value: toml::Value) -> Result<(), String> {
+    match keys {
+        [] => Err("empty key".into()),
+        [last] => {
+            table.insert(last.clone(), value);
+            Ok(())
+        }
+        [first, rest @ ..] => {
+            let entry = table
+                .entry(first.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            match entry {
+                toml::Value::Table(inner) => insert_at(inner, rest, value),
+                _ => Err(format!("{first} is not a section")),
+            }
+        }
+    }
+}
+
+fn parse_env_value(raw: &str) -> toml::Value {
+    format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_str(text: &str, env: &[(&str, &str)]) -> Loaded {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("atrium.toml");
+        std::fs::write(&path, text).expect("write");
+        Config::load(
+            Some(&path),
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+        .expect("load")
+    }
+
+    #[test]
+    fn defaults_run_on_one_machine() {
+        let loaded = load_str("", &[]);
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config.listen, "127.0.0.1:8000");
+        assert!(loaded.config.database_url().is_sqlite());
+        assert!(!loaded.config.secure_cookies());
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        let loaded = load_str(
+            "listen = \"127.0.0.1:9000\"\n[auth]\nsession_minutes = 10\n",
+            &[
+                ("ATRIUM_LISTEN", "127.0.0.1:9100"),
+                ("ATRIUM_AUTH__RATE_LIMIT__PER_USER", "3"),
+                ("ATRIUM_PUBLIC_URL", "https://portal.example.org"),
+                ("HOME", "/root"),
+            ],
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config.listen, "127.0.0.1:9100");
+        assert_eq!(loaded.config.auth.session_minutes, 10);
+        assert_eq!(loaded.config.auth.rate_limit.per_user, 3);
+        assert!(loaded.config.secure_cookies());
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_key() {
+        let loaded = load_str(
+            "listen = \"nowhere\"\nbogus = 1\n[auth]\njwt_secret = \"short\"\n[auth.rate_limit]\nper_user = 0\n[log]\nformat = \"xml\"\n",
+            &[],
+        );
+        let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
+        for key in [
+            "bogus",
+            "listen",
+            "auth.jwt_secret",
+            "auth.rate_limit.per_user",
+            "log.format",
+        ] {
+            assert!(keys.contains(&key), "{key} missing from {keys:?}");
+        }
+    }
+
+    #[test]
+    fn wrong_types_name_the_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("atrium.toml");
+        std::fs::write(&path, "[auth]\nsession_minutes = \"soon\"\n").expect("write");
+        let err = Config::load(Some(&path), Vec::new()).expect_err("must fail");
+        assert!(err.to_string().contains("session_minutes"), "{err}");
+    }
+
+    #[test]
+    fn secrets_and_passwords_never_print() {
+        let url = DatabaseUrl::new("postgres://atrium:hunter2@db.example.org:5432/atrium");
+        assert_eq!(
+            format!("{url:?}"),
+            "postgres://atrium:***@db.example.org:5432/atrium"
+        );
+        assert_eq!(format!("{:?}", Secret::new("hunter2")), "***");
+        let plain = DatabaseUrl::new("postgres://atrium@localhost/atrium?host=/run/x");
+        assert_eq!(plain.redacted(), plain.expose());
+    }
+}

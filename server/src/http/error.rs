@@ -1,0 +1,183 @@
+//! The API's error policy.
+//!
+//! Every error a client sees is an [`ApiError`]: an HTTP status and a JSON body
+//! `{"error": CODE, "message": TEXT}`. Client errors (4xx) say exactly what was wrong
+//! with the request. Server errors (5xx) say nothing internal: the cause goes to the
+//! log, with the request id that the response also carries.
+
+use std::time::Duration;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("authentication required")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("request body too large (limit {limit} bytes)")]
+    PayloadTooLarge { limit: usize },
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("too many failed attempts; try again in {} s", .retry_after.as_secs())]
+    TooManyRequests { retry_after: Duration },
+    #[error("{0}")]
+    Unavailable(String),
+    /// A page needs a login: answered with a redirect to the login page.
+    #[error("login required")]
+    LoginRequired { next: String },
+    #[error("internal error")]
+    Internal(String),
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: &'a str,
+    message: String,
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::BadRequest(message.into())
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::Forbidden(message.into())
+    }
+
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Self::Internal(cause.to_string())
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "bad_request",
+            Self::Unauthorized | Self::LoginRequired { .. } => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+            Self::NotFound => "not_found",
+            Self::Conflict(_) => "conflict",
+            Self::PayloadTooLarge { .. } => "payload_too_large",
+            Self::UnsupportedMediaType(_) => "unsupported_media_type",
+            Self::TooManyRequests { .. } => "rate_limited",
+            Self::Unavailable(_) => "unavailable",
+            Self::Internal(_) => "internal",
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::LoginRequired { .. } => StatusCode::SEE_OTHER,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status_code());
+        match self {
+            Self::LoginRequired { next } => {
+                let location = format!("/login?next={}", urlencode(next));
+                return response
+                    .insert_header((header::LOCATION, location))
+                    .finish();
+            }
+            Self::Internal(cause) => {
+                tracing::error!(cause = %cause, "internal error");
+            }
+            Self::Unavailable(cause) => {
+                tracing::warn!(cause = %cause, "service unavailable");
+            }
+            Self::TooManyRequests { retry_after } => {
+                response.insert_header((header::RETRY_AFTER, retry_after.as_secs().to_string()));
+            }
+            Self::Unauthorized => {
+                response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+            }
+            _ => {}
+        }
+        let message = match self {
+            Self::Internal(_) => {
+                "internal error; the request id is in the x-request-id header".into()
+            }
+            Self::Unavailable(_) => {
+                "a service the portal depends on is unavailable; try again shortly".into()
+            }
+            other => other.to_string(),
+        };
+        response.json(Body {
+            error: self.code(),
+            message,
+        })
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => Self::NotFound,
+            StoreError::Conflict(what) => Self::Conflict(format!("{what} already exists")),
+            StoreError::Database(sqlx::Error::PoolTimedOut)
+            | StoreError::Database(sqlx::Error::Io(_)) => Self::Unavailable(e.to_string()),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+/// Map a JSON body error to a client error naming the problem.
+pub fn json_error(err: actix_web::error::JsonPayloadError, limit: usize) -> ApiError {
+    use actix_web::error::JsonPayloadError as E;
+    match err {
+        E::Overflow { .. } | E::OverflowKnownLength { .. } => ApiError::PayloadTooLarge { limit },
+        E::ContentType => {
+            ApiError::UnsupportedMediaType("expected Content-Type: application/json".into())
+        }
+        E::Deserialize(e) if e.is_data() => ApiError::bad_request(format!("invalid request: {e}")),
+        E::Deserialize(e) => ApiError::bad_request(format!("malformed JSON: {e}")),
+        other => ApiError::bad_request(format!("cannot read the request body: {other}")),
+    }
+}
+
+/// Map a form body error to a client error.
+pub fn form_error(err: actix_web::error::UrlencodedError, limit: usize) -> ApiError {
+    use actix_web::error::UrlencodedError as E;
+    match err {
+        E::Overflow { .. } => ApiError::PayloadTooLarge { limit },
+        E::ContentType => ApiError::UnsupportedMediaType(
+            "expected Content-Type: application/x-www-form-urlencoded".into(),
+        ),
+        other => ApiError::bad_request(format!("invalid form: {other}")),
+    }
+}
+
+/// Percent-encode a path for a query parameter.
+pub fn urlencode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

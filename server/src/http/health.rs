@@ -1,0 +1,41 @@
+//! Liveness, readiness and metrics endpoints.
+
+use actix_web::{web, HttpResponse};
+
+use super::authn::MaybeUser;
+use super::{ApiError, AppState};
+use crate::auth::Scope;
+
+/// The process answers.
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain").body("ok\n")
+}
+
+/// The process can serve: its database answers.
+pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    state
+        .store
+        .ping()
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("database: {e}")))?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain")
+        .body("ready\n"))
+}
+
+/// Prometheus text format. Administrators only unless `http.public_metrics`.
+pub async fn metrics(
+    state: web::Data<AppState>,
+    caller: MaybeUser,
+) -> Result<HttpResponse, ApiError> {
+    if !state.config.http.public_metrics {
+        caller
+            .0
+            .ok_or(ApiError::Unauthorized)?
+            .require(Scope::Admin)?;
+    }
+    let text = state.metrics.render().map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text))
+}

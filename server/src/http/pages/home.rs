@@ -1,0 +1,194 @@
+//! The home page: greeting, account, personal API tokens.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use super::{csrf_refused, render, Nav};
+use crate::auth::personal_tokens::{self, TokenRequest};
+use crate::auth::token::Scopes;
+use crate::auth::{now_ms, Principal, Scope};
+use crate::http::api::rfc3339;
+use crate::http::api::tokens::{issue_audited, revoke_audited};
+use crate::http::authn::PageUser;
+use crate::http::{ApiError, AppState};
+
+struct TokenRow {
+    id: i64,
+    name: String,
+    scopes: String,
+    created_at: String,
+    expires_at: String,
+    last_used_at: String,
+}
+
+struct NewToken {
+    name: String,
+    secret: String,
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    nav: Nav,
+    display_name: String,
+    groups: Vec<String>,
+    tokens: Vec<TokenRow>,
+    new_token: Option<NewToken>,
+    token_error: Option<String>,
+    token_max_days: u32,
+}
+
+#[derive(Deserialize)]
+pub struct TokenForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    scope_read: Option<String>,
+    scope_jobs: Option<String>,
+    scope_sessions: Option<String>,
+    scope_admin: Option<String>,
+    expires_in_days: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn home_page(
+    state: &AppState,
+    principal: &Principal,
+    new_token: Option<NewToken>,
+    token_error: Option<String>,
+    status: StatusCode,
+) -> Result<HttpResponse, ApiError> {
+    let user = state
+        .store
+        .user_by_id(principal.user_id)
+        .await?
+        .ok_or(ApiError::Unauthorized)?;
+    let groups = state.store.groups_of(user.id).await?;
+    let tokens = state
+        .store
+        .list_api_tokens(user.id, now_ms())
+        .await?
+        .into_iter()
+        .map(|t| TokenRow {
+            id: t.id,
+            name: t.name,
+            scopes: Scopes::from_stored(&t.scopes).to_stored(),
+            created_at: rfc3339(t.created_at),
+            expires_at: t.expires_at.map(rfc3339).unwrap_or_else(|| "never".into()),
+            last_used_at: t
+                .last_used_at
+                .map(rfc3339)
+                .unwrap_or_else(|| "never".into()),
+        })
+        .collect();
+    let display_name = if user.display_name.is_empty() {
+        user.username.clone()
+    } else {
+        user.display_name.clone()
+    };
+    render(
+        &HomePage {
+            nav: Nav::of(principal),
+            display_name,
+            groups,
+            tokens,
+            new_token,
+            token_error,
+            token_max_days: state.config.auth.token_max_days,
+        },
+        status,
+    )
+}
+
+pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResponse, ApiError> {
+    home_page(&state, &user.0, None, None, StatusCode::OK).await
+}
+
+pub async fn create_token(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    form: web::Form<TokenForm>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = user.0;
+    let form = form.into_inner();
+    if !principal.csrf_ok(Some(&form.csrf)) {
+        return csrf_refused();
+    }
+    let scopes = [
+        (form.scope_read.is_some(), Scope::Read),
+        (form.scope_jobs.is_some(), Scope::Jobs),
+        (form.scope_sessions.is_some(), Scope::Sessions),
+        (form.scope_admin.is_some(), Scope::Admin),
+    ]
+    .into_iter()
+    .filter_map(|(on, scope)| on.then_some(scope))
+    .collect();
+    let expires_in_days = match form.expires_in_days.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(days) => match days.parse() {
+            Ok(days) => Some(days),
+            Err(_) => {
+                let error = "Days must be a whole number.".to_string();
+                return home_page(
+                    &state,
+                    &principal,
+                    None,
+                    Some(error),
+                    StatusCode::BAD_REQUEST,
+                )
+                .await;
+            }
+        },
+    };
+    let request = TokenRequest {
+        name: form.name,
+        scopes,
+        expires_in_days,
+    };
+    match issue_audited(&state, &req, &principal, &request).await {
+        Ok(issued) => {
+            let new = NewToken {
+                name: issued.token.name,
+                secret: issued.secret,
+            };
+            home_page(&state, &principal, Some(new), None, StatusCode::CREATED).await
+        }
+        Err(personal_tokens::TokenError::Store(e)) => Err(e.into()),
+        Err(e) => {
+            home_page(
+                &state,
+                &principal,
+                None,
+                Some(e.to_string()),
+                StatusCode::BAD_REQUEST,
+            )
+            .await
+        }
+    }
+}
+
+pub async fn revoke_token(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<i64>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = user.0;
+    if !principal.csrf_ok(Some(&form.csrf)) {
+        return csrf_refused();
+    }
+    revoke_audited(&state, &req, &principal, id.into_inner()).await?;
+    Ok(HttpResponse::SeeOther()
+        .insert_header((actix_web::http::header::LOCATION, "/#tokens"))
+        .finish())
+}

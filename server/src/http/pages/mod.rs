@@ -1,0 +1,94 @@
+//! Server-rendered pages (askama), one struct per page next to its handler.
+
+mod home;
+mod login;
+
+use actix_web::{web, HttpResponse};
+use askama::Template;
+
+use super::ApiError;
+use crate::auth::Principal;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(home::show))
+        .route("/login", web::get().to(login::show))
+        .route("/login", web::post().to(login::submit))
+        .route("/logout", web::post().to(login::logout))
+        .route("/tokens", web::post().to(home::create_token))
+        .route("/tokens/{id}/revoke", web::post().to(home::revoke_token));
+}
+
+/// What the header of a signed-in page shows.
+pub struct Nav {
+    pub username: String,
+    pub is_admin: bool,
+    pub csrf: String,
+}
+
+impl Nav {
+    pub fn of(p: &Principal) -> Self {
+        Self {
+            username: p.username.clone(),
+            is_admin: p.is_admin,
+            csrf: p.csrf_token().to_string(),
+        }
+    }
+}
+
+/// Render a page as an HTML response with `status`.
+pub fn render(
+    page: &impl Template,
+    status: actix_web::http::StatusCode,
+) -> Result<HttpResponse, ApiError> {
+    let html = page.render().map_err(ApiError::internal)?;
+    Ok(HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .insert_header(("cache-control", "no-store"))
+        .body(html))
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+pub struct MessagePage<'a> {
+    pub title: &'a str,
+    pub message: &'a str,
+}
+
+pub fn not_found_page() -> Result<HttpResponse, ApiError> {
+    render(
+        &MessagePage {
+            title: "Not found",
+            message: "There is nothing at this address.",
+        },
+        actix_web::http::StatusCode::NOT_FOUND,
+    )
+}
+
+/// A form post whose CSRF token is missing or wrong.
+pub fn csrf_refused() -> Result<HttpResponse, ApiError> {
+    render(
+        &MessagePage {
+            title: "Form expired",
+            message: "This form was not accepted (missing or invalid CSRF token). Reload the page and try again.",
+        },
+        actix_web::http::StatusCode::FORBIDDEN,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_page_escapes_its_text() {
+        let html = MessagePage {
+            title: "<script>",
+            message: "a & b",
+        }
+        .render()
+        .expect("render");
+        assert!(html.contains("&#60;script&#62;"), "{html}");
+        assert!(html.contains("a &#38; b"), "{html}");
+        assert!(!html.contains("<script>"));
+    }
+}

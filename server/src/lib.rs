@@ -1,0 +1,13 @@
+//! atrium: a portal for data scientists on GPU clusters.
+//!
+//! The binary's modules: configuration, the store, authentication, HTTP (API and
+//! pages), metrics, startup, and the command line.
+
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod metrics;
+pub mod startup;
+pub mod store;
+pub mod telemetry;

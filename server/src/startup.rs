@@ -1,0 +1,162 @@
+//! Building and running the application: open the store, load keys, create the first
+//! administrator, bind the listener, serve until SIGTERM/SIGINT.
+
+use std::net::{IpAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{dev::Server, web, HttpServer};
+use anyhow::Context;
+
+use crate::auth::jwt::Keys;
+use crate::auth::principal::SessionPolicy;
+use crate::auth::rate_limit::LoginLimiter;
+use crate::auth::{local, now_ms, Authenticator};
+use crate::config::Config;
+use crate::http::{self, AppState};
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    background: Vec<tokio::task::JoinHandle<()>>,
+    store: Store,
+}
+
+/// Open the store named by the configuration and bring its schema up to date.
+pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let url = config.database_url();
+    if url.is_sqlite() {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+    }
+    let store = Store::connect(&url, config.database.max_connections)
+        .await
+        .with_context(|| format!("connecting to {url}"))?;
+    store.migrate().await.context("applying migrations")?;
+    Ok(store)
+}
+
+fn session_keys(config: &Config) -> anyhow::Result<Keys> {
+    match &config.auth.jwt_secret {
+        Some(secret) => Ok(Keys::from_secret(secret.expose().as_bytes())),
+        None => Ok(Keys::load_or_create(&config.data_dir.join("jwt.key"))?),
+    }
+}
+
+impl Application {
+    /// Prepare everything and bind the listener (`listen` may use port 0).
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+        let store = open_store(&config).await?;
+        let keys = session_keys(&config)?;
+
+        if let Some(password) = local::bootstrap_admin(&store, &config.auth.admin_groups).await? {
+            // Printed once, to the terminal that started the portal; only its hash is kept.
+            println!(
+                "\n  atrium: created the first administrator.\n    username: admin\n    password: {password}\n  Change it with `atrium user passwd admin`.\n"
+            );
+        }
+        if !running_as_root() {
+            tracing::info!("running unprivileged: every process will run as this user (single-user workstation mode)");
+        }
+
+        let auth = Arc::new(Authenticator::new(
+            store.clone(),
+            keys,
+            config.auth.admin_groups.clone(),
+            SessionPolicy {
+                ttl: Duration::from_secs(config.auth.session_minutes * 60),
+                max: Duration::from_secs(config.auth.session_max_hours * 3600),
+            },
+        ));
+        auth.follow_epoch().await?;
+        let metrics = Metrics::new()?;
+        metrics.start_time.set(now_ms() / 1000);
+        let rl = &config.auth.rate_limit;
+        let limiter = LoginLimiter::new(
+            rl.per_user,
+            rl.per_address,
+            Duration::from_secs(rl.window_seconds),
+        );
+        let trusted_proxies = config
+            .http
+            .trusted_proxies
+            .iter()
+            .filter_map(|p| p.parse::<IpAddr>().ok())
+            .collect();
+        let workers = config
+            .http
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let listener = TcpListener::bind(&config.listen)
+            .with_context(|| format!("binding {}", config.listen))?;
+        let port = listener.local_addr()?.port();
+        let state = web::Data::new(AppState {
+            secure_cookies: config.secure_cookies(),
+            config: Arc::new(config),
+            store: store.clone(),
+            auth: auth.clone(),
+            limiter,
+            metrics,
+            trusted_proxies,
+        });
+
+        let server = HttpServer::new(move || http::app(state.clone()))
+            .workers(workers)
+            .shutdown_timeout(10)
+            .listen(listener)?
+            .run();
+
+        let background = vec![
+            tokio::spawn(auth.clone().watch_epoch(Duration::from_secs(1))),
+            tokio::spawn(purge_expired_sessions(store.clone())),
+        ];
+        Ok(Self {
+            port,
+            server,
+            background,
+            store,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serve until SIGTERM or SIGINT, then finish in-flight requests and close.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        tracing::info!(port = self.port, "atrium listening");
+        let result = self.server.await;
+        for task in self.background {
+            task.abort();
+        }
+        self.store.close().await;
+        tracing::info!("atrium stopped");
+        Ok(result?)
+    }
+}
+
+/// Forget login sessions a day after they expired, hourly.
+async fn purge_expired_sessions(store: Store) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        ticker.tick().await;
+        if let Err(e) = store.purge_login_sessions(now_ms(), 24 * 3600 * 1000).await {
+            tracing::warn!(error = %e, "cannot purge expired login sessions");
+        }
+    }
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}

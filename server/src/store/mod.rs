@@ -1,0 +1,169 @@
+//! The store: every SQL statement of the portal, over SQLite or PostgreSQL.
+//!
+//! Owns: the connection pool, migrations, and one narrow function per query.
+//! Must not touch: HTTP, password hashing, policy decisions. Callers pass domain
+//! values in and get rows out; times are Unix milliseconds.
+
+mod audit;
+mod sessions;
+mod tokens;
+mod users;
+
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, Row};
+
+use crate::config::DatabaseUrl;
+
+pub use audit::{AuditEntry, NewAuditEntry};
+pub use sessions::LoginSession;
+pub use tokens::{ApiToken, NewApiToken, TokenOwner};
+pub use users::{NewUser, User};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("already exists: {0}")]
+    Conflict(String),
+    #[error("database error: {0}")]
+    Database(sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(sqlx::migrate::MigrateError),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Database(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Self::Migrate(e)
+    }
+}
+
+impl StoreError {
+    /// Map a unique-constraint violation to `Conflict(what)`.
+    fn conflict_on_unique(err: sqlx::Error, what: impl Into<String>) -> Self {
+        match &err {
+            sqlx::Error::Database(db) if db.is_unique_violation() => Self::Conflict(what.into()),
+            _ => Self::Database(err),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The portal's database. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Connect to `url`. SQLite files are created when missing and use WAL.
+    #[tracing::instrument(skip_all, fields(url = %url), err)]
+    pub async fn connect(url: &DatabaseUrl, max_connections: u32) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.is_postgres() {
+            Backend::Postgres
+        } else {
+            Backend::Sqlite
+        };
+        let options = AnyPoolOptions::new()
+            .max_connections(max_connections)
+            .min_connections(1)
+            .acquire_timeout(Duration::from_secs(10));
+        let options = match backend {
+            Backend::Sqlite => options.after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                         PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
+                    )
+                    .execute(conn)
+                    .await?;
+                    Ok(())
+                })
+            }),
+            Backend::Postgres => options,
+        };
+        let pool = options.connect(url.expose()).await?;
+        Ok(Self { pool, backend })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Apply pending migrations for this database.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn migrate(&self) -> Result<()> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// The current authentication epoch: it changes whenever a credential is revoked
+    /// or a user is disabled, by any process using this database.
+    pub async fn auth_epoch(&self) -> Result<i64> {
+        let row = sqlx::query("SELECT value FROM meta WHERE key = 'auth_epoch'")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get(0)?)
+    }
+
+    pub(crate) async fn bump_auth_epoch<'c, E>(executor: E) -> Result<()>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Any>,
+    {
+        sqlx::query("UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch'")
+            .execute(executor)
+            .await?;
+        Ok(())
+    }
+}
+
+fn opt_i64(row: &AnyRow, column: &str) -> Result<Option<i64>> {
+    Ok(row.try_get::<Option<i64>, _>(column)?)
+}
+
+/// A 0/1 flag column (both databases store flags as integers).
+fn flag(row: &AnyRow, column: &str) -> Result<bool> {
+    Ok(row.try_get::<i64, _>(column)? != 0)
+}

@@ -1,0 +1,222 @@
+//! Users, groups and memberships.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{flag, opt_i64, Result, Store, StoreError};
+
+/// A user row: an account from the local table or from LDAP, with its POSIX identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: i64,
+    pub username: String,
+    pub display_name: String,
+    pub email: String,
+    pub source: String,
+    pub password_hash: Option<String>,
+    pub uid_number: Option<i64>,
+    pub gid_number: Option<i64>,
+    pub home: Option<String>,
+    pub login_shell: Option<String>,
+    pub disabled: bool,
+    pub created_at: i64,
+    pub last_login_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewUser {
+    pub username: String,
+    pub display_name: String,
+    pub email: String,
+    pub password_hash: Option<String>,
+    pub uid_number: Option<i64>,
+    pub gid_number: Option<i64>,
+    pub home: Option<String>,
+}
+
+const USER_COLUMNS: &str = "id, username, display_name, email, source, password_hash, \
+    uid_number, gid_number, home, login_shell, disabled, created_at, last_login_at";
+
+fn user_from_row(row: &AnyRow) -> Result<User> {
+    Ok(User {
+        id: row.try_get("id")?,
+        username: row.try_get("username")?,
+        display_name: row.try_get("display_name")?,
+        email: row.try_get("email")?,
+        source: row.try_get("source")?,
+        password_hash: row.try_get("password_hash")?,
+        uid_number: opt_i64(row, "uid_number")?,
+        gid_number: opt_i64(row, "gid_number")?,
+        home: row.try_get("home")?,
+        login_shell: row.try_get("login_shell")?,
+        disabled: flag(row, "disabled")?,
+        created_at: row.try_get("created_at")?,
+        last_login_at: opt_i64(row, "last_login_at")?,
+    })
+}
+
+impl Store {
+    /// Create a local account.
+    #[tracing::instrument(skip_all, fields(username = %user.username), err)]
+    pub async fn create_local_user(&self, user: &NewUser, now: i64) -> Result<User> {
+        let row = sqlx::query(&format!(
+            "INSERT INTO users (username, display_name, email, source, password_hash, \
+             uid_number, gid_number, home, created_at, updated_at) \
+             VALUES ($1, $2, $3, 'local', $4, $5, $6, $7, $8, $8) RETURNING {USER_COLUMNS}"
+        ))
+        .bind(&user.username)
+        .bind(&user.display_name)
+        .bind(&user.email)
+        .bind(&user.password_hash)
+        .bind(user.uid_number)
+        .bind(user.gid_number)
+        .bind(&user.home)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| StoreError::conflict_on_unique(e, format!("user {}", user.username)))?;
+        user_from_row(&row)
+    }
+
+    pub async fn user_by_name(&self, username: &str) -> Result<Option<User>> {
+        let row = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE username = $1"
+        ))
+        .bind(username)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(user_from_row).transpose()
+    }
+
+    pub async fn user_by_id(&self, id: i64) -> Result<Option<User>> {
+        let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(user_from_row).transpose()
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<User>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users ORDER BY username"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(user_from_row).collect()
+    }
+
+    #[tracing::instrument(skip_all, fields(user_id), err)]
+    pub async fn set_password_hash(&self, user_id: i64, hash: &str, now: i64) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3 AND source = 'local'",
+        )
+        .bind(hash)
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        // A new password ends every browser login of the account.
+        sqlx::query(
+            "UPDATE login_sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        Store::bump_auth_epoch(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Disable or enable an account. Disabling refuses its sessions and tokens at once.
+    #[tracing::instrument(skip_all, fields(user_id, disabled), err)]
+    pub async fn set_disabled(&self, user_id: i64, disabled: bool, now: i64) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("UPDATE users SET disabled = $1, updated_at = $2 WHERE id = $3")
+            .bind(i64::from(disabled))
+            .bind(now)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Store::bump_auth_epoch(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn record_login(&self, user_id: i64, now: i64) -> Result<()> {
+        sqlx::query("UPDATE users SET last_login_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Create the group if needed and return its id.
+    pub async fn ensure_group(&self, name: &str, source: &str, now: i64) -> Result<i64> {
+        sqlx::query(
+            "INSERT INTO groups (name, source, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(source)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        let row = sqlx::query("SELECT id FROM groups WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get(0)?)
+    }
+
+    pub async fn add_member(&self, user_id: i64, group_id: i64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO memberships (user_id, group_id) VALUES ($1, $2) \
+             ON CONFLICT (user_id, group_id) DO NOTHING",
+        )
+        .bind(user_id)
+        .bind(group_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Names of the user's groups, sorted.
+    pub async fn groups_of(&self, user_id: i64) -> Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT g.name FROM groups g JOIN memberships m ON m.group_id = g.id \
+             WHERE m.user_id = $1 ORDER BY g.name",
+        )
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>(0).map_err(StoreError::from))
+            .collect()
+    }
+
+    /// Whether any enabled user belongs to one of `groups`.
+    pub async fn any_member_of(&self, groups: &[String]) -> Result<bool> {
+        for group in groups {
+            let row = sqlx::query(
+                "SELECT COUNT(*) FROM memberships m JOIN groups g ON g.id = m.group_id \
+                 JOIN users u ON u.id = m.user_id WHERE g.name = $1 AND u.disabled = 0",
+            )
+            .bind(group)
+            .fetch_one(&self.pool)
+            .await?;
+            if row.try_get::<i64, _>(0)? > 0 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
