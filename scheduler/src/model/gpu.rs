@@ -126,8 +126,3 @@ pub(crate) fn model_matches(model: &str, ty: &str) -> bool {
     let t = ty.to_ascii_lowercase();
     m == t || (m.starts_with(&t) && m.as_bytes().get(t.len()) == Some(&b'-'))
 }
-
-/// Whether `s` looks like a MIG profile name (`<n>g.<m>gb`).
-pub(crate) fn is_mig_profile(s: &str) -> bool {
-    mig_compute_slices(s).is_some() && s.ends_with("gb")
-}

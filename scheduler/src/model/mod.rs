@@ -3,6 +3,9 @@
 //! states and pending reasons. Must not contain scheduling logic.
 
 mod gpu;
+pub(crate) mod gpu_internal {
+    pub(crate) use super::gpu::{mig_compute_slices, model_matches};
+}
 mod job;
 mod node;
 mod partition;

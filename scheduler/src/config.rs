@@ -1,0 +1,193 @@
+//! Cluster configuration: nodes, partitions, QOS, priority weights, fair-share,
+//! limits and backfill settings. Owns defaults and validation of the shape of the
+//! configuration; the cluster builds its runtime state from it.
+
+use crate::model::{NodeConfig, PartitionConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Everything `Cluster::new` needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterConfig {
+    pub nodes: Vec<NodeConfig>,
+    pub partitions: Vec<PartitionConfig>,
+    /// Quality of service levels; `normal` (priority 0) exists if not listed.
+    pub qos: Vec<QosConfig>,
+    pub priority: PriorityWeights,
+    pub fairshare: FairshareConfig,
+    pub limits: LimitsConfig,
+    pub backfill: BackfillConfig,
+    /// Reject at submit a job whose time limit is above its partition's maximum
+    /// (Slurm `EnforcePartLimits=YES`); otherwise it pends with `PartitionTimeLimit`.
+    pub enforce_partition_limits: bool,
+    /// Cancel a job whose dependency can never be satisfied (a `Cancel` decision);
+    /// otherwise it pends with `DependencyNeverSatisfied`.
+    pub kill_invalid_dependencies: bool,
+    /// Requeue jobs of a node that goes DOWN unless they asked `--no-requeue`.
+    pub requeue_on_node_failure: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            nodes: Vec::new(),
+            partitions: Vec::new(),
+            qos: Vec::new(),
+            priority: PriorityWeights::default(),
+            fairshare: FairshareConfig::default(),
+            limits: LimitsConfig::default(),
+            backfill: BackfillConfig::default(),
+            enforce_partition_limits: true,
+            kill_invalid_dependencies: true,
+            requeue_on_node_failure: true,
+        }
+    }
+}
+
+/// A QOS level.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QosConfig {
+    pub name: String,
+    pub priority: u32,
+}
+
+/// Multifactor priority weights (Slurm `PriorityWeight*`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PriorityWeights {
+    pub age: u32,
+    pub fairshare: u32,
+    pub job_size: u32,
+    pub partition: u32,
+    pub qos: u32,
+    /// Age at which the age factor reaches 1 (Slurm `PriorityMaxAge`), seconds.
+    pub max_age_secs: u64,
+    /// How often every pending job's priority is recomputed (Slurm
+    /// `PriorityCalcPeriod`), seconds. A new or newly eligible job gets its priority
+    /// at once.
+    pub calc_period_secs: u64,
+}
+
+impl Default for PriorityWeights {
+    fn default() -> Self {
+        PriorityWeights {
+            age: 1000,
+            fairshare: 10_000,
+            job_size: 1000,
+            partition: 10_000,
+            qos: 10_000,
+            max_age_secs: 7 * 86_400,
+            calc_period_secs: 300,
+        }
+    }
+}
+
+/// Fair-share accounting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FairshareConfig {
+    /// Usage half-life (Slurm `PriorityDecayHalfLife`), seconds.
+    pub half_life_secs: u64,
+    /// Usage billed per second of a running job.
+    pub billing: BillingWeights,
+    /// Shares per account (default 1).
+    pub shares: BTreeMap<String, u32>,
+}
+
+impl Default for FairshareConfig {
+    fn default() -> Self {
+        FairshareConfig {
+            half_life_secs: 7 * 86_400,
+            billing: BillingWeights::default(),
+            shares: BTreeMap::new(),
+        }
+    }
+}
+
+/// Billing weights. The default bills GPU-seconds, each slice by its size (a
+/// `3g.40gb` instance is 3/7 of a GPU, one of 4 shards is 1/4), so GPUs count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BillingWeights {
+    pub gpu: f64,
+    pub cpu: f64,
+}
+
+impl Default for BillingWeights {
+    fn default() -> Self {
+        BillingWeights { gpu: 1.0, cpu: 0.0 }
+    }
+}
+
+/// Limits per user, group and account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LimitsConfig {
+    /// Length of the period GPU-minute limits count over, seconds (periods start at
+    /// multiples of it since the epoch).
+    pub period_secs: u64,
+    /// Limits of users not listed in `users`.
+    pub default_user: Limits,
+    pub users: BTreeMap<String, Limits>,
+    pub groups: BTreeMap<String, Limits>,
+    pub accounts: BTreeMap<String, Limits>,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            period_secs: 30 * 86_400,
+            default_user: Limits::default(),
+            users: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            accounts: BTreeMap::new(),
+        }
+    }
+}
+
+/// One set of limits; `None` is unlimited.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// GPUs in use at once, counted in GPU equivalents (a MIG instance or shard
+    /// counts its fraction).
+    pub max_gpus: Option<u32>,
+    /// Slices in use at once per slice type (`a100-80gb`, `1g.10gb`, `shard`).
+    pub max_slices: BTreeMap<String, u32>,
+    pub max_running_jobs: Option<u32>,
+    /// Pending plus running jobs (array tasks count one each).
+    pub max_submitted_jobs: Option<u32>,
+    /// GPU-minutes per period; a job is charged `GPUs × time limit` when it
+    /// starts and refunded the unused part when it ends.
+    pub max_gpu_minutes: Option<u64>,
+    /// Longest time limit a job may ask for, seconds.
+    pub max_wall_secs: Option<u64>,
+}
+
+/// Who a set of limits applies to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "name")]
+pub enum LimitScope {
+    DefaultUser,
+    User(String),
+    Group(String),
+    Account(String),
+}
+
+/// Backfill settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackfillConfig {
+    /// How many of the highest-priority jobs that cannot start get a reservation
+    /// (1 is classic EASY backfill).
+    pub max_reservations: usize,
+}
+
+impl Default for BackfillConfig {
+    fn default() -> Self {
+        BackfillConfig {
+            max_reservations: 8,
+        }
+    }
+}

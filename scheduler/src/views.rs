@@ -1,0 +1,319 @@
+//! Read-only views for `squeue` (jobs with state, reason, times, node list) and
+//! `sinfo` (partitions, node states, slices free and used). Must not change state.
+
+use crate::cluster::state::Job;
+use crate::cluster::{Allocation, Cluster};
+use crate::model::{JobId, JobState, NodeState, PendingReason, Time, TimeLimit};
+use crate::parse::compress_hostlist;
+use serde::{Deserialize, Serialize};
+
+/// Which jobs `squeue` lists; empty fields match everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SqueueFilter {
+    pub user: Option<String>,
+    pub partition: Option<String>,
+    pub states: Vec<JobState>,
+    /// Also list jobs that are over (COMPLETED, FAILED …).
+    pub include_finished: bool,
+}
+
+/// One `squeue` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobView {
+    pub id: JobId,
+    /// `123`, `123_4`, or `123_[5-9%2]` for an array's pending tasks.
+    pub display_id: String,
+    pub name: String,
+    pub user: String,
+    pub account: String,
+    pub partition: String,
+    pub state: JobState,
+    pub reason: Option<PendingReason>,
+    pub priority: i64,
+    pub submit_time: Time,
+    pub start_time: Option<Time>,
+    pub end_time: Option<Time>,
+    pub time_limit: TimeLimit,
+    /// Seconds run so far.
+    pub time_used: u64,
+    pub nodes: u32,
+    pub nodelist: String,
+    /// `gpu:4`, `gpu:1g.10gb:2`, `shard:2` per node, or empty.
+    pub gres: String,
+    pub allocation: Option<Allocation>,
+    pub exit: Option<crate::model::JobOutcome>,
+    pub restarts: u32,
+}
+
+/// One node in `sinfo -N`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub name: String,
+    pub state: NodeState,
+    pub partitions: Vec<String>,
+    pub cpus_total: u32,
+    pub cpus_free: u32,
+    pub memory_mb_total: u64,
+    pub memory_mb_free: u64,
+    pub features: Vec<String>,
+    pub slices: Vec<SliceUsage>,
+}
+
+/// Slices of one type: how many exist and how many are in use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SliceUsage {
+    pub r#type: String,
+    pub total: u32,
+    pub used: u32,
+}
+
+/// One partition in `sinfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionView {
+    pub name: String,
+    pub default: bool,
+    pub max_time: TimeLimit,
+    pub nodes_total: u32,
+    /// Node count per state name (`IDLE`, `MIXED`, `ALLOCATED`, `DRAIN`, `DOWN`).
+    pub nodes_by_state: Vec<(String, u32, String)>,
+    pub cpus_total: u64,
+    pub cpus_used: u64,
+    pub slices: Vec<SliceUsage>,
+    pub pending_jobs: u64,
+    pub running_jobs: u64,
+}
+
+impl Cluster {
+    fn view(&self, j: &Job, now: Time) -> JobView {
+        let shape = &self.shapes[j.shape as usize];
+        let owner = &self.owners[j.owner as usize].owner;
+        let display_id = match &j.array {
+            Some(a) => {
+                let spec = crate::model::ArraySpec {
+                    ranges: a.pending.clone(),
+                    max_running: a.max_running,
+                };
+                format!("{}_[{}]", j.id.job, spec)
+            }
+            None => j.id.to_string(),
+        };
+        let names: Vec<&str> = j
+            .alloc
+            .iter()
+            .map(|a| self.inv.nodes[a.node as usize].cfg.name.as_str())
+            .collect();
+        let gres = match &j.req.gpus {
+            None => String::new(),
+            Some(_) => {
+                let k = &shape.key.need;
+                let types: Vec<&str> = (0..self.inv.classes.len())
+                    .filter(|c| k.mask & (1 << c) != 0)
+                    .map(|c| self.inv.classes[c].type_name.as_str())
+                    .collect();
+                if k.mask == self.inv.whole_mask {
+                    format!("gpu:{}", k.count)
+                } else if k.mask == self.inv.shard_mask {
+                    format!("shard:{}", k.count)
+                } else {
+                    format!("gpu:{}:{}", types.join("|"), k.count)
+                }
+            }
+        };
+        let reason = if j.state != JobState::Pending {
+            None
+        } else if j.queued {
+            let q = self
+                .queues
+                .get(&Cluster::queue_key(j))
+                .and_then(|q| q.reason);
+            Some(match (j.reason, q) {
+                (PendingReason::Priority | PendingReason::None, Some(r)) => r,
+                (r, _) => r,
+            })
+        } else {
+            Some(j.reason)
+        };
+        let used = match (j.start_time, j.state) {
+            (Some(s), JobState::Running | JobState::Completing) => (now - s).max(0) as u64,
+            (Some(s), _) => (j.end_time.unwrap_or(s) - s).max(0) as u64,
+            _ => 0,
+        };
+        JobView {
+            id: j.id,
+            display_id,
+            name: j.req.name.clone().unwrap_or_else(|| "batch".into()),
+            user: owner.user.clone(),
+            account: owner.account.clone(),
+            partition: self.cfg.partitions[shape.key.partition as usize]
+                .name
+                .clone(),
+            state: j.state,
+            reason,
+            priority: j.priority,
+            submit_time: j.submit_time,
+            start_time: j.start_time,
+            end_time: j.end_time,
+            time_limit: shape
+                .key
+                .time
+                .map_or(TimeLimit::Unlimited, TimeLimit::Seconds),
+            time_used: used,
+            nodes: shape.key.nodes,
+            nodelist: compress_hostlist(&names),
+            gres,
+            allocation: (!j.alloc.is_empty()).then(|| self.allocation_of(j)),
+            exit: j.outcome,
+            restarts: j.restarts,
+        }
+    }
+
+    /// One job (or task, or array) by id.
+    pub fn job(&self, id: JobId, now: Time) -> Option<JobView> {
+        self.jobs.get(&id).map(|j| self.view(j, now))
+    }
+
+    /// `squeue`: jobs in id order. An array's pending tasks are one line; started
+    /// tasks have their own lines. By default only pending and running jobs.
+    pub fn squeue(&self, filter: &SqueueFilter, now: Time) -> Vec<JobView> {
+        self.jobs
+            .values()
+            .filter(|j| {
+                let visible = if j.is_array_parent() {
+                    j.array.as_ref().is_some_and(|a| !a.pending.is_empty())
+                        && j.state == JobState::Pending
+                        || (filter.include_finished && j.state.is_terminal())
+                } else {
+                    filter.include_finished || !j.state.is_terminal()
+                };
+                let state = if j.is_array_parent() {
+                    JobState::Pending
+                } else {
+                    j.state
+                };
+                visible
+                    && (filter.states.is_empty() || filter.states.contains(&state))
+                    && filter
+                        .user
+                        .as_ref()
+                        .is_none_or(|u| self.owners[j.owner as usize].owner.user == *u)
+                    && filter.partition.as_ref().is_none_or(|p| {
+                        self.cfg.partitions[self.shapes[j.shape as usize].key.partition as usize]
+                            .name
+                            == *p
+                    })
+            })
+            .map(|j| self.view(j, now))
+            .collect()
+    }
+
+    fn slice_usage(&self, nodes: &[u32]) -> Vec<SliceUsage> {
+        let mut out: Vec<SliceUsage> = self
+            .types
+            .iter()
+            .map(|t| SliceUsage {
+                r#type: t.clone(),
+                total: 0,
+                used: 0,
+            })
+            .collect();
+        for &n in nodes {
+            let node = &self.inv.nodes[n as usize];
+            for (c, _) in self.inv.classes.iter().enumerate() {
+                let t = self.class_type[c] as usize;
+                out[t].total += u32::from(node.total.slices[c]);
+                out[t].used += u32::from(node.total.slices[c] - node.free.slices[c]);
+            }
+        }
+        out.retain(|s| s.total > 0);
+        out
+    }
+
+    /// `sinfo -N`: every node.
+    pub fn nodes(&self) -> Vec<NodeView> {
+        (0..self.inv.nodes.len() as u32)
+            .map(|n| {
+                let node = &self.inv.nodes[n as usize];
+                NodeView {
+                    name: node.cfg.name.clone(),
+                    state: node.state(),
+                    partitions: node
+                        .partitions
+                        .iter()
+                        .map(|&p| self.cfg.partitions[p as usize].name.clone())
+                        .collect(),
+                    cpus_total: node.total.cpus,
+                    cpus_free: node.free.cpus,
+                    memory_mb_total: node.total.mem,
+                    memory_mb_free: node.free.mem,
+                    features: node.cfg.features.clone(),
+                    slices: self.slice_usage(&[n]),
+                }
+            })
+            .collect()
+    }
+
+    /// `sinfo`: every partition with node states and slice usage.
+    pub fn sinfo(&self) -> Vec<PartitionView> {
+        self.cfg
+            .partitions
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| {
+                let nodes: Vec<u32> = p
+                    .nodes
+                    .iter()
+                    .filter_map(|n| self.inv.by_name.get(n).copied())
+                    .collect();
+                let mut by_state: Vec<(String, Vec<&str>)> = Vec::new();
+                for &n in &nodes {
+                    let node = &self.inv.nodes[n as usize];
+                    let s = node.state().name().to_string();
+                    match by_state.iter_mut().find(|(k, _)| *k == s) {
+                        Some((_, v)) => v.push(&node.cfg.name),
+                        None => by_state.push((s, vec![&node.cfg.name])),
+                    }
+                }
+                by_state.sort();
+                let (mut pending, mut running) = (0u64, 0u64);
+                for j in self.jobs.values() {
+                    if self.shapes[j.shape as usize].key.partition as usize != pi {
+                        continue;
+                    }
+                    match (&j.array, j.state) {
+                        (Some(a), JobState::Pending) => pending += a.pending_count(),
+                        (None, JobState::Pending) => pending += 1,
+                        (None, JobState::Running | JobState::Completing) => running += 1,
+                        _ => {}
+                    }
+                }
+                PartitionView {
+                    name: p.name.clone(),
+                    default: p.default,
+                    max_time: p
+                        .max_time_secs
+                        .map_or(TimeLimit::Unlimited, TimeLimit::Seconds),
+                    nodes_total: nodes.len() as u32,
+                    nodes_by_state: by_state
+                        .into_iter()
+                        .map(|(s, v)| (s, v.len() as u32, compress_hostlist(&v)))
+                        .collect(),
+                    cpus_total: nodes
+                        .iter()
+                        .map(|&n| u64::from(self.inv.nodes[n as usize].total.cpus))
+                        .sum(),
+                    cpus_used: nodes
+                        .iter()
+                        .map(|&n| {
+                            let node = &self.inv.nodes[n as usize];
+                            u64::from(node.total.cpus - node.free.cpus)
+                        })
+                        .sum(),
+                    slices: self.slice_usage(&nodes),
+                    pending_jobs: pending,
+                    running_jobs: running,
+                }
+            })
+            .collect()
+    }
+}

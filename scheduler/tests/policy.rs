@@ -1,0 +1,507 @@
+//! Scheduling policy through the public API: placement, limits, backfill, arrays,
+//! dependencies, holds, time limits, node failures, views and snapshots.
+
+mod common;
+use common::*;
+use scheduler::*;
+
+fn alice() -> Owner {
+    Owner::user("alice")
+}
+
+#[test]
+fn published_example_runs_on_two_nodes() {
+    let mut c = cluster(3, 8);
+    c.partitions[0].name = "sxm2".into();
+    let mut cl = Cluster::new(c).unwrap();
+    let id = cl
+        .submit(
+            req(
+                "#!/bin/bash\n#SBATCH -N 2 -n 8 --ntasks-per-node 4 -p sxm2 --gres=gpu:4\nsrun x\n",
+            ),
+            &alice(),
+            0,
+        )
+        .unwrap();
+    let d = cl.schedule(0);
+    let Some(Decision::Start { job, allocation }) = d.first() else {
+        panic!("{d:?}")
+    };
+    assert_eq!(*job, id);
+    assert_eq!(allocation.nodes.len(), 2);
+    for n in &allocation.nodes {
+        assert_eq!(n.slices.len(), 4);
+        assert_eq!(n.cpus, 32, "4 GPUs bring 8 cores each");
+        assert_eq!(n.memory_mb, 4 * 48 * 1024);
+        assert_eq!(n.cuda_visible_devices(), "0,1,2,3");
+    }
+}
+
+#[test]
+fn best_fit_fills_used_nodes_first() {
+    let mut cl = Cluster::new(cluster(2, 8)).unwrap();
+    cl.submit(req("#SBATCH --gres=gpu:3"), &alice(), 0).unwrap();
+    cl.schedule(0);
+    cl.submit(req("#SBATCH --gres=gpu:2"), &alice(), 0).unwrap();
+    let d = cl.schedule(0);
+    let Some(Decision::Start { allocation, .. }) = d.first() else {
+        panic!()
+    };
+    assert_eq!(
+        allocation.nodes[0].node, "n00",
+        "the partly used node is filled first"
+    );
+    cl.submit(req("#SBATCH --gres=gpu:8"), &alice(), 0).unwrap();
+    assert_eq!(starts(&cl.schedule(0)).len(), 1, "a whole node stayed free");
+}
+
+#[test]
+fn mig_and_shards_are_packed() {
+    let mut c = cluster(0, 0);
+    c.nodes = vec![mig_node("m0"), mig_node("m1")];
+    c.partitions[0].nodes = vec!["m0".into(), "m1".into()];
+    let mut cl = Cluster::new(c).unwrap();
+    let m1 = cl
+        .submit(req("#SBATCH --gres=gpu:1g.10gb:1"), &alice(), 0)
+        .unwrap();
+    cl.submit(req("#SBATCH --gres=gpu:1g.10gb:1"), &alice(), 0)
+        .unwrap();
+    cl.submit(req("#SBATCH --gres=shard:2"), &alice(), 0)
+        .unwrap();
+    let d = cl.schedule(0);
+    let nodes: Vec<String> = d
+        .iter()
+        .filter_map(|d| {
+            if let Decision::Start { allocation, .. } = d {
+                Some(allocation.nodes[0].node.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(nodes, vec!["m0", "m0", "m0"]);
+    let allocation = d
+        .iter()
+        .find_map(|x| match x {
+            Decision::Start { job, allocation } if *job == m1 => Some(allocation),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        matches!(&allocation.nodes[0].slices[0], SliceId::Mig { uuid, .. } if uuid.starts_with("MIG-m0"))
+    );
+    assert!(
+        allocation.nodes[0].cpus >= 2,
+        "a 1g slice brings a seventh of 8 cores, rounded up"
+    );
+    let info = cl.sinfo();
+    let mig = info[0]
+        .slices
+        .iter()
+        .find(|s| s.r#type == "1g.10gb")
+        .unwrap();
+    assert_eq!((mig.total, mig.used), (4, 2));
+    assert!(Cluster::new({
+        let mut c = cluster(0, 0);
+        let mut n = mig_node("x");
+        n.gpus[0].mode = GpuMode::Mig(vec![
+            MigInstanceConfig {
+                profile: "7g.80gb".into(),
+                uuid: "u".into()
+            };
+            2
+        ]);
+        c.nodes = vec![n];
+        c.partitions[0].nodes = vec!["x".into()];
+        c
+    })
+    .is_err());
+}
+
+#[test]
+fn impossible_jobs_are_rejected_at_submit() {
+    let mut c = cluster(2, 8);
+    c.limits.default_user.max_gpus = Some(8);
+    let mut cl = Cluster::new(c).unwrap();
+    let e = |cl: &mut Cluster, s: &str| cl.submit(req(s), &alice(), 0).unwrap_err().to_string();
+    assert!(e(&mut cl, "#SBATCH --gres=gpu:9").contains("can never run"));
+    assert!(e(&mut cl, "#SBATCH -N 3 --gres=gpu:1").contains("can never run"));
+    assert!(e(&mut cl, "#SBATCH -N 2 --gres=gpu:8").contains("may use 8 GPUs"));
+    assert!(e(&mut cl, "#SBATCH -t 2-00:00:00").contains("time limit"));
+    assert!(e(&mut cl, "#SBATCH -p nope").contains("no such partition"));
+    assert!(e(&mut cl, "#SBATCH --gres=gpu:a100:1").contains("no GPU of type"));
+    assert!(e(&mut cl, "#SBATCH -q gold").contains("QOS"));
+    assert!(e(&mut cl, "#SBATCH -A other").contains("account"));
+    assert!(e(&mut cl, "#SBATCH -d afterok:99").contains("does not exist"));
+    assert!(e(&mut cl, "#SBATCH --mem=10T").contains("can never run"));
+}
+
+#[test]
+fn limits_make_jobs_pend_with_the_right_reason() {
+    let mut c = cluster(2, 8);
+    c.limits.default_user.max_gpus = Some(4);
+    c.limits.default_user.max_running_jobs = Some(3);
+    let mut cl = Cluster::new(c).unwrap();
+    let a = cl.submit(req("#SBATCH --gres=gpu:4"), &alice(), 0).unwrap();
+    let b = cl.submit(req("#SBATCH --gres=gpu:1"), &alice(), 0).unwrap();
+    assert_eq!(starts(&cl.schedule(0)), vec![a]);
+    let v = cl.job(b, 0).unwrap();
+    assert_eq!(v.reason, Some(PendingReason::QosMaxGresPerUser));
+    cl.job_finished(a, JobOutcome::Exited(0), 10).unwrap();
+    assert_eq!(starts(&cl.schedule(10)), vec![b]);
+    for _ in 0..3 {
+        cl.submit(req("#SBATCH -c 1"), &alice(), 10).unwrap();
+    }
+    assert_eq!(starts(&cl.schedule(10)).len(), 2);
+    let pend = cl.squeue(
+        &SqueueFilter {
+            states: vec![JobState::Pending],
+            ..Default::default()
+        },
+        10,
+    );
+    assert_eq!(pend[0].reason, Some(PendingReason::AssocMaxJobsLimit));
+    cl.set_limits(LimitScope::DefaultUser, Limits::default());
+    assert_eq!(starts(&cl.schedule(11)).len(), 1);
+}
+
+#[test]
+fn gpu_minutes_per_period() {
+    let mut c = cluster(1, 8);
+    c.limits.accounts.insert(
+        "lab".into(),
+        Limits {
+            max_gpu_minutes: Some(120),
+            ..Default::default()
+        },
+    );
+    let mut cl = Cluster::new(c).unwrap();
+    let o = Owner {
+        account: "lab".into(),
+        ..Owner::user("bob")
+    };
+    let a = cl.submit(req("#SBATCH --gres=gpu:1 -t 60"), &o, 0).unwrap();
+    let b = cl.submit(req("#SBATCH --gres=gpu:1 -t 60"), &o, 0).unwrap();
+    let x = cl.submit(req("#SBATCH --gres=gpu:1 -t 60"), &o, 0).unwrap();
+    assert_eq!(starts(&cl.schedule(0)), vec![a, b]);
+    assert_eq!(
+        cl.job(x, 0).unwrap().reason,
+        Some(PendingReason::AssocGrpGresMinutes)
+    );
+    // a ends after 30 minutes: 30 GPU-minutes are refunded, still not enough.
+    cl.job_finished(a, JobOutcome::Exited(0), 1800).unwrap();
+    assert!(starts(&cl.schedule(1800)).is_empty());
+    cl.job_finished(b, JobOutcome::Exited(0), 1800).unwrap();
+    assert_eq!(starts(&cl.schedule(1800)), vec![x]);
+    assert!(cl
+        .submit(req("#SBATCH --gres=gpu:2 -t 90"), &o, 0)
+        .unwrap_err()
+        .to_string()
+        .contains("GPU-minutes"));
+}
+
+#[test]
+fn easy_backfill_uses_holes_without_delaying_the_top_job() {
+    let mut c = cluster(2, 8);
+    c.backfill.max_reservations = 1;
+    let mut cl = Cluster::new(c).unwrap();
+    let long = cl
+        .submit(req("#SBATCH --gres=gpu:8 -t 100"), &alice(), 0)
+        .unwrap();
+    let short = cl
+        .submit(req("#SBATCH --gres=gpu:4 -t 50"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)).len(), 2);
+    let _ = (long, short);
+    // Top job needs both nodes; it can start at 100 when `long` ends.
+    let big = cl
+        .submit(req("#SBATCH -N 2 --gres=gpu:8 -t 100"), &alice(), 1)
+        .unwrap();
+    let fits_hole = cl
+        .submit(req("#SBATCH --gres=gpu:4 -t 90"), &alice(), 2)
+        .unwrap();
+    let too_long = cl
+        .submit(req("#SBATCH --gres=gpu:4 -t 200"), &alice(), 3)
+        .unwrap();
+    cl.set_admin_nice(fits_hole, 100, 3).unwrap();
+    cl.set_admin_nice(too_long, 100, 3).unwrap();
+    let d = cl.schedule(3);
+    assert_eq!(starts(&d), vec![fits_hole]);
+    assert_eq!(cl.reservations()[0].job, big);
+    assert_eq!(
+        cl.reservations()[0].start,
+        6000,
+        "when `long` ends (-t is in minutes)"
+    );
+    assert_eq!(
+        cl.job(big, 3).unwrap().reason,
+        Some(PendingReason::Resources)
+    );
+    assert_eq!(
+        cl.job(too_long, 3).unwrap().reason,
+        Some(PendingReason::Priority)
+    );
+}
+
+#[test]
+fn arrays_split_tasks_and_honour_the_limit() {
+    let mut cl = Cluster::new(cluster(1, 8)).unwrap();
+    let a = cl
+        .submit(req("#SBATCH --array=0-9%3 --gres=gpu:1"), &alice(), 0)
+        .unwrap();
+    let s = starts(&cl.schedule(0));
+    assert_eq!(
+        s,
+        vec![
+            JobId::task(a.job, 0),
+            JobId::task(a.job, 1),
+            JobId::task(a.job, 2)
+        ]
+    );
+    let q = cl.squeue(&SqueueFilter::default(), 0);
+    assert_eq!(q[0].display_id, format!("{}_[3-9%3]", a.job));
+    assert_eq!(q[0].reason, Some(PendingReason::JobArrayTaskLimit));
+    cl.job_finished(JobId::task(a.job, 1), JobOutcome::Exited(0), 5)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(5)), vec![JobId::task(a.job, 3)]);
+    // Cancel the array: pending tasks go, running ones are signalled.
+    let eff = cl.cancel(a, 6).unwrap();
+    assert_eq!(eff.cancelled, vec![a]);
+    assert_eq!(eff.signal.len(), 3);
+}
+
+#[test]
+fn dependencies_hold_begin_and_cancel() {
+    let mut cl = Cluster::new(cluster(1, 8)).unwrap();
+    let a = cl
+        .submit(req("#SBATCH -J a --gres=gpu:1"), &alice(), 0)
+        .unwrap();
+    let ok = cl
+        .submit(req(&format!("#SBATCH -d afterok:{}", a.job)), &alice(), 0)
+        .unwrap();
+    let notok = cl
+        .submit(
+            req(&format!("#SBATCH -d afternotok:{}", a.job)),
+            &alice(),
+            0,
+        )
+        .unwrap();
+    let after = cl
+        .submit(req(&format!("#SBATCH -d after:{}+1", a.job)), &alice(), 0)
+        .unwrap();
+    let held = cl.submit(req("#SBATCH -H"), &alice(), 0).unwrap();
+    let later = cl
+        .submit(req("#SBATCH --begin=now+100"), &alice(), 0)
+        .unwrap();
+    let single = cl
+        .submit(req("#SBATCH -J a -d singleton"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)), vec![a]);
+    assert_eq!(
+        cl.job(ok, 0).unwrap().reason,
+        Some(PendingReason::Dependency)
+    );
+    assert_eq!(
+        cl.job(held, 0).unwrap().reason,
+        Some(PendingReason::JobHeldUser)
+    );
+    assert_eq!(
+        cl.job(later, 0).unwrap().reason,
+        Some(PendingReason::BeginTime)
+    );
+    assert_eq!(
+        cl.job(single, 0).unwrap().reason,
+        Some(PendingReason::Dependency)
+    );
+    assert!(starts(&cl.schedule(30)).is_empty());
+    assert_eq!(starts(&cl.schedule(60)), vec![after]);
+    cl.job_finished(a, JobOutcome::Exited(0), 70).unwrap();
+    let d = cl.schedule(70);
+    assert!(d.contains(&Decision::Cancel {
+        job: notok,
+        reason: PendingReason::DependencyNeverSatisfied
+    }));
+    let mut s = starts(&d);
+    s.sort();
+    assert_eq!(s, vec![ok, single]);
+    cl.hold(held, true, 70).unwrap();
+    assert_eq!(cl.release(held, false, 70), Err(OpError::AdminHold(held)));
+    cl.release(held, true, 70).unwrap();
+    assert_eq!(starts(&cl.schedule(100)), vec![held, later]);
+}
+
+#[test]
+fn time_limits_cancel_and_requeue() {
+    let mut cl = Cluster::new(cluster(1, 8)).unwrap();
+    let a = cl
+        .submit(req("#SBATCH -t 10 --gres=gpu:8"), &alice(), 0)
+        .unwrap();
+    let b = cl
+        .submit(req("#SBATCH -t 10 --gres=gpu:8"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)), vec![a]);
+    let d = cl.schedule(600);
+    assert_eq!(d, vec![Decision::TimeLimit { job: a }]);
+    assert_eq!(cl.job(a, 600).unwrap().state, JobState::Completing);
+    assert_eq!(
+        cl.job_finished(a, JobOutcome::Signaled(9), 601).unwrap(),
+        JobState::Timeout
+    );
+    assert_eq!(starts(&cl.schedule(601)), vec![b]);
+    cl.requeue(b, 602).unwrap();
+    assert_eq!(
+        cl.job_finished(b, JobOutcome::Signaled(15), 603).unwrap(),
+        JobState::Pending
+    );
+    assert_eq!(starts(&cl.schedule(603)), vec![b]);
+    let eff = cl.cancel(b, 604).unwrap();
+    assert_eq!(eff.signal, vec![b]);
+    assert_eq!(
+        cl.job_finished(b, JobOutcome::Signaled(15), 605).unwrap(),
+        JobState::Cancelled
+    );
+    assert!(cl.cancel(b, 606).is_err());
+}
+
+#[test]
+fn node_down_fails_and_requeues() {
+    let mut cl = Cluster::new(cluster(2, 8)).unwrap();
+    let a = cl.submit(req("#SBATCH --gres=gpu:8"), &alice(), 0).unwrap();
+    let b = cl
+        .submit(req("#SBATCH --gres=gpu:8 --no-requeue"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)).len(), 2);
+    cl.set_node_state(
+        "n01",
+        NodeCommand::Drain {
+            reason: "maint".into(),
+        },
+        1,
+    )
+    .unwrap();
+    let d0 = cl
+        .set_node_state(
+            "n00",
+            NodeCommand::Down {
+                reason: "dead".into(),
+            },
+            1,
+        )
+        .unwrap();
+    let d1 = cl
+        .set_node_state(
+            "n01",
+            NodeCommand::Down {
+                reason: "dead".into(),
+            },
+            1,
+        )
+        .unwrap();
+    let all: Vec<Decision> = d0.into_iter().chain(d1).collect();
+    assert!(all.contains(&Decision::NodeFail {
+        job: a,
+        requeued: true
+    }));
+    assert!(all.contains(&Decision::NodeFail {
+        job: b,
+        requeued: false
+    }));
+    assert_eq!(cl.job(b, 1).unwrap().state, JobState::NodeFail);
+    assert!(starts(&cl.schedule(2)).is_empty());
+    assert_eq!(
+        cl.job(a, 2).unwrap().reason,
+        Some(PendingReason::ReqNodeNotAvail)
+    );
+    assert_eq!(cl.nodes()[0].state.name(), "DOWN");
+    cl.set_node_state("n00", NodeCommand::Resume, 3).unwrap();
+    assert_eq!(starts(&cl.schedule(3)), vec![a]);
+    assert_eq!(cl.job(a, 3).unwrap().restarts, 1);
+}
+
+#[test]
+fn fairshare_favours_light_users() {
+    let mut c = cluster(1, 8);
+    c.priority.age = 0;
+    c.priority.job_size = 0;
+    let mut cl = Cluster::new(c).unwrap();
+    let heavy = Owner::user("heavy");
+    let light = Owner::user("light");
+    let h = cl
+        .submit(req("#SBATCH --gres=gpu:8 -t 60"), &heavy, 0)
+        .unwrap();
+    cl.schedule(0);
+    cl.job_finished(h, JobOutcome::Exited(0), 3600).unwrap();
+    let h2 = cl
+        .submit(req("#SBATCH --gres=gpu:8"), &heavy, 3600)
+        .unwrap();
+    let l2 = cl
+        .submit(req("#SBATCH --gres=gpu:8"), &light, 3601)
+        .unwrap();
+    assert!(cl.job(l2, 3601).unwrap().priority > cl.job(h2, 3601).unwrap().priority);
+    assert_eq!(starts(&cl.schedule(3601)), vec![l2]);
+}
+
+#[test]
+fn snapshot_restores_the_same_future() {
+    let mut cl = Cluster::new(cluster(2, 8)).unwrap();
+    for i in 0..6 {
+        cl.submit(
+            req(&format!("#SBATCH --gres=gpu:{} -t {}", i % 4 + 1, 10 + i)),
+            &alice(),
+            0,
+        )
+        .unwrap();
+    }
+    cl.submit(req("#SBATCH --array=0-5%2 --gres=gpu:2"), &alice(), 0)
+        .unwrap();
+    cl.schedule(0);
+    let json = serde_json::to_string(&cl.snapshot()).unwrap();
+    let mut back = Cluster::restore(serde_json::from_str(&json).unwrap()).unwrap();
+    for t in [300, 700, 1200] {
+        assert_eq!(cl.schedule(t), back.schedule(t));
+        for j in cl.squeue(&SqueueFilter::default(), t) {
+            if j.state == JobState::Running && j.end_time.is_some_and(|e| e <= t + 400) {
+                cl.job_finished(j.id, JobOutcome::Exited(0), t).unwrap();
+                back.job_finished(j.id, JobOutcome::Exited(0), t).unwrap();
+            }
+        }
+    }
+    assert_eq!(
+        cl.squeue(&SqueueFilter::default(), 2000),
+        back.squeue(&SqueueFilter::default(), 2000)
+    );
+}
+
+#[test]
+fn submit_with_id_and_views() {
+    let mut cl = Cluster::new(cluster(1, 8)).unwrap();
+    let id = cl
+        .submit_with_id(500, req("#SBATCH -J nb --gres=gpu:2"), &alice(), 0)
+        .unwrap();
+    assert_eq!(id, JobId::new(500));
+    assert!(matches!(
+        cl.submit_with_id(500, JobRequest::default(), &alice(), 0),
+        Err(SubmitError::DuplicateId(_))
+    ));
+    assert_eq!(
+        cl.submit(JobRequest::default(), &alice(), 0).unwrap(),
+        JobId::new(501)
+    );
+    cl.schedule(0);
+    let q = cl.squeue(
+        &SqueueFilter {
+            user: Some("alice".into()),
+            ..Default::default()
+        },
+        30,
+    );
+    assert_eq!(q[0].nodelist, "n00");
+    assert_eq!(q[0].gres, "gpu:2");
+    assert_eq!(q[0].time_used, 30);
+    let s = cl.sinfo();
+    assert_eq!(
+        s[0].nodes_by_state,
+        vec![("MIXED".to_string(), 1, "n00".to_string())]
+    );
+    assert_eq!(s[0].running_jobs, 2);
+}
