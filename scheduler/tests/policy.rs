@@ -1,5 +1,6 @@
 //! Scheduling policy through the public API: placement, limits, backfill, arrays,
 //! dependencies, holds, time limits, node failures, views and snapshots.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 use common::*;

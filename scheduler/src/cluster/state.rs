@@ -26,7 +26,7 @@ pub(crate) struct NodeAlloc {
 }
 
 /// Pending tasks of an array job, kept as ranges (no record per task).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ArrayRt {
     /// Remaining `(first, last, step)` ranges, first task first.
     pub pending: Vec<(u32, u32, u32)>,
@@ -170,19 +170,5 @@ mod f64_bits {
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         Ok(f64::from_bits(u64::deserialize(d)?))
-    }
-}
-
-impl Default for ArrayRt {
-    fn default() -> Self {
-        ArrayRt {
-            pending: Vec::new(),
-            max_running: None,
-            total: 0,
-            active: 0,
-            done_ok: 0,
-            done_not_ok: 0,
-            first_start: None,
-        }
     }
 }

@@ -22,7 +22,7 @@ pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
                 }
                 _ => {}
             }
-            if depth < 0 || depth > 1 {
+            if !(0..=1).contains(&depth) {
                 return Err(bad());
             }
         }

@@ -323,4 +323,5 @@ impl fmt::Display for NodeRange {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests;

@@ -1,4 +1,5 @@
 //! Test clusters shared by the integration and property tests.
+#![allow(clippy::unwrap_used)]
 #![allow(dead_code)]
 
 use scheduler::*;
