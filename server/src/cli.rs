@@ -112,7 +112,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve => {
             let config = usable_config(path)?;
             crate::telemetry::init(&config.log);
+            let host = config
+                .listen
+                .rsplit_once(':')
+                .map_or("127.0.0.1", |(host, _)| host)
+                .to_string();
             let app = Application::build(config).await?;
+            println!("atrium: listening on http://{host}:{}", app.port());
             app.run_until_stopped().await
         }
         Command::Migrate => {

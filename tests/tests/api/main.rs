@@ -1,0 +1,8 @@
+//! Black-box tests of the atrium binary: each test starts its own portal on port 0
+//! with its own data directory and database.
+
+mod cli;
+mod helpers;
+mod http_basics;
+mod login;
+mod tokens;
