@@ -13,7 +13,7 @@ async fn config_check_reports_every_problem_with_its_key() {
         "listen = \"nowhere\"\ncolour = \"blue\"\n[auth]\njwt_secret = \"short\"\n[database]\nurl = \"mysql://x\"\n",
     )
     .expect("write");
-    let out = std::process::Command::new(crate::helpers::atrium_bin())
+    let out = crate::helpers::atrium_command()
         .args(["--config", bad.to_str().expect("utf8"), "config", "check"])
         .output()
         .expect("run");

@@ -10,6 +10,18 @@ use std::time::{Duration, Instant};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
+/// `atrium <args>` with no `ATRIUM_*` variable of the test environment leaking into
+/// its configuration.
+pub fn atrium_command() -> Command {
+    let mut command = Command::new(atrium_bin());
+    for (name, _) in std::env::vars() {
+        if name.starts_with("ATRIUM_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
 /// The `atrium` binary built next to this test binary (or `ATRIUM_BIN`).
 pub fn atrium_bin() -> PathBuf {
     if let Ok(bin) = std::env::var("ATRIUM_BIN") {
@@ -66,12 +78,11 @@ pub async fn spawn_with(options: Options) -> TestApp {
 }
 
 async fn start(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
-    let mut child = Command::new(atrium_bin())
+    let mut child = atrium_command()
         .arg("--config")
         .arg(&config_path)
         .arg("serve")
         .env("RUST_LOG", "info")
-        .env_remove("ATRIUM_CONFIG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -141,7 +152,7 @@ impl TestApp {
     /// Run `atrium <args>` against this app's configuration, with `stdin` as input.
     pub fn cli(&self, args: &[&str], stdin: &str) -> std::process::Output {
         use std::io::Write;
-        let mut child = Command::new(atrium_bin())
+        let mut child = atrium_command()
             .arg("--config")
             .arg(&self.config_path)
             .args(args)

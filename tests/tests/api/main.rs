@@ -1,8 +1,10 @@
 //! Black-box tests of the atrium binary: each test starts its own portal on port 0
 //! with its own data directory and database.
 
+mod browser;
 mod cli;
 mod helpers;
 mod http_basics;
 mod login;
+mod postgres;
 mod tokens;

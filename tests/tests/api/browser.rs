@@ -1,0 +1,117 @@
+//! A real browser: headless Chromium logs in, sees the home page and logs out.
+
+use fantoccini::Locator;
+
+use crate::helpers::spawn_app;
+use atrium_tests::support::browser;
+
+#[tokio::test]
+async fn chromium_logs_in_sees_home_and_logs_out() {
+    let app = spawn_app().await;
+    let password = app.admin_password.clone().expect("admin password");
+    let b = browser().await.expect("chromium");
+
+    b.goto(&app.url("/")).await.expect("open portal");
+    // Not logged in: sent to the login page.
+    let url = b.current_url().await.expect("url");
+    assert_eq!(url.path(), "/login");
+
+    // A wrong password first: the page says so and nothing else.
+    b.find(Locator::Id("username"))
+        .await
+        .expect("username")
+        .send_keys("admin")
+        .await
+        .expect("type");
+    b.find(Locator::Id("password"))
+        .await
+        .expect("password")
+        .send_keys("wrong")
+        .await
+        .expect("type");
+    b.find(Locator::Id("login-submit"))
+        .await
+        .expect("submit")
+        .click()
+        .await
+        .expect("click");
+    let error = b
+        .wait()
+        .for_element(Locator::Id("login-error"))
+        .await
+        .expect("error shown");
+    assert_eq!(
+        error.text().await.expect("text"),
+        "Invalid username or password."
+    );
+
+    b.find(Locator::Id("username"))
+        .await
+        .expect("username")
+        .clear()
+        .await
+        .expect("clear");
+    b.find(Locator::Id("username"))
+        .await
+        .expect("username")
+        .send_keys("admin")
+        .await
+        .expect("type");
+    b.find(Locator::Id("password"))
+        .await
+        .expect("password")
+        .send_keys(&password)
+        .await
+        .expect("type");
+    b.find(Locator::Id("login-submit"))
+        .await
+        .expect("submit")
+        .click()
+        .await
+        .expect("click");
+
+    let greeting = b
+        .wait()
+        .for_element(Locator::Id("greeting"))
+        .await
+        .expect("home page");
+    assert_eq!(greeting.text().await.expect("text"), "Hello, Administrator");
+    let who = b
+        .find(Locator::Id("who"))
+        .await
+        .expect("who")
+        .text()
+        .await
+        .expect("text");
+    assert!(who.starts_with("admin"), "{who}");
+    // The session cookie is invisible to scripts (HttpOnly).
+    let visible = b
+        .execute("return document.cookie", vec![])
+        .await
+        .expect("script");
+    assert!(
+        !visible.as_str().unwrap_or("").contains("atrium_session"),
+        "{visible}"
+    );
+
+    if let Ok(dir) = std::env::var("SCREENSHOT_DIR") {
+        b.screenshot(std::path::Path::new(&dir).join("home.png"))
+            .await
+            .expect("screenshot");
+    }
+
+    b.find(Locator::Id("logout"))
+        .await
+        .expect("logout")
+        .click()
+        .await
+        .expect("click");
+    b.wait()
+        .for_element(Locator::Id("login-form"))
+        .await
+        .expect("back to login");
+    b.goto(&app.url("/")).await.expect("open portal");
+    let url = b.current_url().await.expect("url");
+    assert_eq!(url.path(), "/login", "logged out for good");
+    b.close().await.expect("close");
+}

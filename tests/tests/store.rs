@@ -1,0 +1,307 @@
+//! One store test suite, run against SQLite and against PostgreSQL.
+
+use atrium::config::DatabaseUrl;
+use atrium::store::{NewApiToken, NewAuditEntry, NewUser, Store, StoreError};
+use atrium_tests::support::fresh_database;
+
+async fn suite(store: Store) {
+    store.migrate().await.expect("migrate twice is a no-op");
+    store.ping().await.expect("ping");
+    let now = 1_700_000_000_000;
+
+    // Users: create, find, conflict, list.
+    let alice = store
+        .create_local_user(
+            &NewUser {
+                username: "alice".into(),
+                display_name: "Alice A.".into(),
+                email: "alice@example.org".into(),
+                password_hash: Some("$argon2id$stub".into()),
+                uid_number: Some(1001),
+                gid_number: Some(1001),
+                home: Some("/home/alice".into()),
+            },
+            now,
+        )
+        .await
+        .expect("create alice");
+    assert_eq!(alice.username, "alice");
+    assert_eq!(alice.uid_number, Some(1001));
+    assert!(!alice.disabled);
+    let again = store
+        .create_local_user(
+            &NewUser {
+                username: "alice".into(),
+                ..NewUser::default()
+            },
+            now,
+        )
+        .await;
+    assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+    assert_eq!(
+        store.user_by_name("alice").await.expect("get"),
+        Some(alice.clone())
+    );
+    assert_eq!(
+        store.user_by_id(alice.id).await.expect("get"),
+        Some(alice.clone())
+    );
+    assert_eq!(store.user_by_name("nobody").await.expect("get"), None);
+    let bob = store
+        .create_local_user(
+            &NewUser {
+                username: "bob".into(),
+                ..NewUser::default()
+            },
+            now,
+        )
+        .await
+        .expect("bob");
+    let names: Vec<String> = store
+        .list_users()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|u| u.username)
+        .collect();
+    assert_eq!(names, ["alice", "bob"]);
+
+    // Groups and memberships.
+    let admins = store
+        .ensure_group("admin", "local", now)
+        .await
+        .expect("group");
+    assert_eq!(
+        store
+            .ensure_group("admin", "local", now)
+            .await
+            .expect("again"),
+        admins
+    );
+    let ml = store
+        .ensure_group("ml-team", "local", now)
+        .await
+        .expect("group");
+    assert!(!store.any_member_of(&["admin".into()]).await.expect("any"));
+    store.add_member(alice.id, ml).await.expect("member");
+    store.add_member(alice.id, admins).await.expect("member");
+    store
+        .add_member(alice.id, admins)
+        .await
+        .expect("idempotent");
+    assert_eq!(
+        store.groups_of(alice.id).await.expect("groups"),
+        ["admin", "ml-team"]
+    );
+    assert!(store.any_member_of(&["admin".into()]).await.expect("any"));
+
+    // Disabling bumps the auth epoch and hides the user from admin checks.
+    let epoch = store.auth_epoch().await.expect("epoch");
+    store
+        .set_disabled(alice.id, true, now + 1)
+        .await
+        .expect("disable");
+    assert!(
+        store
+            .user_by_id(alice.id)
+            .await
+            .expect("get")
+            .expect("row")
+            .disabled
+    );
+    assert!(!store.any_member_of(&["admin".into()]).await.expect("any"));
+    assert!(store.auth_epoch().await.expect("epoch") > epoch);
+    store
+        .set_disabled(alice.id, false, now + 2)
+        .await
+        .expect("enable");
+    assert!(matches!(
+        store.set_disabled(9999, true, now).await,
+        Err(StoreError::NotFound)
+    ));
+
+    // Login sessions: create, extend, revoke (once), purge.
+    store
+        .create_login_session("jti-1", alice.id, now, now + 60_000, "127.0.0.1", "test")
+        .await
+        .expect("session");
+    store
+        .extend_login_session("jti-1", now + 120_000)
+        .await
+        .expect("extend");
+    let session = store
+        .login_session("jti-1")
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(
+        (session.user_id, session.expires_at, session.revoked_at),
+        (alice.id, now + 120_000, None)
+    );
+    assert!(store
+        .revoke_login_session("jti-1", now + 5)
+        .await
+        .expect("revoke"));
+    assert!(!store
+        .revoke_login_session("jti-1", now + 6)
+        .await
+        .expect("revoke twice"));
+    assert_eq!(
+        store
+            .login_session("jti-1")
+            .await
+            .expect("get")
+            .expect("row")
+            .revoked_at,
+        Some(now + 5)
+    );
+    assert_eq!(
+        store
+            .purge_login_sessions(now + 10_000_000, 1000)
+            .await
+            .expect("purge"),
+        1
+    );
+
+    // A new password ends the user's sessions.
+    store
+        .create_login_session("jti-2", alice.id, now, now + 60_000, "", "")
+        .await
+        .expect("session");
+    store
+        .set_password_hash(alice.id, "$argon2id$new", now + 7)
+        .await
+        .expect("passwd");
+    assert!(store
+        .login_session("jti-2")
+        .await
+        .expect("get")
+        .expect("row")
+        .revoked_at
+        .is_some());
+
+    // API tokens: create, use, expiry, name conflicts, revoke.
+    let token = store
+        .create_api_token(
+            &NewApiToken {
+                user_id: alice.id,
+                name: "laptop",
+                token_hash: "h1",
+                scopes: "read jobs",
+                expires_at: Some(now + 1000),
+            },
+            now,
+        )
+        .await
+        .expect("token");
+    let dup = store
+        .create_api_token(
+            &NewApiToken {
+                user_id: alice.id,
+                name: "laptop",
+                token_hash: "h2",
+                scopes: "read",
+                expires_at: None,
+            },
+            now,
+        )
+        .await;
+    assert!(matches!(dup, Err(StoreError::Conflict(_))), "{dup:?}");
+    let used = store
+        .use_api_token("h1", now + 10)
+        .await
+        .expect("use")
+        .expect("live");
+    assert_eq!(
+        (used.username.as_str(), used.disabled, used.token.id),
+        ("alice", false, token.id)
+    );
+    assert_eq!(
+        store
+            .list_api_tokens(alice.id, now + 20)
+            .await
+            .expect("list")[0]
+            .last_used_at,
+        Some(now + 10)
+    );
+    assert_eq!(
+        store.use_api_token("h1", now + 1000).await.expect("use"),
+        None,
+        "expired"
+    );
+    assert_eq!(store.use_api_token("nope", now).await.expect("use"), None);
+    assert!(store
+        .list_api_tokens(alice.id, now + 5000)
+        .await
+        .expect("list")
+        .is_empty());
+    assert!(matches!(
+        store.revoke_api_token(bob.id, token.id, now).await,
+        Err(StoreError::NotFound)
+    ));
+    store
+        .revoke_api_token(alice.id, token.id, now + 30)
+        .await
+        .expect("revoke");
+    assert_eq!(
+        store.use_api_token("h1", now + 40).await.expect("use"),
+        None
+    );
+    // The name is free again once revoked.
+    store
+        .create_api_token(
+            &NewApiToken {
+                user_id: alice.id,
+                name: "laptop",
+                token_hash: "h3",
+                scopes: "read",
+                expires_at: None,
+            },
+            now,
+        )
+        .await
+        .expect("reuse name");
+
+    // Audit log, newest first.
+    for (i, action) in ["user.add", "token.create"].into_iter().enumerate() {
+        store
+            .audit(
+                &NewAuditEntry {
+                    actor: "admin",
+                    action,
+                    target: "alice",
+                    detail: "{\"x\":1}",
+                    client_addr: "127.0.0.1",
+                },
+                now + i as i64,
+            )
+            .await
+            .expect("audit");
+    }
+    let entries = store.audit_entries(10).await.expect("entries");
+    let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(actions, ["token.create", "user.add"]);
+    assert_eq!(entries[0].detail, "{\"x\":1}");
+}
+
+#[tokio::test]
+async fn store_suite_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = DatabaseUrl::new(format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("t.db").display()
+    ));
+    let store = Store::connect(&url, 4).await.expect("connect");
+    store.migrate().await.expect("migrate");
+    suite(store).await;
+}
+
+#[tokio::test]
+async fn store_suite_on_postgres() {
+    let db = fresh_database().await.expect("postgres database");
+    let store = Store::connect(&DatabaseUrl::new(db.url.clone()), 4)
+        .await
+        .expect("connect");
+    store.migrate().await.expect("migrate");
+    suite(store).await;
+}
