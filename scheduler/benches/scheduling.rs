@@ -49,7 +49,10 @@ fn config() -> ClusterConfig {
                             ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
                                 .iter()
                                 .enumerate()
-                                .map(|(k, p)| MigInstanceConfig { profile: (*p).into(), uuid: format!("MIG-{i}-{g}-{k}") })
+                                .map(|(k, p)| MigInstanceConfig {
+                                    profile: (*p).into(),
+                                    uuid: format!("MIG-{i}-{g}-{k}"),
+                                })
                                 .collect(),
                         )
                     } else {
@@ -57,14 +60,24 @@ fn config() -> ClusterConfig {
                     },
                 })
                 .collect();
-            NodeConfig { name, cpus: 128, memory_mb: 1024 * 1024, features: vec![], gpus }
+            NodeConfig {
+                name,
+                cpus: 128,
+                memory_mb: 1024 * 1024,
+                features: vec![],
+                gpus,
+            }
         })
         .collect();
     let mut p = PartitionConfig::new("gpu", nodes.iter().map(|n| n.name.clone()).collect());
     p.default = true;
     p.default_time_secs = Some(4 * 3600);
     p.max_time_secs = Some(7 * 86_400);
-    ClusterConfig { nodes, partitions: vec![p], ..Default::default() }
+    ClusterConfig {
+        nodes,
+        partitions: vec![p],
+        ..Default::default()
+    }
 }
 
 /// Mixed shapes: 1–8 GPUs, MIG slices, multi-node, arrays (1 in 50 is a
@@ -83,7 +96,11 @@ fn requests(n: usize) -> Vec<(JobRequest, Owner)> {
             let array = if i % 50 == 0 { " --array=0-19%4" } else { "" };
             // Users pick round time limits: 30 min to 8 h.
             let time = [30, 60, 120, 240, 480][(i / 10) % 5];
-            let r = parse_script(&format!("#SBATCH {shape} -t {time}{array} -J job{}\n", i % 100)).unwrap();
+            let r = parse_script(&format!(
+                "#SBATCH {shape} -t {time}{array} -J job{}\n",
+                i % 100
+            ))
+            .unwrap();
             (r, Owner::user(&format!("user{}", i % 50)))
         })
         .collect()
@@ -99,7 +116,9 @@ fn loaded() -> Cluster {
 
 fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("scheduler");
-    g.sample_size(10).measurement_time(Duration::from_secs(12)).warm_up_time(Duration::from_secs(1));
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(12))
+        .warm_up_time(Duration::from_secs(1));
 
     // Memory per pending job.
     let reqs = requests(100_000);
@@ -120,12 +139,16 @@ fn benches(c: &mut Criterion) {
 
     // (c) 100,000 submissions.
     g.bench_function("submit_100k", |b| {
-        b.iter_batched(|| (Cluster::new(config()).unwrap(), requests(100_000)), |(mut cl, reqs)| {
-            for (r, o) in reqs {
-                cl.submit(r, &o, 0).unwrap();
-            }
-            cl
-        }, BatchSize::PerIteration)
+        b.iter_batched(
+            || (Cluster::new(config()).unwrap(), requests(100_000)),
+            |(mut cl, reqs)| {
+                for (r, o) in reqs {
+                    cl.submit(r, &o, 0).unwrap();
+                }
+                cl
+            },
+            BatchSize::PerIteration,
+        )
     });
 
     // (a) a full pass (priority recalculation included) over 100,000 pending jobs.
@@ -148,7 +171,13 @@ fn benches(c: &mut Criterion) {
     let mut full = base.clone();
     full.schedule(0);
     let running: Vec<JobId> = full
-        .squeue(&SqueueFilter { states: vec![JobState::Running], ..Default::default() }, 10)
+        .squeue(
+            &SqueueFilter {
+                states: vec![JobState::Running],
+                ..Default::default()
+            },
+            10,
+        )
         .iter()
         .map(|j| j.id)
         .collect();
