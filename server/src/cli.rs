@@ -118,7 +118,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_or("127.0.0.1", |(host, _)| host)
                 .to_string();
             let app = Application::build(config).await?;
-            println!("atrium: listening on http://{host}:{}", app.port());
+            println!(
+                "atrium: listening on {}://{host}:{}",
+                app.scheme(),
+                app.port()
+            );
             app.run_until_stopped().await
         }
         Command::Migrate => {

@@ -102,7 +102,24 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub auth: AuthConfig,
     pub http: HttpConfig,
+    pub tls: TlsConfig,
     pub log: LogConfig,
+}
+
+/// Serve HTTPS directly (otherwise plain HTTP, e.g. behind a TLS-terminating proxy).
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default)]
+pub struct TlsConfig {
+    /// PEM certificate chain.
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    pub fn enabled(&self) -> bool {
+        self.cert_file.is_some() || self.key_file.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -173,6 +190,7 @@ impl Default for Config {
             database: DatabaseConfig::default(),
             auth: AuthConfig::default(),
             http: HttpConfig::default(),
+            tls: TlsConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -276,11 +294,13 @@ impl Config {
         }
     }
 
-    /// Whether cookies must carry `Secure`.
+    /// Whether cookies must carry `Secure`: served over TLS, or behind an https origin.
     pub fn secure_cookies(&self) -> bool {
-        self.public_url
-            .as_deref()
-            .is_some_and(|url| url.starts_with("https://"))
+        self.tls.enabled()
+            || self
+                .public_url
+                .as_deref()
+                .is_some_and(|url| url.starts_with("https://"))
     }
 
     /// Load `path` (or `atrium.toml` in the working directory when it exists), then
@@ -425,6 +445,18 @@ impl Config {
                     &format!("http.trusted_proxies[{i}]"),
                     format!("{proxy:?} is not an IP address"),
                 );
+            }
+        }
+        match (&self.tls.cert_file, &self.tls.key_file) {
+            (None, None) => {}
+            (Some(_), None) => problem("tls.key_file", "required when tls.cert_file is set".into()),
+            (None, Some(_)) => problem("tls.cert_file", "required when tls.key_file is set".into()),
+            (Some(cert), Some(key)) => {
+                for (k, path) in [("tls.cert_file", cert), ("tls.key_file", key)] {
+                    if let Err(e) = std::fs::metadata(path) {
+                        problem(k, format!("cannot read {}: {e}", path.display()));
+                    }
+                }
             }
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {

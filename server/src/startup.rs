@@ -2,6 +2,7 @@
 //! administrator, bind the listener, serve until SIGTERM/SIGINT.
 
 use std::net::{IpAddr, TcpListener};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use crate::store::Store;
 
 pub struct Application {
     port: u16,
+    scheme: &'static str,
     server: Server,
     background: Vec<tokio::task::JoinHandle<()>>,
     store: Store,
@@ -91,6 +93,14 @@ impl Application {
             .http
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let tls = config
+            .tls
+            .cert_file
+            .as_deref()
+            .zip(config.tls.key_file.as_deref())
+            .map(|(cert, key)| tls_config(cert, key))
+            .transpose()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = TcpListener::bind(&config.listen)
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
@@ -106,9 +116,12 @@ impl Application {
 
         let server = HttpServer::new(move || http::app(state.clone()))
             .workers(workers)
-            .shutdown_timeout(10)
-            .listen(listener)?
-            .run();
+            .shutdown_timeout(10);
+        let server = match tls {
+            Some(tls) => server.listen_rustls_0_23(listener, tls)?,
+            None => server.listen(listener)?,
+        }
+        .run();
 
         let background = vec![
             tokio::spawn(auth.clone().watch_epoch(Duration::from_secs(1))),
@@ -116,6 +129,7 @@ impl Application {
         ];
         Ok(Self {
             port,
+            scheme,
             server,
             background,
             store,
@@ -124,6 +138,11 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        self.scheme
     }
 
     /// Serve until SIGTERM or SIGINT, then finish in-flight requests and close.
@@ -137,6 +156,25 @@ impl Application {
         tracing::info!("atrium stopped");
         Ok(result?)
     }
+}
+
+/// A rustls server configuration from PEM files (ring provider, TLS 1.2 and 1.3).
+fn tls_config(cert: &Path, key: &Path) -> anyhow::Result<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .with_context(|| format!("reading certificates from {}", cert.display()))?;
+    anyhow::ensure!(!certs.is_empty(), "no certificate in {}", cert.display());
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("reading the private key from {}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("the TLS certificate and key do not match")?;
+    Ok(config)
 }
 
 /// Forget login sessions a day after they expired, hourly.

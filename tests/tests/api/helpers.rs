@@ -120,12 +120,17 @@ async fn start(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
         if let Some(pw) = line.trim().strip_prefix("password: ") {
             admin_password = Some(pw.to_string());
         }
-        if let Some(rest) = line.strip_prefix("atrium: listening on http://127.0.0.1:") {
-            break rest.trim().parse::<u16>().expect("port");
+        if let Some(rest) = line.strip_prefix("atrium: listening on ") {
+            let (scheme, port) = rest
+                .trim()
+                .split_once("://127.0.0.1:")
+                .expect("scheme://127.0.0.1:port");
+            break (scheme.to_string(), port.parse::<u16>().expect("port"));
         }
     };
+    let (scheme, port) = port;
     TestApp {
-        base: format!("http://127.0.0.1:{port}"),
+        base: format!("{scheme}://127.0.0.1:{port}"),
 
         data_dir,
         config_path,

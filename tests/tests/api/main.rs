@@ -7,4 +7,5 @@ mod helpers;
 mod http_basics;
 mod login;
 mod postgres;
+mod tls;
 mod tokens;
