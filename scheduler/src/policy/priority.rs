@@ -2,8 +2,9 @@
 //! fair-share usage with exponential decay.
 
 use crate::cluster::state::{EntityKind, Job, Usage};
-use crate::cluster::Cluster;
-use crate::model::Time;
+use crate::cluster::{Cluster, QueueKey};
+use crate::model::{JobId, Time};
+use std::cmp::Reverse;
 
 /// Decayed usage at `now` without changing the stored value.
 pub(crate) fn usage_at(u: &Usage, half_life: u64, now: Time) -> f64 {
@@ -102,35 +103,42 @@ impl Cluster {
     }
 
     /// Recomputes every queued job's priority and rebuilds the queues.
+    ///
+    /// Walks the job table once in id order (cheap, sequential) instead of looking
+    /// every queued job up by id, then rebuilds each queue from a sorted run in
+    /// one bulk build. The set of queues (and their reasons) does not change: a
+    /// queue's key does not depend on priority.
     pub(crate) fn recalc_priorities(&mut self, now: Time) {
         self.last_priority_calc = now;
-        let mut fs_cache: std::collections::BTreeMap<u32, f64> = Default::default();
-        let ids: Vec<crate::model::JobId> = self
-            .queues
-            .values()
-            .flat_map(|q| q.jobs.iter().map(|(_, id)| *id))
-            .collect();
-        let old = std::mem::take(&mut self.queues);
-        let mut reasons = std::collections::BTreeMap::new();
-        for (k, q) in old {
-            reasons.insert(k, q.reason);
-        }
-        for id in ids {
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
+        let mut fs_cache: Vec<Option<f64>> = vec![None; self.entities.len()];
+        let mut prio: Vec<i64> = Vec::new();
+        for job in self.jobs.values().filter(|j| j.queued) {
             let acct = self.account_entity(job.owner);
-            let fs = *fs_cache
-                .entry(acct)
-                .or_insert_with(|| self.fairshare_factor(acct, now));
-            let p = self.compute_priority(job, now, fs);
-            if let Some(j) = self.jobs.get_mut(&id) {
-                j.priority = p;
-            }
-            self.enqueue(id);
+            let fs = match fs_cache.get(acct as usize).copied().flatten() {
+                Some(f) => f,
+                None => {
+                    let f = self.fairshare_factor(acct, now);
+                    if let Some(c) = fs_cache.get_mut(acct as usize) {
+                        *c = Some(f);
+                    }
+                    f
+                }
+            };
+            prio.push(self.compute_priority(job, now, fs));
         }
-        for (k, q) in self.queues.iter_mut() {
-            q.reason = reasons.get(k).copied().flatten();
+        let mut entries: Vec<(QueueKey, Reverse<i64>, JobId)> = Vec::with_capacity(prio.len());
+        for (job, p) in self.jobs.values_mut().filter(|j| j.queued).zip(prio) {
+            job.priority = p;
+            entries.push((Cluster::queue_key(job), Reverse(p), job.id));
+        }
+        entries.sort_unstable();
+        let mut rest = entries.as_slice();
+        while let Some(&(key, _, _)) = rest.first() {
+            let n = rest.iter().take_while(|e| e.0 == key).count();
+            let (run, tail) = rest.split_at(n);
+            rest = tail;
+            let q = self.queues.entry(key).or_default();
+            q.jobs = run.iter().map(|&(_, p, id)| (p, id)).collect();
         }
     }
 }
