@@ -9,7 +9,6 @@ use crate::cluster::state::Shape;
 use crate::cluster::Cluster;
 use crate::model::Time;
 use crate::placement::ReservedTable;
-use std::collections::BTreeMap;
 
 /// A planned start: time and resources per node.
 pub(crate) struct Plan {
@@ -42,18 +41,26 @@ impl Cluster {
         {
             return None;
         }
-        let mut released: BTreeMap<u32, (Res, u32)> = BTreeMap::new();
+        // Per node (indexed by node number): resources and jobs released by the
+        // running jobs that have ended by the time examined; position in `cands`.
+        let node_count = self.inv.nodes.len();
+        let mut released: Vec<(Res, u32)> = vec![(Res::default(), 0); node_count];
+        let mut pos: Vec<u32> = vec![u32::MAX; node_count];
+        for (i, &n) in cands.iter().enumerate() {
+            pos[n as usize] = i as u32;
+        }
         let resv_nodes: Vec<u32> = resv
-            .per_node
-            .keys()
+            .nodes()
+            .iter()
             .copied()
-            .filter(|n| cands.binary_search(n).is_ok())
+            .filter(|&n| pos[n as usize] != u32::MAX)
             .collect();
-        let eff = |n: u32, t: Time, released: &BTreeMap<u32, (Res, u32)>| -> (Res, bool) {
+        let eff = |n: u32, t: Time, released: &[(Res, u32)]| -> (Res, bool) {
             let node = &self.inv.nodes[n as usize];
             let mut f = node.free;
             let mut jobs_left = node.jobs;
-            if let Some((r, k)) = released.get(&n) {
+            let (r, k) = &released[n as usize];
+            if *k > 0 {
                 f.add(r);
                 jobs_left = jobs_left.saturating_sub(*k);
             }
@@ -64,7 +71,7 @@ impl Cluster {
             }
             (f, clear)
         };
-        let fits = |n: u32, t: Time, released: &BTreeMap<u32, (Res, u32)>| -> bool {
+        let fits = |n: u32, t: Time, released: &[(Res, u32)]| -> bool {
             let (f, clear) = eff(n, t, released);
             if key.exclusive {
                 clear && self.inv.nodes[n as usize].total.fits(&key.need)
@@ -73,9 +80,9 @@ impl Cluster {
             }
         };
         let want_other = (key.nodes as usize).saturating_sub(key.required.len());
-        let mut fit: BTreeMap<u32, bool> = BTreeMap::new();
-        let (mut req_ok, mut other_ok) = (0usize, 0usize);
         let is_req = |n: &u32| key.required.binary_search(n).is_ok();
+        let mut fit: Vec<bool> = Vec::with_capacity(cands.len());
+        let (mut req_ok, mut other_ok) = (0usize, 0usize);
         for &n in &cands {
             let f = fits(n, now, &released);
             if f {
@@ -85,39 +92,39 @@ impl Cluster {
                     other_ok += 1;
                 }
             }
-            fit.insert(n, f);
+            fit.push(f);
         }
         let want_req = key.required.len();
-        let choose =
-            |t: Time, fit: &BTreeMap<u32, bool>, released: &BTreeMap<u32, (Res, u32)>| -> Plan {
-                let mut others: Vec<(u32, u32, u32)> = fit
-                    .iter()
-                    .filter(|(n, f)| **f && key.required.binary_search(n).is_err())
-                    .map(|(&n, _)| {
-                        let (f, _) = eff(n, t, released);
-                        (f.in_mask(key.need.mask), f.cpus, n)
-                    })
-                    .collect();
-                others.sort_unstable();
-                let mut nodes: Vec<u32> = key.required.clone();
-                nodes.extend(others.into_iter().take(want_other).map(|x| x.2));
-                let nodes = nodes
-                    .into_iter()
-                    .map(|n| {
-                        let r = if key.exclusive {
-                            self.inv.nodes[n as usize].total
-                        } else {
-                            eff(n, t, released).0.take(&key.need)
-                        };
-                        (n, r)
-                    })
-                    .collect();
-                Plan {
-                    start: t,
-                    end: t.saturating_add(dur),
-                    nodes,
-                }
-            };
+        let choose = |t: Time, fit: &[bool], released: &[(Res, u32)]| -> Plan {
+            let mut others: Vec<(u32, u32, u32)> = cands
+                .iter()
+                .zip(fit)
+                .filter(|(n, f)| **f && !is_req(n))
+                .map(|(&n, _)| {
+                    let (f, _) = eff(n, t, released);
+                    (f.in_mask(key.need.mask), f.cpus, n)
+                })
+                .collect();
+            others.sort_unstable();
+            let mut nodes: Vec<u32> = key.required.clone();
+            nodes.extend(others.into_iter().take(want_other).map(|x| x.2));
+            let nodes = nodes
+                .into_iter()
+                .map(|n| {
+                    let r = if key.exclusive {
+                        self.inv.nodes[n as usize].total
+                    } else {
+                        eff(n, t, released).0.take(&key.need)
+                    };
+                    (n, r)
+                })
+                .collect();
+            Plan {
+                start: t,
+                end: t.saturating_add(dur),
+                nodes,
+            }
+        };
         if req_ok == want_req && other_ok >= want_other {
             return Some(choose(now, &fit, &released));
         }
@@ -135,16 +142,21 @@ impl Cluster {
                 it.next();
                 if let Some(j) = self.jobs.get(&id) {
                     for a in &j.alloc {
-                        let entry = released.entry(a.node).or_default();
-                        entry.0.add(&a.res);
-                        entry.1 += 1;
-                        touched.push(a.node);
+                        if let Some(entry) = released.get_mut(a.node as usize) {
+                            entry.0.add(&a.res);
+                            entry.1 += 1;
+                            touched.push(a.node);
+                        }
                     }
                 }
             }
             for n in touched.into_iter().chain(resv_nodes.iter().copied()) {
+                let p = pos[n as usize];
+                if p == u32::MAX {
+                    continue;
+                }
                 let now_fits = fits(n, t, &released);
-                if let Some(f) = fit.get_mut(&n) {
+                if let Some(f) = fit.get_mut(p as usize) {
                     if *f != now_fits {
                         let c = if is_req(&n) {
                             &mut req_ok

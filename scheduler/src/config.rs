@@ -175,19 +175,37 @@ pub enum LimitScope {
     Account(String),
 }
 
-/// Backfill settings.
+/// Backfill settings, and how much of the queue one pass may examine.
+///
+/// Ready jobs wait in one queue per (shape, owner, QOS); a pass walks the queue
+/// heads in priority order. With many distinct time limits and users there can be
+/// as many heads as jobs, so a pass stops after a bounded number of heads that
+/// could not start (as Slurm's `default_queue_depth` and `bf_max_job_test`), and
+/// spends a second, rotating budget further down the queue so that every head is
+/// examined within a few passes (as Slurm's `bf_continue`). Starts do not count
+/// against either budget.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BackfillConfig {
     /// How many of the highest-priority jobs that cannot start get a reservation
     /// (1 is classic EASY backfill).
     pub max_reservations: usize,
+    /// Queue heads, from the highest priority down, that may fail to start in one
+    /// pass before it stops walking from the top (Slurm `bf_max_job_test`).
+    /// `usize::MAX` examines every head in every pass.
+    pub max_job_test: usize,
+    /// Further heads examined after that, continuing below where the previous
+    /// pass's window stopped and wrapping round at the end of the queue, so that
+    /// jobs beyond `max_job_test` are still reached. 0 turns the rotation off.
+    pub rotating_job_test: usize,
 }
 
 impl Default for BackfillConfig {
     fn default() -> Self {
         BackfillConfig {
             max_reservations: 8,
+            max_job_test: 500,
+            rotating_job_test: 100,
         }
     }
 }

@@ -10,15 +10,35 @@ use crate::cluster::state::Shape;
 use crate::model::Time;
 
 /// Reservations held for higher-priority jobs, per node: `(start, end, resources)`.
+/// Indexed by node number (grown on demand) so that a lookup is one index.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ReservedTable {
-    pub per_node: std::collections::BTreeMap<u32, Vec<(Time, Time, Res)>>,
+    per_node: Vec<Vec<(Time, Time, Res)>>,
+    /// Nodes holding a reservation, each once, in the order first reserved.
+    nodes: Vec<u32>,
 }
 
 impl ReservedTable {
+    /// Reserves `res` of node `n` for `[start, end)`.
+    pub fn add(&mut self, n: u32, start: Time, end: Time, res: Res) {
+        let i = n as usize;
+        if self.per_node.len() <= i {
+            self.per_node.resize_with(i + 1, Vec::new);
+        }
+        if self.per_node[i].is_empty() {
+            self.nodes.push(n);
+        }
+        self.per_node[i].push((start, end, res));
+    }
+
+    /// Nodes holding a reservation.
+    pub fn nodes(&self) -> &[u32] {
+        &self.nodes
+    }
+
     /// Resources of node `n` reserved at some time in `[from, to)`.
     pub fn overlapping(&self, n: u32, from: Time, to: Time) -> Option<Res> {
-        let v = self.per_node.get(&n)?;
+        let v = self.per_node.get(n as usize)?;
         let mut r = Res::default();
         let mut any = false;
         for (s, e, res) in v {

@@ -4,7 +4,7 @@
 
 use crate::cluster::inventory::Admin;
 use crate::cluster::state::{Entity, Job, OwnerRt, Shape};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, HeadKey};
 use crate::config::ClusterConfig;
 use crate::error::ConfigError;
 use crate::model::{JobId, JobState, Time};
@@ -25,6 +25,10 @@ pub struct Snapshot {
     dirty: Vec<JobId>,
     last_priority_calc: Time,
     last_time: Time,
+    /// Where the last capped pass's rotating window stopped (absent in older
+    /// snapshots: the window starts below the top one).
+    #[serde(default)]
+    resume_after: Option<HeadKey>,
 }
 
 impl Cluster {
@@ -43,6 +47,7 @@ impl Cluster {
             dirty: self.dirty.iter().copied().collect(),
             last_priority_calc: self.last_priority_calc,
             last_time: self.last_time,
+            resume_after: self.resume_after,
         }
     }
 
@@ -87,6 +92,7 @@ impl Cluster {
         cl.dirty = s.dirty.into_iter().collect();
         cl.last_priority_calc = s.last_priority_calc;
         cl.last_time = s.last_time;
+        cl.resume_after = s.resume_after;
         for job in s.jobs {
             let id = job.id;
             let queued = job.queued;

@@ -506,3 +506,39 @@ fn submit_with_id_and_views() {
     );
     assert_eq!(s[0].running_jobs, 2);
 }
+
+#[test]
+fn capped_pass_still_reaches_jobs_beyond_the_cap() {
+    let mut c = cluster(1, 4);
+    c.backfill.max_job_test = 2;
+    c.backfill.rotating_job_test = 1;
+    let mut cl = Cluster::new(c).unwrap();
+    cl.submit(req("#SBATCH --gres=gpu:4 -t 60"), &Owner::user("a"), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)).len(), 1);
+    // Six heads (one queue per user) that cannot start, then a small CPU job of
+    // the lowest priority that could backfill at once.
+    for u in 0..6 {
+        cl.submit(
+            req("#SBATCH --gres=gpu:1 -t 60"),
+            &Owner::user(&format!("b{u}")),
+            1,
+        )
+        .unwrap();
+    }
+    let small = cl
+        .submit(req("#SBATCH -t 1 --nice=1000"), &Owner::user("z"), 1)
+        .unwrap();
+    let first = starts(&cl.schedule(1));
+    assert!(first.is_empty(), "the cap stops the first pass: {first:?}");
+    let mut passes = 1;
+    loop {
+        passes += 1;
+        if starts(&cl.schedule(1 + passes)).contains(&small) {
+            break;
+        }
+        assert!(passes < 10, "the job beyond the cap is never examined");
+    }
+    // Nothing was over-allocated and the reserved job is still first.
+    assert_eq!(cl.reservations().first().map(|r| r.job.job), Some(2));
+}

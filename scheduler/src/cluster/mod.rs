@@ -85,6 +85,9 @@ pub(crate) struct Queue {
 
 pub(crate) type QueueKey = (u32, u32, u8);
 
+/// A queue head's place in the pass order: highest priority, then lowest job id.
+pub(crate) type HeadKey = (std::cmp::Reverse<i64>, JobId, QueueKey);
+
 /// The scheduler state of a whole cluster.
 #[derive(Debug, Clone)]
 pub struct Cluster {
@@ -102,6 +105,12 @@ pub struct Cluster {
     pub(crate) shapes: Vec<Shape>,
     pub(crate) shape_ids: HashMap<ShapeKey, u32>,
     pub(crate) queues: BTreeMap<QueueKey, Queue>,
+    /// The first job of every queue, in pass order; kept in step with `queues`
+    /// by `enqueue` and `dequeue`, so a pass never walks all queues to find them.
+    pub(crate) heads: BTreeSet<HeadKey>,
+    /// Where the rotating window of the last capped pass stopped (see
+    /// `BackfillConfig::rotating_job_test`); `None`: start below the top window.
+    pub(crate) resume_after: Option<HeadKey>,
     /// Running and completing jobs by planned end (`Time::MAX`: no limit).
     pub(crate) running_by_end: BTreeSet<(Time, JobId)>,
     /// Pending jobs to re-examine at a time (begin time, `after:+delay`).
@@ -159,6 +168,8 @@ impl Cluster {
             shapes: Vec::new(),
             shape_ids: HashMap::new(),
             queues: BTreeMap::new(),
+            heads: BTreeSet::new(),
+            resume_after: None,
             running_by_end: BTreeSet::new(),
             wakeups: BTreeSet::new(),
             dependents: BTreeMap::new(),
@@ -227,7 +238,14 @@ impl Cluster {
         if let Some(j) = self.jobs.get(&id) {
             let key = Self::queue_key(j);
             let entry = (std::cmp::Reverse(j.priority), id);
-            self.queues.entry(key).or_default().jobs.insert(entry);
+            let q = self.queues.entry(key).or_default();
+            let old = q.jobs.first().copied();
+            if q.jobs.insert(entry) && old.is_none_or(|o| entry < o) {
+                if let Some((p, oid)) = old {
+                    self.heads.remove(&(p, oid, key));
+                }
+                self.heads.insert((entry.0, entry.1, key));
+            }
         }
         if let Some(j) = self.jobs.get_mut(&id) {
             j.queued = true;
@@ -238,7 +256,14 @@ impl Cluster {
         if let Some(j) = self.jobs.get(&id) {
             let key = Self::queue_key(j);
             if let Some(q) = self.queues.get_mut(&key) {
-                q.jobs.remove(&(std::cmp::Reverse(j.priority), id));
+                let entry = (std::cmp::Reverse(j.priority), id);
+                let was_head = q.jobs.first() == Some(&entry);
+                if q.jobs.remove(&entry) && was_head {
+                    self.heads.remove(&(entry.0, entry.1, key));
+                    if let Some(&(p, nid)) = q.jobs.first() {
+                        self.heads.insert((p, nid, key));
+                    }
+                }
                 if q.jobs.is_empty() {
                     self.queues.remove(&key);
                 }

@@ -3,11 +3,12 @@
 //! starts what fits, reserves for the top jobs that do not, and backfills.
 
 use super::state::{Job, NodeAlloc};
-use super::{Cluster, Decision, QueueKey, Reservation};
+use super::{Cluster, Decision, HeadKey, QueueKey, Reservation};
 use crate::model::{JobId, JobState, PendingReason, Time};
 use crate::placement::{place, ReservedTable};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BinaryHeap;
+use std::ops::Bound;
 
 impl Cluster {
     /// Runs one scheduling pass at `now` and returns what the server must do, in
@@ -52,24 +53,80 @@ impl Cluster {
         out
     }
 
+    /// Walks the queue heads in priority order (`heads`), starting what fits and
+    /// reserving for the first jobs that do not.
+    ///
+    /// Work per pass is bounded: after `max_job_test` heads have failed to start
+    /// (limits, resources, array task limit, singleton), the walk jumps to where
+    /// the previous pass's rotating window stopped and examines up to
+    /// `rotating_job_test` more failing heads; the next pass continues below that
+    /// point, wrapping round to just below the top window at the end of the queue.
+    /// So a job beyond the cap is still examined within about
+    /// `heads / rotating_job_test` passes, and its age factor keeps raising its
+    /// priority until it enters the top window; none starves. Jobs started from
+    /// the rotating window go through the same placement as all others, so they
+    /// never touch resources reserved for higher-priority jobs.
     fn main_pass(&mut self, now: Time, out: &mut Vec<Decision>) {
-        let mut heap: BinaryHeap<(i64, Reverse<JobId>, QueueKey)> =
-            BinaryHeap::with_capacity(self.queues.len());
-        for (k, q) in &self.queues {
-            if let Some(&(Reverse(p), id)) = q.jobs.first() {
-                heap.push((p, Reverse(id), *k));
-            }
-        }
+        // Entries to examine besides the queue heads: the next job of a queue whose
+        // head is skipped for a reason of its own, or an array that keeps its place.
+        let mut extra: BinaryHeap<Reverse<HeadKey>> = BinaryHeap::new();
+        let mut cursor: Option<HeadKey> = None;
         let mut resv = ReservedTable::default();
         let mut reservations: Vec<Reservation> = Vec::new();
         let max_resv = self.cfg.backfill.max_reservations;
-        let mut failed_shapes: BTreeSet<u32> = BTreeSet::new();
-        let mut touched: Vec<QueueKey> = Vec::new();
-        while let Some((prio, Reverse(id), key)) = heap.pop() {
-            let next_in_queue = |cl: &Cluster| -> Option<(i64, Reverse<JobId>, QueueKey)> {
+        let mut budget = self.cfg.backfill.max_job_test;
+        let mut rotating = false;
+        let mut failed_shapes: Vec<bool> = vec![false; self.shapes.len()];
+        loop {
+            if budget == 0 {
+                let window = self.cfg.backfill.rotating_job_test;
+                if rotating || window == 0 {
+                    // Stopped early: the next pass's window goes on from here.
+                    self.resume_after = if rotating { cursor } else { None };
+                    break;
+                }
+                rotating = true;
+                budget = window;
+                if let Some(r) = self.resume_after {
+                    if cursor.is_none_or(|c| r > c) {
+                        cursor = Some(r);
+                        extra.retain(|e| e.0 > r);
+                    }
+                }
+            }
+            let from_heads = match cursor {
+                None => self.heads.first().copied(),
+                Some(c) => self
+                    .heads
+                    .range((Bound::Excluded(c), Bound::Unbounded))
+                    .next()
+                    .copied(),
+            };
+            let (prio, id, key) = match (from_heads, extra.peek().map(|e| e.0)) {
+                (Some(h), Some(x)) if x < h => {
+                    extra.pop();
+                    x
+                }
+                (Some(h), _) => {
+                    cursor = Some(h);
+                    h
+                }
+                (None, Some(x)) => {
+                    extra.pop();
+                    x
+                }
+                (None, None) => {
+                    // The whole queue was walked: the next window wraps round.
+                    if rotating {
+                        self.resume_after = None;
+                    }
+                    break;
+                }
+            };
+            let next_in_queue = |cl: &Cluster| -> Option<Reverse<HeadKey>> {
                 let q = cl.queues.get(&key)?;
-                let (Reverse(p), nid) = *q.jobs.range((Reverse(prio), id)..).nth(1)?;
-                Some((p, Reverse(nid), key))
+                let &(p, nid) = q.jobs.range((prio, id)..).nth(1)?;
+                Some(Reverse((p, nid, key)))
             };
             let Some(job) = self.jobs.get(&id) else {
                 continue;
@@ -78,27 +135,34 @@ impl Cluster {
             if let Some(a) = &job.array {
                 if a.max_running.is_some_and(|m| a.active >= m) {
                     self.set_reason(id, PendingReason::JobArrayTaskLimit);
+                    budget -= 1;
                     if let Some(n) = next_in_queue(self) {
-                        heap.push(n);
+                        extra.push(n);
                     }
                     continue;
                 }
             }
             if self.singleton_blocked(id) {
                 self.set_reason(id, PendingReason::Dependency);
+                budget -= 1;
                 if let Some(n) = next_in_queue(self) {
-                    heap.push(n);
+                    extra.push(n);
                 }
                 continue;
             }
             let (shape_id, owner) = (job.shape, job.owner);
-            touched.push(key);
+            // Reached this pass: jobs behind the head wait for priority at least.
+            if let Some(q) = self.queues.get_mut(&key) {
+                q.reason.get_or_insert(PendingReason::Priority);
+            }
             let shape = &self.shapes[shape_id as usize];
             if let Some(r) = self.limit_block(shape, owner, now) {
                 self.block_queue(key, id, r);
+                budget -= 1;
                 continue;
             }
-            let placed = if failed_shapes.contains(&shape_id) {
+            let failed = failed_shapes.get(shape_id as usize).copied().unwrap_or(true);
+            let placed = if failed {
                 None
             } else {
                 place(&self.inv, &resv, shape, now)
@@ -107,14 +171,20 @@ impl Cluster {
                 Some(nodes) => {
                     let d = self.start(id, &nodes, now);
                     out.push(d);
+                    // An array with tasks left keeps its place: examine it again.
                     if let Some(q) = self.queues.get(&key) {
-                        if let Some(&(Reverse(p), nid)) = q.jobs.first() {
-                            heap.push((p, Reverse(nid), key));
+                        if let Some(&(p, nid)) = q.jobs.first() {
+                            if (p, nid) == (prio, id) {
+                                extra.push(Reverse((p, nid, key)));
+                            }
                         }
                     }
                 }
                 None => {
-                    failed_shapes.insert(shape_id);
+                    budget -= 1;
+                    if let Some(f) = failed_shapes.get_mut(shape_id as usize) {
+                        *f = true;
+                    }
                     let mut reason = PendingReason::Priority;
                     if reservations.len() < max_resv {
                         let shape = &self.shapes[shape_id as usize];
@@ -122,10 +192,7 @@ impl Cluster {
                             Some(plan) => {
                                 reason = PendingReason::Resources;
                                 for (n, r) in &plan.nodes {
-                                    resv.per_node
-                                        .entry(*n)
-                                        .or_default()
-                                        .push((plan.start, plan.end, *r));
+                                    resv.add(*n, plan.start, plan.end, *r);
                                 }
                                 reservations.push(Reservation {
                                     job: id,
@@ -162,15 +229,7 @@ impl Cluster {
                 }
             }
         }
-        // Queues not reached this pass keep their last reason; reached ones that
-        // started everything have none.
-        for k in touched {
-            if let Some(q) = self.queues.get_mut(&k) {
-                if q.reason.is_none() {
-                    q.reason = Some(PendingReason::Priority);
-                }
-            }
-        }
+        // Queues not reached this pass keep their last reason.
         self.reservations = reservations;
     }
 

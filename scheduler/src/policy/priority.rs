@@ -140,5 +140,10 @@ impl Cluster {
             let q = self.queues.entry(key).or_default();
             q.jobs = run.iter().map(|&(_, p, id)| (p, id)).collect();
         }
+        self.heads = self
+            .queues
+            .iter()
+            .filter_map(|(k, q)| q.jobs.first().map(|&(p, id)| (p, id, *k)))
+            .collect();
     }
 }
