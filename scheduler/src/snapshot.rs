@@ -75,6 +75,7 @@ impl Cluster {
             .map(|(i, o)| (o.owner.clone(), i as u32))
             .collect();
         cl.entities = s.entities;
+        cl.fs_totals.set(None);
         cl.entity_ids = cl
             .entities
             .iter()

@@ -31,6 +31,7 @@ impl Cluster {
         if j.state != JobState::Pending {
             return;
         }
+        let (queued, owner) = (j.queued, j.owner);
         let reason = if j.hold == Hold::User {
             Some(PendingReason::JobHeldUser)
         } else if j.hold == Hold::Admin {
@@ -73,21 +74,22 @@ impl Cluster {
                     j.reason = r;
                 }
             }
-            None if !self.in_queue(id) => {
-                let acct = self.account_entity(j.owner);
+            None if !queued => {
+                let acct = self.account_entity(owner);
                 let fs = self.fairshare_factor(acct, now);
-                if let Some(j) = self.jobs.get_mut(&id) {
-                    j.eligible_time = now;
-                    j.reason = PendingReason::Priority;
-                }
-                let p = self
-                    .jobs
-                    .get(&id)
-                    .map_or(0, |j| self.compute_priority(j, now, fs));
+                let Some(j) = self.jobs.get_mut(&id) else {
+                    return;
+                };
+                j.eligible_time = now;
+                j.reason = PendingReason::Priority;
+                let Some(j) = self.jobs.get(&id) else { return };
+                let p = self.compute_priority(j, now, fs);
+                let key = Self::queue_key(j);
                 if let Some(j) = self.jobs.get_mut(&id) {
                     j.priority = p;
+                    j.queued = true;
                 }
-                self.enqueue(id);
+                self.queue_insert(key, p, id);
             }
             None => {}
         }

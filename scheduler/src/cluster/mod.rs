@@ -122,6 +122,11 @@ pub struct Cluster {
     pub(crate) last_priority_calc: Time,
     pub(crate) last_time: Time,
     pub(crate) reservations: Vec<Reservation>,
+    /// Fair-share totals over all accounts (usage, shares) at a time, so that
+    /// submissions at one instant do not walk every account. A pure cache:
+    /// cleared whenever usage or the set of accounts changes, so it always holds
+    /// exactly what a fresh walk would compute.
+    pub(crate) fs_totals: std::cell::Cell<Option<(Time, f64, f64)>>,
     pub(crate) total_gpu_milli: u64,
     pub(crate) total_cpus: u64,
 }
@@ -177,6 +182,7 @@ impl Cluster {
             last_priority_calc: Time::MIN,
             last_time: Time::MIN,
             reservations: Vec::new(),
+            fs_totals: std::cell::Cell::new(None),
             total_gpu_milli: 0,
             total_cpus: 0,
         };
@@ -236,19 +242,24 @@ impl Cluster {
 
     pub(crate) fn enqueue(&mut self, id: JobId) {
         if let Some(j) = self.jobs.get(&id) {
-            let key = Self::queue_key(j);
-            let entry = (std::cmp::Reverse(j.priority), id);
-            let q = self.queues.entry(key).or_default();
-            let old = q.jobs.first().copied();
-            if q.jobs.insert(entry) && old.is_none_or(|o| entry < o) {
-                if let Some((p, oid)) = old {
-                    self.heads.remove(&(p, oid, key));
-                }
-                self.heads.insert((entry.0, entry.1, key));
-            }
+            let (key, p) = (Self::queue_key(j), j.priority);
+            self.queue_insert(key, p, id);
         }
         if let Some(j) = self.jobs.get_mut(&id) {
             j.queued = true;
+        }
+    }
+
+    /// Puts a job into queue `key` at priority `p` (the caller marks it queued).
+    pub(crate) fn queue_insert(&mut self, key: QueueKey, p: i64, id: JobId) {
+        let entry = (std::cmp::Reverse(p), id);
+        let q = self.queues.entry(key).or_default();
+        let old = q.jobs.first().copied();
+        if q.jobs.insert(entry) && old.is_none_or(|o| entry < o) {
+            if let Some((p, oid)) = old {
+                self.heads.remove(&(p, oid, key));
+            }
+            self.heads.insert((entry.0, entry.1, key));
         }
     }
 

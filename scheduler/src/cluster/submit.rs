@@ -21,12 +21,7 @@ impl Cluster {
         now: Time,
     ) -> Result<JobId, SubmitError> {
         let mut id = self.next_id;
-        while self
-            .jobs
-            .range(JobId::new(id)..=JobId::task(id, u32::MAX))
-            .next()
-            .is_some()
-        {
+        while self.job_number_used(id) {
             id += 1;
         }
         self.submit_with_id(id, req, owner, now)
@@ -45,12 +40,7 @@ impl Cluster {
         if job == 0 {
             return Err(SubmitError::Invalid("job id 0 is reserved".into()));
         }
-        if self
-            .jobs
-            .range(id..=JobId::task(job, u32::MAX))
-            .next()
-            .is_some()
-        {
+        if self.job_number_used(job) {
             return Err(SubmitError::DuplicateId(id));
         }
         // Partition and permissions.
@@ -78,8 +68,8 @@ impl Cluster {
             Some(a) if *a != owner.account && !owner.other_accounts.contains(a) => {
                 return Err(SubmitError::AccountNotAllowed(a.clone()))
             }
-            Some(a) => a.clone(),
-            None => owner.account.clone(),
+            Some(a) => a.as_str(),
+            None => owner.account.as_str(),
         };
         let qos = match &req.qos {
             Some(q) => self
@@ -134,17 +124,17 @@ impl Cluster {
             None => None,
         };
         // Owner and limits that make the job impossible.
-        let owner_id = self.intern_owner(owner, &account);
+        let owner_id = self.intern_owner(owner, account);
         for &e in &self.owners[owner_id as usize].entities {
             let ent = &self.entities[e as usize];
-            let scope = format!("{} {}", ent.kind.name(), ent.name);
+            let scope = || format!("{} {}", ent.kind.name(), ent.name);
             let l = &ent.limits;
             if let Some(max) = l.max_wall_secs {
                 if time.is_none_or(|t| t > max) {
                     return Err(SubmitError::TimeLimitTooLong {
                         requested: fmt_t(time),
                         limit: format_duration(max),
-                        scope,
+                        scope: scope(),
                     });
                 }
             }
@@ -153,7 +143,8 @@ impl Cluster {
                     return Err(SubmitError::LimitExceeded {
                         reason: "MaxGRES",
                         detail: format!(
-                            "{scope} may use {max} GPUs at once; the job asks {:.3}",
+                            "{} may use {max} GPUs at once; the job asks {:.3}",
+                            scope(),
                             gpu_milli as f64 / 1000.0
                         ),
                     });
@@ -164,7 +155,8 @@ impl Cluster {
                     return Err(SubmitError::LimitExceeded {
                         reason: "GrpGRESMinutes",
                         detail: format!(
-                            "{scope} may use {max} GPU-minutes per period; the job could use more"
+                            "{} may use {max} GPU-minutes per period; the job could use more",
+                            scope()
                         ),
                     });
                 }
@@ -174,7 +166,8 @@ impl Cluster {
                     return Err(SubmitError::LimitExceeded {
                         reason: "AssocMaxSubmitJobLimit",
                         detail: format!(
-                            "{scope} may have {max} jobs submitted; {} are",
+                            "{} may have {max} jobs submitted; {} are",
+                            scope(),
                             ent.usage.submitted
                         ),
                     });
@@ -236,7 +229,28 @@ impl Cluster {
         Ok(id)
     }
 
+    /// Whether job number `job` (or a task of it) is taken.
+    fn job_number_used(&self, job: u64) -> bool {
+        if self.jobs.last_key_value().is_none_or(|(k, _)| k.job < job) {
+            return false;
+        }
+        self.jobs
+            .range(JobId::new(job)..)
+            .next()
+            .is_some_and(|(k, _)| k.job == job)
+    }
+
     fn intern_owner(&mut self, owner: &Owner, account: &str) -> u32 {
+        // Usual case: the owner is already its own key (default account, no other
+        // accounts, groups sorted); look it up without cloning any string.
+        if owner.other_accounts.is_empty()
+            && owner.account == account
+            && owner.groups.windows(2).all(|w| w[0] < w[1])
+        {
+            if let Some(&o) = self.owner_ids.get(owner) {
+                return o;
+            }
+        }
         let mut key = owner.clone();
         key.account = account.to_string();
         key.other_accounts.clear();
@@ -267,6 +281,7 @@ impl Cluster {
         }
         let id = self.entities.len() as u32;
         let limits = self.limits_for(kind, name);
+        self.fs_totals.set(None);
         self.entities.push(Entity {
             kind,
             name: name.to_string(),

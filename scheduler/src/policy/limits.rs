@@ -100,6 +100,7 @@ impl Cluster {
         }
         let period = self.period_of(now);
         let hl = self.cfg.fairshare.half_life_secs;
+        self.fs_totals.set(None);
         for &e in &self.owners[job.owner as usize].entities {
             let u = &mut self.entities[e as usize].usage;
             u.gpus_milli += gpu;
@@ -134,6 +135,7 @@ impl Cluster {
             }
         }
         let hl = self.cfg.fairshare.half_life_secs;
+        self.fs_totals.set(None);
         for &e in &self.owners[job.owner as usize].entities {
             let u = &mut self.entities[e as usize].usage;
             u.gpus_milli = u.gpus_milli.saturating_sub(gpu);

@@ -30,16 +30,23 @@ impl Cluster {
     /// share of all shares (Slurm's classic formula).
     pub(crate) fn fairshare_factor(&self, account: u32, now: Time) -> f64 {
         let hl = self.cfg.fairshare.half_life_secs;
-        let mut total_u = 0.0;
-        let mut total_s = 0.0;
-        for e in self
-            .entities
-            .iter()
-            .filter(|e| e.kind == EntityKind::Account)
-        {
-            total_u += usage_at(&e.usage, hl, now);
-            total_s += f64::from(self.shares_of(&e.name));
-        }
+        let (total_u, total_s) = match self.fs_totals.get() {
+            Some((t, u, s)) if t == now => (u, s),
+            _ => {
+                let mut total_u = 0.0;
+                let mut total_s = 0.0;
+                for e in self
+                    .entities
+                    .iter()
+                    .filter(|e| e.kind == EntityKind::Account)
+                {
+                    total_u += usage_at(&e.usage, hl, now);
+                    total_s += f64::from(self.shares_of(&e.name));
+                }
+                self.fs_totals.set(Some((now, total_u, total_s)));
+                (total_u, total_s)
+            }
+        };
         let e = &self.entities[account as usize];
         if total_u <= 0.0 || total_s <= 0.0 {
             return 1.0;
