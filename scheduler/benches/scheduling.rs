@@ -81,8 +81,10 @@ fn config() -> ClusterConfig {
 }
 
 /// Mixed shapes: 1–8 GPUs, MIG slices, multi-node, arrays (1 in 50 is a
-/// 20-task array, so 100,000 submissions hold ~138,000 pending tasks).
-fn requests(n: usize) -> Vec<(JobRequest, Owner)> {
+/// 20-task array, so 100,000 submissions hold ~138,000 pending tasks). With
+/// `varied`, time limits are spread over 590 distinct values (10 min – 10 h), so
+/// there are about 30,000 queues (shape × limit × user) instead of 2,000.
+fn requests(n: usize, varied: bool) -> Vec<(JobRequest, Owner)> {
     (0..n)
         .map(|i| {
             let shape = match i % 10 {
@@ -95,7 +97,11 @@ fn requests(n: usize) -> Vec<(JobRequest, Owner)> {
             };
             let array = if i % 50 == 0 { " --array=0-19%4" } else { "" };
             // Users pick round time limits: 30 min to 8 h.
-            let time = [30, 60, 120, 240, 480][(i / 10) % 5];
+            let time = if varied {
+                10 + (i * 7919) % 590
+            } else {
+                [30, 60, 120, 240, 480][(i / 10) % 5]
+            };
             let r = parse_script(&format!(
                 "#SBATCH {shape} -t {time}{array} -J job{}\n",
                 i % 100
@@ -106,9 +112,9 @@ fn requests(n: usize) -> Vec<(JobRequest, Owner)> {
         .collect()
 }
 
-fn loaded() -> Cluster {
+fn loaded(varied: bool) -> Cluster {
     let mut cl = Cluster::new(config()).unwrap();
-    for (r, o) in requests(100_000) {
+    for (r, o) in requests(100_000, varied) {
         cl.submit(r, &o, 0).unwrap();
     }
     cl
@@ -121,7 +127,7 @@ fn benches(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1));
 
     // Memory per pending job.
-    let reqs = requests(100_000);
+    let reqs = requests(100_000, false);
     let before = LIVE.load(Ordering::Relaxed);
     let mut cl = Cluster::new(config()).unwrap();
     let base = LIVE.load(Ordering::Relaxed) - before;
@@ -137,65 +143,76 @@ fn benches(c: &mut Criterion) {
     );
     drop(cl);
 
-    // (c) 100,000 submissions.
-    g.bench_function("submit_100k", |b| {
-        b.iter_batched(
-            || (Cluster::new(config()).unwrap(), requests(100_000)),
-            |(mut cl, reqs)| {
-                for (r, o) in reqs {
-                    cl.submit(r, &o, 0).unwrap();
-                }
-                cl
-            },
-            BatchSize::PerIteration,
-        )
-    });
+    for varied in [false, true] {
+        let tag = if varied { "_varied_limits" } else { "" };
+        // (c) 100,000 submissions.
+        g.bench_function(format!("submit_100k{tag}"), |b| {
+            b.iter_batched(
+                || (Cluster::new(config()).unwrap(), requests(100_000, varied)),
+                |(mut cl, reqs)| {
+                    for (r, o) in reqs {
+                        cl.submit(r, &o, 0).unwrap();
+                    }
+                    cl
+                },
+                BatchSize::PerIteration,
+            )
+        });
 
-    // (a) a full pass (priority recalculation included) over 100,000 pending jobs.
-    let base = loaded();
-    let mut probe = base.clone();
-    let started = probe.schedule(0).len();
-    println!("first pass starts {started} jobs");
-    g.bench_function("full_pass_100k_pending", |b| {
-        b.iter_batched(
-            || base.clone(),
-            |mut cl| {
-                let d = cl.schedule(0);
-                (cl, d) // dropped outside the measurement
-            },
-            BatchSize::PerIteration,
-        )
-    });
+        // (a) a full pass (priority recalculation included) over 100,000 pending jobs.
+        let base = loaded(varied);
+        let mut probe = base.clone();
+        let started = probe.schedule(0).len();
+        let mut passes = 1;
+        let mut total = started;
+        while total < 1065 && passes < 50 {
+            total += probe.schedule(0).len();
+            passes += 1;
+        }
+        println!("{tag}: first pass starts {started} jobs; {total} after {passes} passes");
+        g.bench_function(format!("full_pass_100k_pending{tag}"), |b| {
+            b.iter_batched(
+                || base.clone(),
+                |mut cl| {
+                    let d = cl.schedule(0);
+                    (cl, d) // dropped outside the measurement
+                },
+                BatchSize::PerIteration,
+            )
+        });
 
-    // (b) one job completes on a full cluster; the decision that follows.
-    let mut full = base.clone();
-    full.schedule(0);
-    let running: Vec<JobId> = full
-        .squeue(
-            &SqueueFilter {
-                states: vec![JobState::Running],
-                ..Default::default()
-            },
-            10,
-        )
-        .iter()
-        .map(|j| j.id)
-        .collect();
-    let mut k = 0usize;
-    g.bench_function("decision_after_one_completion", |b| {
-        b.iter_batched(
-            || {
-                k = (k + 7919) % running.len();
-                (full.clone(), running[k])
-            },
-            |(mut cl, job)| {
-                cl.job_finished(job, JobOutcome::Exited(0), 10).unwrap();
-                let d = cl.schedule(10);
-                (cl, d)
-            },
-            BatchSize::PerIteration,
-        )
-    });
+        // (b) one job completes on a full cluster; the decision that follows.
+        let mut full = base.clone();
+        for _ in 0..passes {
+            full.schedule(0);
+        }
+        let running: Vec<JobId> = full
+            .squeue(
+                &SqueueFilter {
+                    states: vec![JobState::Running],
+                    ..Default::default()
+                },
+                10,
+            )
+            .iter()
+            .map(|j| j.id)
+            .collect();
+        let mut k = 0usize;
+        g.bench_function(format!("decision_after_one_completion{tag}"), |b| {
+            b.iter_batched(
+                || {
+                    k = (k + 7919) % running.len();
+                    (full.clone(), running[k])
+                },
+                |(mut cl, job)| {
+                    cl.job_finished(job, JobOutcome::Exited(0), 10).unwrap();
+                    let d = cl.schedule(10);
+                    (cl, d)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
     g.finish();
 }
 

@@ -161,7 +161,10 @@ impl Cluster {
                 budget -= 1;
                 continue;
             }
-            let failed = failed_shapes.get(shape_id as usize).copied().unwrap_or(true);
+            let failed = failed_shapes
+                .get(shape_id as usize)
+                .copied()
+                .unwrap_or(true);
             let placed = if failed {
                 None
             } else {
