@@ -108,6 +108,9 @@ impl Browser {
 
 /// Starts chromedriver and a fresh headless Chromium (new empty profile).
 pub async fn browser() -> anyhow::Result<Browser> {
+    // Two rustls crypto providers are linked into the tests (fantoccini's and reqwest's):
+    // name one, or the WebDriver client cannot pick. Already installed is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let chromedriver = binary_from_env_or(CHROMEDRIVER_ENV, &["chromedriver"])?;
     let chromium = binary_from_env_or(
         CHROMIUM_ENV,

@@ -3,7 +3,25 @@
 use fantoccini::Locator;
 
 use crate::helpers::spawn_app;
-use atrium_tests::support::browser;
+use atrium_tests::support::{browser, Browser};
+
+/// Replace the text of the input with id `id` by `text`.
+async fn fill(b: &Browser, id: &str, text: &str) {
+    let input = b.find(Locator::Id(id)).await.expect(id);
+    input.clear().await.expect("clear");
+    input.send_keys(text).await.expect("type");
+}
+
+async fn submit_login(b: &Browser, username: &str, password: &str) {
+    fill(b, "username", username).await;
+    fill(b, "password", password).await;
+    b.find(Locator::Id("login-submit"))
+        .await
+        .expect("submit")
+        .click()
+        .await
+        .expect("click");
+}
 
 #[tokio::test]
 async fn chromium_logs_in_sees_home_and_logs_out() {
@@ -17,24 +35,7 @@ async fn chromium_logs_in_sees_home_and_logs_out() {
     assert_eq!(url.path(), "/login");
 
     // A wrong password first: the page says so and nothing else.
-    b.find(Locator::Id("username"))
-        .await
-        .expect("username")
-        .send_keys("admin")
-        .await
-        .expect("type");
-    b.find(Locator::Id("password"))
-        .await
-        .expect("password")
-        .send_keys("wrong")
-        .await
-        .expect("type");
-    b.find(Locator::Id("login-submit"))
-        .await
-        .expect("submit")
-        .click()
-        .await
-        .expect("click");
+    submit_login(&b, "admin", "wrong").await;
     let error = b
         .wait()
         .for_element(Locator::Id("login-error"))
@@ -45,31 +46,7 @@ async fn chromium_logs_in_sees_home_and_logs_out() {
         "Invalid username or password."
     );
 
-    b.find(Locator::Id("username"))
-        .await
-        .expect("username")
-        .clear()
-        .await
-        .expect("clear");
-    b.find(Locator::Id("username"))
-        .await
-        .expect("username")
-        .send_keys("admin")
-        .await
-        .expect("type");
-    b.find(Locator::Id("password"))
-        .await
-        .expect("password")
-        .send_keys(&password)
-        .await
-        .expect("type");
-    b.find(Locator::Id("login-submit"))
-        .await
-        .expect("submit")
-        .click()
-        .await
-        .expect("click");
-
+    submit_login(&b, "admin", &password).await;
     let greeting = b
         .wait()
         .for_element(Locator::Id("greeting"))

@@ -28,12 +28,7 @@ async fn printed_admin_password_logs_in_and_logout_revokes_the_cookie() {
         !cookie.contains("Secure"),
         "plain http on loopback: {cookie}"
     );
-    let token = cookie
-        .split(';')
-        .next()
-        .and_then(|kv| kv.split_once('='))
-        .map(|(_, v)| v.to_string())
-        .expect("cookie value");
+    let token = cookie_value(&cookie);
 
     let home = client.get(app.url("/")).send().await.expect("home");
     assert_eq!(home.status(), 200);
@@ -217,6 +212,16 @@ async fn form_posts_without_csrf_token_are_forbidden() {
     assert_eq!(tokens, serde_json::json!([]));
 }
 
+/// The value of a `Set-Cookie` header (`name=value; attributes`).
+fn cookie_value(set_cookie: &str) -> String {
+    set_cookie
+        .split(';')
+        .next()
+        .and_then(|kv| kv.split_once('='))
+        .map(|(_, v)| v.to_string())
+        .expect("name=value")
+}
+
 /// Split a JWT into its decoded header and claims.
 fn decode(token: &str) -> (Value, Value) {
     let mut parts = token.split('.');
@@ -249,12 +254,7 @@ async fn expired_forged_and_unsigned_session_tokens_are_refused() {
     let client = app.browser_like_client();
     let res = app.post_login(&client, "admin", &password).await;
     let cookie = set_cookie(res.headers(), SESSION).expect("cookie");
-    let token = cookie
-        .split(';')
-        .next()
-        .and_then(|kv| kv.split_once('='))
-        .map(|(_, v)| v.to_string())
-        .expect("value");
+    let token = cookie_value(&cookie);
     assert_eq!(me_with_cookie(&app, &token).await.status(), 200);
 
     let (header, claims) = decode(&token);
@@ -315,12 +315,7 @@ async fn ageing_session_is_renewed_with_a_new_cookie() {
     let client = app.browser_like_client();
     let res = app.post_login(&client, "admin", &password).await;
     let cookie = set_cookie(res.headers(), SESSION).expect("cookie");
-    let token = cookie
-        .split(';')
-        .next()
-        .and_then(|kv| kv.split_once('='))
-        .map(|(_, v)| v.to_string())
-        .expect("value");
+    let token = cookie_value(&cookie);
     let (_, claims) = decode(&token);
 
     // Fresh: no renewal.
@@ -335,12 +330,7 @@ async fn ageing_session_is_renewed_with_a_new_cookie() {
     let res = me_with_cookie(&app, &sign(&ageing, key.trim_ascii())).await;
     assert_eq!(res.status(), 200);
     let renewed = set_cookie(res.headers(), SESSION).expect("renewed cookie");
-    let value = renewed
-        .split(';')
-        .next()
-        .and_then(|kv| kv.split_once('='))
-        .map(|(_, v)| v.to_string())
-        .expect("value");
+    let value = cookie_value(&renewed);
     let (_, new_claims) = decode(&value);
     assert_eq!(new_claims["jti"], claims["jti"]);
     assert!(new_claims["exp"].as_i64() > ageing["exp"].as_i64());
