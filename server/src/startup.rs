@@ -10,6 +10,8 @@ use actix_web::{dev::Server, web, HttpServer};
 use anyhow::Context;
 
 use crate::auth::jwt::Keys;
+use crate::auth::ldap::Directory;
+use crate::auth::login::Logins;
 use crate::auth::principal::SessionPolicy;
 use crate::auth::rate_limit::LoginLimiter;
 use crate::auth::{local, now_ms, Authenticator};
@@ -55,7 +57,12 @@ impl Application {
         let store = open_store(&config).await?;
         let keys = session_keys(&config)?;
 
-        if let Some(password) = local::bootstrap_admin(&store, &config.auth.admin_groups).await? {
+        let first_admin = if config.auth.local_accounts {
+            local::bootstrap_admin(&store, &config.auth.admin_groups).await?
+        } else {
+            None
+        };
+        if let Some(password) = first_admin {
             // Printed once, to the terminal that started the portal; only its hash is kept.
             println!(
                 "\n  atrium: created the first administrator.\n    username: admin\n    password: {password}\n  Change it with `atrium user passwd admin`.\n"
@@ -75,6 +82,14 @@ impl Application {
             },
         ));
         auth.follow_epoch().await?;
+        let directory = match &config.auth.ldap {
+            Some(ldap) => {
+                tracing::info!(url = %ldap.url, "LDAP login enabled");
+                Some(Directory::new(ldap.clone())?)
+            }
+            None => None,
+        };
+        let logins = Logins::new(store.clone(), config.auth.local_accounts, directory);
         let metrics = Metrics::new()?;
         metrics.start_time.set(now_ms() / 1000);
         let rl = &config.auth.rate_limit;
@@ -109,6 +124,7 @@ impl Application {
             config: Arc::new(config),
             store: store.clone(),
             auth: auth.clone(),
+            logins,
             limiter,
             metrics,
             trusted_proxies,

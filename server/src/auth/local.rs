@@ -4,12 +4,17 @@ use crate::store::{NewUser, Store, StoreError, User};
 
 use super::{now_ms, password};
 
-/// Why a login failed. Callers show one message for all but `Unavailable`, so that
+/// Why a login failed. Unknown users and wrong passwords share one variant, so that
 /// nobody learns which usernames exist.
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
     #[error("invalid username or password")]
     InvalidCredentials,
+    /// Right password, but not in a group allowed to use the portal.
+    #[error("not a member of a group allowed to use this portal")]
+    NotAllowed,
+    #[error("directory unavailable: {0}")]
+    DirectoryUnavailable(String),
     #[error("login service unavailable: {0}")]
     Unavailable(String),
 }

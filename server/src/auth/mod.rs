@@ -7,7 +7,9 @@
 
 pub mod csrf;
 pub mod jwt;
+pub mod ldap;
 pub mod local;
+pub mod login;
 pub mod password;
 pub mod personal_tokens;
 pub mod principal;

@@ -19,6 +19,8 @@ pub enum ApiError {
     BadRequest(String),
     #[error("authentication required")]
     Unauthorized,
+    #[error("invalid username or password")]
+    InvalidCredentials,
     #[error("{0}")]
     Forbidden(String),
     #[error("not found")]
@@ -63,6 +65,7 @@ impl ApiError {
         match self {
             Self::BadRequest(_) => "bad_request",
             Self::Unauthorized | Self::LoginRequired { .. } => "unauthorized",
+            Self::InvalidCredentials => "invalid_credentials",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound => "not_found",
             Self::Conflict(_) => "conflict",
@@ -79,7 +82,7 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,

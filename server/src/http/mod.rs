@@ -11,12 +11,14 @@ pub mod error;
 mod health;
 pub mod observe;
 pub mod pages;
+pub mod signin;
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 
+use crate::auth::login::Logins;
 use crate::auth::rate_limit::LoginLimiter;
 use crate::auth::Authenticator;
 use crate::config::Config;
@@ -31,6 +33,7 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub store: Store,
     pub auth: Arc<Authenticator>,
+    pub logins: Logins,
     pub limiter: LoginLimiter,
     pub metrics: Metrics,
     pub secure_cookies: bool,

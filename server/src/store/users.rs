@@ -78,6 +78,84 @@ impl Store {
         user_from_row(&row)
     }
 
+    /// Insert or refresh a directory (LDAP) user with its POSIX identity. `Conflict`
+    /// when a local account holds the name.
+    #[tracing::instrument(skip_all, fields(username = %user.username), err)]
+    pub async fn upsert_directory_user(
+        &self,
+        user: &NewUser,
+        login_shell: Option<&str>,
+        now: i64,
+    ) -> Result<User> {
+        let row = sqlx::query(&format!(
+            "INSERT INTO users (username, display_name, email, source, uid_number, gid_number, \
+             home, login_shell, created_at, updated_at) \
+             VALUES ($1, $2, $3, 'ldap', $4, $5, $6, $7, $8, $8) \
+             ON CONFLICT (username) DO UPDATE SET display_name = excluded.display_name, \
+             email = excluded.email, uid_number = excluded.uid_number, \
+             gid_number = excluded.gid_number, home = excluded.home, \
+             login_shell = excluded.login_shell, updated_at = excluded.updated_at \
+             WHERE users.source = 'ldap' RETURNING {USER_COLUMNS}"
+        ))
+        .bind(&user.username)
+        .bind(&user.display_name)
+        .bind(&user.email)
+        .bind(user.uid_number)
+        .bind(user.gid_number)
+        .bind(&user.home)
+        .bind(login_shell)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => user_from_row(&row),
+            None => Err(StoreError::Conflict(format!(
+                "local account {}",
+                user.username
+            ))),
+        }
+    }
+
+    /// Make the user's memberships exactly `groups` (creating groups from `source`).
+    #[tracing::instrument(skip_all, fields(user_id, count = groups.len()), err)]
+    pub async fn set_memberships(
+        &self,
+        user_id: i64,
+        groups: &[String],
+        source: &str,
+        now: i64,
+    ) -> Result<()> {
+        let mut wanted: Vec<String> = groups.to_vec();
+        wanted.sort();
+        wanted.dedup();
+        if self.groups_of(user_id).await? == wanted {
+            return Ok(());
+        }
+        let mut ids = Vec::with_capacity(groups.len());
+        for group in groups {
+            ids.push(self.ensure_group(group, source, now).await?);
+        }
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM memberships WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        for id in ids {
+            sqlx::query(
+                "INSERT INTO memberships (user_id, group_id) VALUES ($1, $2) \
+                 ON CONFLICT (user_id, group_id) DO NOTHING",
+            )
+            .bind(user_id)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        // Rights derived from groups (admin) change: drop cached credentials.
+        Store::bump_auth_epoch(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub async fn user_by_name(&self, username: &str) -> Result<Option<User>> {
         let row = sqlx::query(&format!(
             "SELECT {USER_COLUMNS} FROM users WHERE username = $1"

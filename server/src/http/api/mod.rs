@@ -1,12 +1,14 @@
 //! The JSON API under `/api/v1`, one file per resource.
 
+mod login;
 mod me;
 pub mod tokens;
 
 use actix_web::web;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/me", web::get().to(me::get))
+    cfg.route("/login", web::post().to(login::post))
+        .route("/me", web::get().to(me::get))
         .route("/tokens", web::get().to(tokens::list))
         .route("/tokens", web::post().to(tokens::create))
         .route("/tokens/{id}", web::delete().to(tokens::revoke))

@@ -7,11 +7,10 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{csrf_refused, render};
-use crate::auth::local::{self, LoginError};
-use crate::auth::{csrf, now_ms, Credential};
+use crate::auth::{csrf, Credential};
 use crate::http::authn::{session_cookie, MaybeUser, PageUser};
+use crate::http::signin::{self, Failure};
 use crate::http::{ApiError, AppState};
-use crate::metrics::LoginOutcome;
 
 #[derive(Template)]
 #[template(path = "login.html")]
@@ -109,69 +108,51 @@ pub async fn submit(
     if !cookie_token.is_some_and(|c| csrf::matches(c.value(), &form.csrf)) {
         return csrf_refused();
     }
-    let addr = state.client_addr(&req);
-    let limit_key = form.username.trim().to_lowercase();
-    if let Err(retry_after) = state.limiter.check(&limit_key, &addr, now_ms()) {
-        state.metrics.login(LoginOutcome::RateLimited);
-        tracing::warn!(user = %limit_key, client = %addr, "login rate limited");
-        let mut response = login_page(
-            &state,
-            next,
-            &form.username,
-            Some(&format!(
-                "Too many failed attempts. Try again in {} seconds.",
-                retry_after.as_secs()
-            )),
-            StatusCode::TOO_MANY_REQUESTS,
-        )?;
-        response.headers_mut().insert(
-            header::RETRY_AFTER,
-            header::HeaderValue::from(retry_after.as_secs()),
-        );
-        return Ok(response);
-    }
-    match local::login(&state.store, &form.username, &form.password).await {
-        Ok(user) => {
-            state.limiter.record_success(&limit_key);
-            state.metrics.login(LoginOutcome::Ok);
-            let ua = req
-                .headers()
-                .get(header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let login = state.auth.start_session(&user, &addr, ua).await?;
-            tracing::info!(user = %user.username, client = %addr, "login");
+    let (status, message) = match signin::sign_in(&state, &req, &form.username, &form.password).await {
+        Ok((_, login)) => {
             let mut clear_csrf = Cookie::new(csrf::LOGIN_CSRF_COOKIE, "");
             clear_csrf.set_path("/login");
             clear_csrf.make_removal();
-            Ok(see_other(next)
+            return Ok(see_other(next)
                 .cookie(session_cookie(&login.token, &state))
                 .cookie(clear_csrf)
-                .finish())
+                .finish());
         }
-        Err(LoginError::InvalidCredentials) => {
-            state.limiter.record_failure(&limit_key, &addr, now_ms());
-            state.metrics.login(LoginOutcome::Failed);
-            tracing::info!(user = %limit_key, client = %addr, "login failed");
-            login_page(
+        Err(Failure::Invalid) => (StatusCode::UNAUTHORIZED, "Invalid username or password.".to_string()),
+        Err(Failure::RateLimited(retry_after)) => {
+            let mut response = login_page(
                 &state,
                 next,
                 &form.username,
-                Some("Invalid username or password."),
-                StatusCode::UNAUTHORIZED,
-            )
+                Some(&format!(
+                    "Too many failed attempts. Try again in {} seconds.",
+                    retry_after.as_secs()
+                )),
+                StatusCode::TOO_MANY_REQUESTS,
+            )?;
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from(retry_after.as_secs()),
+            );
+            return Ok(response);
         }
-        Err(LoginError::Unavailable(cause)) => {
-            tracing::error!(cause = %cause, "login unavailable");
-            login_page(
-                &state,
-                next,
-                &form.username,
-                Some("The login service is unavailable. Try again shortly."),
+        Err(Failure::NotAllowed) => (
+            StatusCode::FORBIDDEN,
+            "Your account is not in a group allowed to use this portal. Ask your administrator to add you.".to_string(),
+        ),
+        Err(Failure::DirectoryUnavailable) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The directory is unavailable, so nobody can log in right now. Try again shortly.".to_string(),
+        ),
+        Err(Failure::Unavailable(e)) => {
+            tracing::error!(error = %e, "login unavailable");
+            (
                 StatusCode::SERVICE_UNAVAILABLE,
+                "The login service is unavailable. Try again shortly.".to_string(),
             )
         }
-    }
+    };
+    login_page(&state, next, &form.username, Some(&message), status)
 }
 
 pub async fn logout(
