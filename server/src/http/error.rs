@@ -35,6 +35,9 @@ pub enum ApiError {
     TooManyRequests { retry_after: Duration },
     #[error("{0}")]
     Unavailable(String),
+    /// The LDAP directory does not answer: logins cannot be checked.
+    #[error("the directory is unavailable; try again shortly")]
+    DirectoryUnavailable,
     /// A page needs a login: answered with a redirect to the login page.
     #[error("login required")]
     LoginRequired { next: String },
@@ -72,7 +75,7 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyRequests { .. } => "rate_limited",
-            Self::Unavailable(_) => "unavailable",
+            Self::Unavailable(_) | Self::DirectoryUnavailable => "unavailable",
             Self::Internal(_) => "internal",
         }
     }
@@ -89,7 +92,7 @@ impl ResponseError for ApiError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::LoginRequired { .. } => StatusCode::SEE_OTHER,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

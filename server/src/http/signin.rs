@@ -31,9 +31,7 @@ impl From<Failure> for ApiError {
             Failure::NotAllowed => {
                 ApiError::forbidden("your account is not in a group allowed to use this portal")
             }
-            Failure::DirectoryUnavailable => {
-                ApiError::Unavailable("the directory is unavailable".into())
-            }
+            Failure::DirectoryUnavailable => ApiError::DirectoryUnavailable,
             Failure::Unavailable(e) => e,
         }
     }

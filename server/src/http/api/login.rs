@@ -25,6 +25,8 @@ struct LoggedIn {
     uid_number: Option<i64>,
     gid_number: Option<i64>,
     home: Option<String>,
+    groups: Vec<String>,
+    admin: bool,
     /// The CSRF token to send as `X-CSRF-Token` with state-changing calls.
     csrf_token: String,
     expires_at: i64,
@@ -36,6 +38,8 @@ pub async fn post(
     body: web::Json<Credentials>,
 ) -> Result<HttpResponse, ApiError> {
     let (user, login) = sign_in(&state, &req, &body.username, &body.password).await?;
+    let groups = state.store.groups_of(user.id).await?;
+    let admin = state.auth.is_admin(user.id).await?;
     Ok(HttpResponse::Ok()
         .cookie(session_cookie(&login.token, &state))
         .json(LoggedIn {
@@ -46,6 +50,8 @@ pub async fn post(
             uid_number: user.uid_number,
             gid_number: user.gid_number,
             home: user.home,
+            groups,
+            admin,
             csrf_token: login.claims.csrf,
             expires_at: login.claims.exp,
         }))
