@@ -20,6 +20,9 @@ PACKAGES=(
     chromium-driver     # chromedriver, WebDriver bridge for fantoccini
     wrk                 # HTTP load generator for bench/
     procps              # pkill/pgrep used by the process supervisor in support/process.rs
+    slapd               # tests/src/support/ldap.rs (slapd, slapadd; modules back_mdb, memberof, refint)
+    ldap-utils          # ldapsearch/ldapmodify/ldapwhoami used by support/ldap.rs and its self-test
+    openssl             # throwaway CA and server certificate for the LDAP fixture's TLS mode
 )
 
 # Cargo tools required by the test runner: "binary-name crate-name".
@@ -55,6 +58,34 @@ if ((${#missing[@]} > 0)); then
     echo "install-deps: installing ${missing[*]}"
     "${SUDO[@]}" apt-get update -qq
     "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's slapd package enables (and may start) a system slapd on port 389. The tests start
+# their own private slapd on free ports and never use it: keep it stopped and disabled.
+if is_installed slapd; then
+    if [[ "$(id -u)" -eq 0 ]]; then
+        SUDO=()
+    else
+        SUDO=(sudo -n)
+    fi
+    if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+        if systemctl is-enabled --quiet slapd 2>/dev/null || systemctl is-active --quiet slapd 2>/dev/null; then
+            echo "install-deps: stopping and disabling the system slapd service (tests use their own)"
+            "${SUDO[@]}" systemctl disable --now slapd >/dev/null 2>&1 || true
+        fi
+    elif [[ -e /etc/init.d/slapd ]] && command -v update-rc.d >/dev/null 2>&1 \
+        && compgen -G "/etc/rc[2-5].d/S*slapd" >/dev/null; then
+        echo "install-deps: disabling the system slapd service (tests use their own)"
+        "${SUDO[@]}" update-rc.d slapd disable >/dev/null 2>&1 || true
+    fi
+    # A system slapd runs with the Debian config in /etc/ldap; the tests' ones use -F <tmpdir>.
+    for pid in $(pgrep -x slapd || true); do
+        [[ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null || echo Z)" != Z ]] || continue # exited
+        if ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'atrium-slapd-'; then
+            echo "install-deps: stopping the system slapd (pid $pid)"
+            "${SUDO[@]}" service slapd stop >/dev/null 2>&1 || "${SUDO[@]}" kill "$pid" 2>/dev/null || true
+        fi
+    done
 fi
 
 for tool in "${CARGO_TOOLS[@]}"; do
