@@ -92,3 +92,35 @@ async fn chromium_logs_in_sees_home_and_logs_out() {
     assert_eq!(url.path(), "/login", "logged out for good");
     b.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn chromium_logs_in_through_ldap() {
+    use atrium_tests::support::ldap::{Slapd, SlapdOptions, BASE_DN};
+    let slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
+    let app = crate::helpers::spawn_with(crate::helpers::Options {
+        extra_config: format!(
+            "[auth.ldap]\nurl = \"{}\"\nbind_dn_templates = [\"uid={{username}},ou=people,{BASE_DN}\"]\nallowed_groups = [\"gpu-users\"]\n",
+            slapd.url()
+        ),
+        ..Default::default()
+    })
+    .await;
+    let b = browser().await.expect("chromium");
+    b.goto(&app.url("/login")).await.expect("open login");
+    submit_login(&b, "bob", "bob-secret").await;
+    let greeting = b
+        .wait()
+        .for_element(Locator::Id("greeting"))
+        .await
+        .expect("home page");
+    assert_eq!(greeting.text().await.expect("text"), "Hello, Bob Builder");
+    let who = b
+        .find(Locator::Id("who"))
+        .await
+        .expect("who")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(who, "bob");
+    b.close().await.expect("close");
+}

@@ -5,6 +5,7 @@ mod browser;
 mod cli;
 mod helpers;
 mod http_basics;
+mod ldap;
 mod login;
 mod postgres;
 mod tls;
