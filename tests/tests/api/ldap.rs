@@ -255,10 +255,10 @@ async fn dead_directory_fails_logins_fast_and_nothing_else() {
     assert_eq!(alice["username"], "alice");
 
     slapd.restart().await.expect("restart slapd");
-    eventually("logins recover", Duration::from_secs(10), || async {
-        api_login(&app, "alice", "alice-secret").await.0 == 200
-    })
-    .await;
+    // The first login after the restart already works: a kept connection that the
+    // old slapd took down is replaced, not reported as an outage.
+    let (status, body) = api_login(&app, "alice", "alice-secret").await;
+    assert_eq!(status, 200, "{body}");
 }
 
 #[tokio::test]

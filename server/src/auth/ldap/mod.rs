@@ -105,12 +105,21 @@ impl Directory {
             return Err(DirectoryError::InvalidCredentials);
         }
         let attempt = async {
-            let mut conn = self.pool.get(self.timeout).await?;
-            let result = self.login_on(conn.ldap(), &username, password).await;
-            if matches!(result, Err(DirectoryError::Unavailable(_))) {
-                conn.discard();
+            let mut fresh = false;
+            loop {
+                let mut conn = self.pool.get(self.timeout, fresh).await?;
+                let result = self.login_on(conn.ldap(), &username, password).await;
+                if !matches!(result, Err(DirectoryError::Unavailable(_))) {
+                    conn.release();
+                    return result;
+                }
+                // A kept connection may have been dropped by the directory (idle
+                // timeout, restart): try once more on a new one before giving up.
+                if !conn.reused || fresh {
+                    return result;
+                }
+                fresh = true;
             }
-            result
         };
         let user = tokio::time::timeout(self.timeout, attempt)
             .await

@@ -18,9 +18,13 @@ pub struct Pool {
     permits: Arc<Semaphore>,
 }
 
-/// A connection lent by the pool; it goes back when dropped unless discarded.
+/// A connection lent by the pool. It goes back to the pool only when released after a
+/// completed exchange; dropped otherwise (failed, or abandoned mid-operation by a
+/// timeout), it is closed.
 pub struct Conn {
     ldap: Option<Ldap>,
+    /// Taken from the idle list rather than opened for this request.
+    pub reused: bool,
     idle: Arc<Mutex<Vec<Ldap>>>,
     _permit: OwnedSemaphorePermit,
 }
@@ -30,14 +34,8 @@ impl Conn {
         self.ldap.as_mut().expect("present until dropped")
     }
 
-    /// Do not reuse this connection (it failed).
-    pub fn discard(&mut self) {
-        self.ldap = None;
-    }
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
+    /// Give the connection back for reuse.
+    pub fn release(mut self) {
         if let Some(mut ldap) = self.ldap.take() {
             if !ldap.is_closed() {
                 self.idle
@@ -73,28 +71,33 @@ impl Pool {
         })
     }
 
-    /// An idle connection, or a new one. Waits for a free slot at most `timeout`.
-    pub async fn get(&self, timeout: Duration) -> Result<Conn, DirectoryError> {
+    /// An idle connection (unless `fresh`), or a new one. Waits for a free slot at
+    /// most `timeout`.
+    pub async fn get(&self, timeout: Duration, fresh: bool) -> Result<Conn, DirectoryError> {
         let permit = tokio::time::timeout(timeout, self.permits.clone().acquire_owned())
             .await
             .map_err(|_| DirectoryError::Unavailable("all directory connections are busy".into()))?
             .map_err(|_| DirectoryError::Unavailable("pool closed".into()))?;
-        let reused = self
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop();
-        let ldap = match reused.filter(|ldap| !ldap.clone().is_closed()) {
-            Some(ldap) => ldap,
+        let idle = if fresh {
+            None
+        } else {
+            self.idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop()
+        };
+        let (ldap, reused) = match idle.filter(|ldap| !ldap.clone().is_closed()) {
+            Some(ldap) => (ldap, true),
             None => {
                 let (conn, ldap) =
                     LdapConnAsync::with_settings(self.settings.clone(), &self.url).await?;
                 ldap3::drive!(conn);
-                ldap
+                (ldap, false)
             }
         };
         Ok(Conn {
             ldap: Some(ldap),
+            reused,
             idle: self.idle.clone(),
             _permit: permit,
         })
