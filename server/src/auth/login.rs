@@ -38,12 +38,9 @@ impl Logins {
             return local::login(&self.store, username, password).await;
         };
         if self.local_accounts {
-            let existing = match local::Username::parse(username) {
-                Ok(name) => self.store.user_by_name(name.as_str()).await?,
-                Err(_) => None,
-            };
-            if existing.is_some_and(|u| u.source == "local") {
-                return local::login(&self.store, username, password).await;
+            let existing = local::find(&self.store, username).await?;
+            if existing.as_ref().is_some_and(|u| u.source == "local") {
+                return local::verify(existing, password).await;
             }
         }
         let found = directory

@@ -145,8 +145,12 @@ impl Authenticator {
 
     /// Whether the user belongs to an administrators' group.
     pub async fn is_admin(&self, user_id: i64) -> Result<bool, StoreError> {
-        let groups = self.store.groups_of(user_id).await?;
-        Ok(groups.iter().any(|g| self.admin_groups.contains(g)))
+        Ok(self.admin_among(&self.store.groups_of(user_id).await?))
+    }
+
+    /// Whether any of `groups` is an administrators' group.
+    pub fn admin_among(&self, groups: &[String]) -> bool {
+        groups.iter().any(|g| self.admin_groups.contains(g))
     }
 
     /// Start a browser login session for `user` and issue its token.

@@ -148,6 +148,26 @@ impl Store {
         Ok(row.try_get(0)?)
     }
 
+    /// A change to credentials: run `guard`, then `then`, in one transaction, and bump
+    /// the auth epoch so that every process drops what it cached. `NotFound` (and
+    /// nothing changed) when `guard` changes no row.
+    pub(crate) async fn change_credentials<'q>(
+        &self,
+        guard: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        then: Vec<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        if guard.execute(&mut *tx).await?.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        for statement in then {
+            statement.execute(&mut *tx).await?;
+        }
+        Store::bump_auth_epoch(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub(crate) async fn bump_auth_epoch<'c, E>(executor: E) -> Result<()>
     where
         E: sqlx::Executor<'c, Database = sqlx::Any>,

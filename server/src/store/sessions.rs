@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 
-use super::{opt_i64, Result, Store};
+use super::{opt_i64, Result, Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoginSession {
@@ -73,17 +73,16 @@ impl Store {
     /// Revoke a session. Returns whether it was live.
     #[tracing::instrument(skip_all, err)]
     pub async fn revoke_login_session(&self, id: &str, now: i64) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let done = sqlx::query(
+        let revoke = sqlx::query(
             "UPDATE login_sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
         )
         .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        Store::bump_auth_epoch(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() > 0)
+        .bind(id);
+        match self.change_credentials(revoke, Vec::new()).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::NotFound) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Forget sessions that expired more than `keep_ms` ago.

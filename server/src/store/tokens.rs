@@ -112,20 +112,12 @@ impl Store {
     /// Revoke one of the user's tokens. `NotFound` when it is not theirs or not live.
     #[tracing::instrument(skip_all, fields(user_id, token_id), err)]
     pub async fn revoke_api_token(&self, user_id: i64, token_id: i64, now: i64) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        let done = sqlx::query(
+        let revoke = sqlx::query(
             "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL",
         )
         .bind(now)
         .bind(token_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Store::bump_auth_epoch(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(())
+        .bind(user_id);
+        self.change_credentials(revoke, Vec::new()).await
     }
 }

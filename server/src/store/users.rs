@@ -185,47 +185,29 @@ impl Store {
 
     #[tracing::instrument(skip_all, fields(user_id), err)]
     pub async fn set_password_hash(&self, user_id: i64, hash: &str, now: i64) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        let done = sqlx::query(
+        let update = sqlx::query(
             "UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3 AND source = 'local'",
         )
         .bind(hash)
         .bind(now)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        .bind(user_id);
         // A new password ends every browser login of the account.
-        sqlx::query(
+        let end_sessions = sqlx::query(
             "UPDATE login_sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
         )
         .bind(now)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-        Store::bump_auth_epoch(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(())
+        .bind(user_id);
+        self.change_credentials(update, vec![end_sessions]).await
     }
 
     /// Disable or enable an account. Disabling refuses its sessions and tokens at once.
     #[tracing::instrument(skip_all, fields(user_id, disabled), err)]
     pub async fn set_disabled(&self, user_id: i64, disabled: bool, now: i64) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        let done = sqlx::query("UPDATE users SET disabled = $1, updated_at = $2 WHERE id = $3")
+        let update = sqlx::query("UPDATE users SET disabled = $1, updated_at = $2 WHERE id = $3")
             .bind(i64::from(disabled))
             .bind(now)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Store::bump_auth_epoch(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(())
+            .bind(user_id);
+        self.change_credentials(update, Vec::new()).await
     }
 
     pub async fn record_login(&self, user_id: i64, now: i64) -> Result<()> {

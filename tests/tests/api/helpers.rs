@@ -324,17 +324,16 @@ pub fn set_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Poll `check` until it returns true or `within` passes.
+/// Poll `check` until it returns true or `within` passes (panics naming `what`).
 pub async fn eventually<F, Fut>(what: &str, within: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + within;
-    let mut pause = Duration::from_millis(5);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(100));
-    }
+    atrium_tests::support::until(what, within, || {
+        let attempt = check();
+        async move { attempt.await.then_some(()) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}"));
 }

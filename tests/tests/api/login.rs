@@ -222,6 +222,11 @@ fn cookie_value(set_cookie: &str) -> String {
         .expect("name=value")
 }
 
+/// The session token a response sets.
+fn session_token(res: &reqwest::Response) -> String {
+    cookie_value(&set_cookie(res.headers(), SESSION).expect("session cookie"))
+}
+
 /// Split a JWT into its decoded header and claims.
 fn decode(token: &str) -> (Value, Value) {
     let mut parts = token.split('.');
@@ -253,8 +258,7 @@ async fn expired_forged_and_unsigned_session_tokens_are_refused() {
     let password = app.admin_password.clone().expect("pw");
     let client = app.browser_like_client();
     let res = app.post_login(&client, "admin", &password).await;
-    let cookie = set_cookie(res.headers(), SESSION).expect("cookie");
-    let token = cookie_value(&cookie);
+    let token = session_token(&res);
     assert_eq!(me_with_cookie(&app, &token).await.status(), 200);
 
     let (header, claims) = decode(&token);
@@ -314,8 +318,7 @@ async fn ageing_session_is_renewed_with_a_new_cookie() {
     let password = app.admin_password.clone().expect("pw");
     let client = app.browser_like_client();
     let res = app.post_login(&client, "admin", &password).await;
-    let cookie = set_cookie(res.headers(), SESSION).expect("cookie");
-    let token = cookie_value(&cookie);
+    let token = session_token(&res);
     let (_, claims) = decode(&token);
 
     // Fresh: no renewal.

@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{csrf_refused, render, Nav};
+use super::{csrf_refused, render, CsrfForm, Nav};
 use crate::auth::personal_tokens::{self, TokenRequest};
 use crate::auth::token::Scopes;
 use crate::auth::{now_ms, Principal, Scope};
@@ -51,12 +51,6 @@ pub struct TokenForm {
     scope_sessions: Option<String>,
     scope_admin: Option<String>,
     expires_in_days: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 async fn home_page(

@@ -6,7 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{csrf_refused, render};
+use super::{csrf_refused, render, CsrfForm};
 use crate::auth::{csrf, Credential};
 use crate::http::authn::{session_cookie, MaybeUser, PageUser};
 use crate::http::signin::{self, Failure};
@@ -35,12 +35,6 @@ pub struct LoginForm {
     #[serde(default)]
     csrf: String,
     next: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 /// Only same-site paths may be redirected to after login.

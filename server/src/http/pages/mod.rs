@@ -18,6 +18,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/tokens/{id}/revoke", web::post().to(home::revoke_token));
 }
 
+/// A form whose only field is its CSRF token (logout, revoke).
+#[derive(serde::Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    pub csrf: String,
+}
+
 /// What the header of a signed-in page shows.
 pub struct Nav {
     pub username: String,
