@@ -23,6 +23,8 @@ PACKAGES=(
     slapd               # tests/src/support/ldap.rs (slapd, slapadd; modules back_mdb, memberof, refint)
     ldap-utils          # ldapsearch/ldapmodify/ldapwhoami used by support/ldap.rs and its self-test
     openssl             # throwaway CA and server certificate for the LDAP fixture's TLS mode
+    slurm-wlm           # bench/slurm/setup.sh (slurmctld, slurmd, sbatch, squeue): the Slurm reference
+    munge               # munged and mungekey for that throwaway Slurm's authentication
 )
 
 # Cargo tools required by the test runner: "binary-name crate-name".
@@ -60,33 +62,41 @@ if ((${#missing[@]} > 0)); then
     "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Debian's slapd package enables (and may start) a system slapd on port 389. The tests start
-# their own private slapd on free ports and never use it: keep it stopped and disabled.
-if is_installed slapd; then
-    if [[ "$(id -u)" -eq 0 ]]; then
-        SUDO=()
-    else
-        SUDO=(sudo -n)
-    fi
+# Debian's slapd, munge and slurm-wlm packages enable (and may start) system daemons: slapd
+# on port 389, munged on /run/munge, slurmctld/slurmd on 6817/6818. The tests and
+# benchmarks start their own private ones (on free ports, with their own sockets and
+# configuration) and never use these: keep them stopped and disabled.
+#
+# keep_system_service_off SERVICE PROCESS MARKER: disable SERVICE and stop any running
+# PROCESS whose command line lacks MARKER (the private daemons' command lines carry it).
+keep_system_service_off() {
+    local service=$1 process=$2 marker=$3 pid
+    local sudo=()
+    [[ "$(id -u)" -eq 0 ]] || sudo=(sudo -n)
     if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
-        if systemctl is-enabled --quiet slapd 2>/dev/null || systemctl is-active --quiet slapd 2>/dev/null; then
-            echo "install-deps: stopping and disabling the system slapd service (tests use their own)"
-            "${SUDO[@]}" systemctl disable --now slapd >/dev/null 2>&1 || true
+        if systemctl is-enabled --quiet "$service" 2>/dev/null || systemctl is-active --quiet "$service" 2>/dev/null; then
+            echo "install-deps: stopping and disabling the system $service service (tests use their own)"
+            "${sudo[@]}" systemctl disable --now "$service" >/dev/null 2>&1 || true
         fi
-    elif [[ -e /etc/init.d/slapd ]] && command -v update-rc.d >/dev/null 2>&1 \
-        && compgen -G "/etc/rc[2-5].d/S*slapd" >/dev/null; then
-        echo "install-deps: disabling the system slapd service (tests use their own)"
-        "${SUDO[@]}" update-rc.d slapd disable >/dev/null 2>&1 || true
+    elif [[ -e "/etc/init.d/$service" ]] && command -v update-rc.d >/dev/null 2>&1 \
+        && compgen -G "/etc/rc[2-5].d/S*$service" >/dev/null; then
+        echo "install-deps: disabling the system $service service (tests use their own)"
+        "${sudo[@]}" update-rc.d "$service" disable >/dev/null 2>&1 || true
     fi
-    # A system slapd runs with the Debian config in /etc/ldap; the tests' ones use -F <tmpdir>.
-    for pid in $(pgrep -x slapd || true); do
+    for pid in $(pgrep -x "$process" || true); do
         [[ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null || echo Z)" != Z ]] || continue # exited
-        if ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'atrium-slapd-'; then
-            echo "install-deps: stopping the system slapd (pid $pid)"
-            "${SUDO[@]}" service slapd stop >/dev/null 2>&1 || "${SUDO[@]}" kill "$pid" 2>/dev/null || true
+        if ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$marker"; then
+            echo "install-deps: stopping the system $process (pid $pid)"
+            "${sudo[@]}" service "$service" stop >/dev/null 2>&1 || "${sudo[@]}" kill "$pid" 2>/dev/null || true
         fi
     done
-fi
+}
+# The test slapd runs with -F <tmpdir>/atrium-slapd-*; bench/slurm/setup.sh starts slurmctld
+# and slurmd with -f <dir>/etc/slurm.conf and munged with --socket=<dir>/...
+if is_installed slapd; then keep_system_service_off slapd slapd 'atrium-slapd-'; fi
+if is_installed slurmd; then keep_system_service_off slurmd slurmd 'etc/slurm.conf'; fi
+if is_installed slurmctld; then keep_system_service_off slurmctld slurmctld 'etc/slurm.conf'; fi
+if is_installed munge; then keep_system_service_off munge munged '--socket='; fi
 
 for tool in "${CARGO_TOOLS[@]}"; do
     read -r bin crate <<<"$tool"
