@@ -24,9 +24,10 @@
 # LATENCY_RUNS=10, E2E_JOBS=500, LIST_JOBS=1000, LIST_RUNS=20.
 #
 # Runs as root (the throwaway Slurm runs as root; atrium runs jobs as the admin's POSIX
-# uid). Builds target/release/atrium unless --slurm-only. Everything listens on 127.0.0.1
-# and lives in a temporary directory removed at exit. Figures are only meaningful on a
-# quiet machine: the load average is printed at the start and after each side.
+# uid). Builds target/release/atrium unless --slurm-only or ATRIUM_BIN=path names a binary
+# to use instead. Everything listens on 127.0.0.1 and lives in a temporary directory
+# removed at exit. Figures are only meaningful on a quiet machine: the load average is
+# printed at the start and after each side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -129,11 +130,11 @@ slurm_cancel_all() {
 }
 # slurm_submit_loops TOTAL: CLIENTS parallel loops of sbatch held.sh; prints accepted count.
 slurm_submit_loops() {
-    local per=$(($1 / CLIENTS)) c pids=()
+    local total=$1 c pids=()
     for ((c = 0; c < CLIENTS; c++)); do
         (
             ok=0
-            for ((i = 0; i < per; i++)); do
+            for ((i = c; i < total; i += CLIENTS)); do
                 if sbatch -Q -o /dev/null "$work/jobs/held.sh" >/dev/null; then ok=$((ok + 1)); fi
             done
             echo "$ok" >"$work/slurm-client-$c"
@@ -202,9 +203,14 @@ cd "$repo"
 # atrium
 # =======================================================================================
 if ! $slurm_only; then
-    echo "== atrium: building and starting target/release/atrium" >&2
-    cargo build --release --locked -p atrium >/dev/null 2>&1 || die "cargo build --release -p atrium failed"
-    bin="$repo/target/release/atrium"
+    if [[ -n "${ATRIUM_BIN:-}" ]]; then
+        bin=$(realpath "$ATRIUM_BIN")
+    else
+        echo "== atrium: building target/release/atrium" >&2
+        cargo build --release --locked -p atrium >/dev/null 2>&1 || die "cargo build --release -p atrium failed"
+        bin="$repo/target/release/atrium"
+    fi
+    echo "== atrium: starting $bin serve" >&2
     mkdir -p "$work/atrium"
     {
         cat <<TOML
@@ -238,10 +244,10 @@ TOML
     jar="$work/atrium/jar"
     csrf=$(curl -sf -c "$jar" -H 'content-type: application/json' \
         -d "{\"username\":\"admin\",\"password\":\"$password\"}" "$base/api/v1/login" \
-        | sed -n 's/.*"csrf_token":"\([^"]*\)".*/\1/p') || die "login as admin failed"
+        | sed -n 's/.*"csrf_token": *"\([^"]*\)".*/\1/p') || die "login as admin failed"
     token=$(curl -sf -b "$jar" -H "x-csrf-token: $csrf" -H 'content-type: application/json' \
         -d '{"name":"bench","scopes":["read","jobs"]}' "$base/api/v1/tokens" \
-        | sed -n 's/.*"secret":"\([^"]*\)".*/\1/p') || die "could not create a token"
+        | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p') || die "could not create a token"
     [[ "$token" == atr_* ]] || die "could not create a token"
     auth="Authorization: Bearer $token"
     export ATRIUM_URL="$base" ATRIUM_TOKEN="$token"
@@ -251,7 +257,7 @@ TOML
     [[ "$code" == 200 ]] || die "GET /api/v1/jobs answered $code"
     "$bin" sbatch --help >/dev/null 2>&1 || die "this atrium build has no 'sbatch' command (job CLI not landed); run bench/jobs.sh --slurm-only"
 
-    atrium_total() { curl -sf -H "$auth" "$base/api/v1/jobs" | sed -n 's/.*"total":\([0-9]*\).*/\1/p'; }
+    atrium_total() { curl -sf -H "$auth" "$base/api/v1/jobs" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p'; }
     atrium_queue_empty() { [[ "$(atrium_total)" == 0 ]]; }
     # atrium_post N BODY_FILE: N sequential POST /api/v1/jobs from one curl process (one
     # connection); prints how many were accepted.
@@ -267,7 +273,7 @@ TOML
     atrium_cancel_all() {
         local ids round
         for ((round = 0; round < 1000; round++)); do
-            ids=$(curl -sf -H "$auth" "$base/api/v1/jobs" | grep -o '"id":"[0-9]*"' | grep -o '[0-9]\+' || true)
+            ids=$(curl -sf -H "$auth" "$base/api/v1/jobs" | grep -o '"id": *"[0-9]*"' | grep -o '[0-9]\+' || true)
             [[ -n "$ids" ]] || break
             {
                 printf 'silent\nrequest = "DELETE"\nheader = "%s"\noutput = "/dev/null"\n' "$auth"
@@ -303,13 +309,12 @@ TOML
 
     # 2b. submissions/s from the CLI, one process per submission, like sbatch
     echo "== atrium: $SUBMISSIONS held submissions from $CLIENTS parallel 'atrium sbatch' loops" >&2
-    per=$((SUBMISSIONS / CLIENTS))
     pids=()
     t0=${EPOCHREALTIME/./}
     for ((c = 0; c < CLIENTS; c++)); do
         (
             ok=0
-            for ((i = 0; i < per; i++)); do
+            for ((i = c; i < SUBMISSIONS; i += CLIENTS)); do
                 if "$bin" sbatch "$work/jobs/held.sh" >/dev/null; then ok=$((ok + 1)); fi
             done
             echo "$ok" >"$work/atrium-client-$c"
@@ -375,3 +380,5 @@ row "submit → RUNNING, 1 GPU, idle node, median of $LATENCY_RUNS (ms)" "${slur
 row "end to end, $E2E_JOBS one-GPU \`true\` jobs on 8 GPUs (jobs/s)" "${slurm[e2e]}" "${atrium[e2e]:-}" "≥ 100"
 row "listing $LIST_JOBS pending: squeue / atrium squeue, median of $LIST_RUNS (ms)" "${slurm[list]}" "${atrium[list_cli]:-}" "≤ 5 ms"
 row "listing $LIST_JOBS pending: squeue / curl GET /api/v1/jobs, median (ms)" "${slurm[list]}" "${atrium[list_http]:-}" "≤ 5 ms"
+echo
+echo "atrium/Slurm: for rates higher is better; for times (ms) lower is better (below 1: atrium is faster)."
