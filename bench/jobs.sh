@@ -24,7 +24,7 @@
 # LATENCY_RUNS=10, E2E_JOBS=500, LIST_JOBS=1000, LIST_RUNS=20.
 #
 # Runs as root (the throwaway Slurm runs as root; atrium runs jobs as the admin's POSIX
-# uid). Builds target/release/atrium unless --slurm-only or ATRIUM_BIN=path names a binary
+# uid). Builds target/release/atrium unless --slurm-only or BENCH_ATRIUM_BIN=path names a binary
 # to use instead. Everything listens on 127.0.0.1 and lives in a temporary directory
 # removed at exit. Figures are only meaningful on a quiet machine: the load average is
 # printed at the start and after each side.
@@ -203,8 +203,8 @@ cd "$repo"
 # atrium
 # =======================================================================================
 if ! $slurm_only; then
-    if [[ -n "${ATRIUM_BIN:-}" ]]; then
-        bin=$(realpath "$ATRIUM_BIN")
+    if [[ -n "${BENCH_ATRIUM_BIN:-}" ]]; then
+        bin=$(realpath "$BENCH_ATRIUM_BIN")
     else
         echo "== atrium: building target/release/atrium" >&2
         cargo build --release --locked -p atrium >/dev/null 2>&1 || die "cargo build --release -p atrium failed"
