@@ -25,6 +25,8 @@ PACKAGES=(
     openssl             # throwaway CA and server certificate for the LDAP fixture's TLS mode
     slurm-wlm           # bench/slurm/setup.sh (slurmctld, slurmd, sbatch, squeue): the Slurm reference
     munge               # munged and mungekey for that throwaway Slurm's authentication
+    bubblewrap          # the job container runtime the job tests run (server/src/launch)
+    python3             # job scripts in tests and starter scripts
 )
 
 # Cargo tools required by the test runner: "binary-name crate-name".

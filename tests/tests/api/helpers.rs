@@ -78,9 +78,22 @@ pub async fn spawn_with(options: Options) -> TestApp {
 }
 
 async fn start(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
+    let (child, stderr, base, admin_password) = launch(&config_path);
+    TestApp {
+        base,
+        data_dir,
+        config_path,
+        admin_password,
+        child: Some(child),
+        stderr,
+    }
+}
+
+/// Start `atrium serve` and wait until it listens.
+fn launch(config_path: &Path) -> (Child, mpsc::Receiver<String>, String, Option<String>) {
     let mut child = atrium_command()
         .arg("--config")
-        .arg(&config_path)
+        .arg(config_path)
         .arg("serve")
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
@@ -129,15 +142,12 @@ async fn start(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
         }
     };
     let (scheme, port) = port;
-    TestApp {
-        base: format!("{scheme}://127.0.0.1:{port}"),
-
-        data_dir,
-        config_path,
+    (
+        child,
+        err_rx,
+        format!("{scheme}://127.0.0.1:{port}"),
         admin_password,
-        child: Some(child),
-        stderr: err_rx,
-    }
+    )
 }
 
 impl TestApp {
@@ -289,6 +299,23 @@ impl TestApp {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Kill the portal with SIGKILL (no chance to clean up), as a crash would.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start the portal again on the same configuration and data (a new port).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the portal first");
+        let (child, stderr, base, _) = launch(&self.config_path);
+        self.child = Some(child);
+        self.stderr = stderr;
+        self.base = base;
     }
 
     /// Log lines written so far.

@@ -5,6 +5,8 @@ mod browser;
 mod cli;
 mod helpers;
 mod http_basics;
+mod jobs;
+mod jobs_crash;
 mod ldap;
 mod login;
 mod postgres;
