@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod http;
 pub mod metrics;
+pub mod sched;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
