@@ -77,13 +77,14 @@ pub struct AddUser {
     /// Extra groups (repeatable).
     #[arg(long = "group")]
     pub groups: Vec<String>,
-    /// POSIX uid the account's processes run as.
+    /// POSIX uid the account's processes run as (default: the lowest free uid of
+    /// accounts.uid_min..=uid_max).
     #[arg(long)]
     pub uid: Option<i64>,
-    /// POSIX primary gid.
+    /// POSIX primary gid (default: the same number as the uid).
     #[arg(long)]
     pub gid: Option<i64>,
-    /// Home directory on shared storage.
+    /// Home directory on shared storage (default: <accounts.home_root>/<username>).
     #[arg(long)]
     pub home: Option<String>,
 }
@@ -193,6 +194,11 @@ async fn audit(
     Ok(())
 }
 
+/// A number of a user row, or `-`.
+fn show(n: Option<i64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
+}
+
 fn read_password(prompt: &str) -> anyhow::Result<String> {
     let password = if std::io::stdin().is_terminal() {
         let first = rpassword::prompt_password(prompt)?;
@@ -227,6 +233,7 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
             }
             let user = local::add_user(
                 store,
+                &config.accounts,
                 NewUser {
                     username: add.username.clone(),
                     display_name: add.display_name,
@@ -244,23 +251,37 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
                 store,
                 "user.add",
                 &user.username,
-                serde_json::json!({ "groups": groups }),
+                serde_json::json!({
+                    "groups": groups,
+                    "uid": user.uid_number,
+                    "gid": user.gid_number,
+                    "home": user.home,
+                }),
             )
             .await?;
-            println!("created user {} (id {})", user.username, user.id);
+            println!(
+                "created user {} (id {}, uid {}, gid {}, home {})",
+                user.username,
+                user.id,
+                show(user.uid_number),
+                show(user.gid_number),
+                user.home.as_deref().unwrap_or("-")
+            );
         }
         UserCommand::List => {
             println!(
-                "{:<20} {:<6} {:<8} {:<9} {:<24}",
-                "USERNAME", "SOURCE", "UID", "STATE", "GROUPS"
+                "{:<20} {:<6} {:<8} {:<8} {:<24} {:<9} {:<24}",
+                "USERNAME", "SOURCE", "UID", "GID", "HOME", "STATE", "GROUPS"
             );
             for user in store.list_users().await? {
                 let groups = store.groups_of(user.id).await?.join(",");
                 println!(
-                    "{:<20} {:<6} {:<8} {:<9} {:<24}",
+                    "{:<20} {:<6} {:<8} {:<8} {:<24} {:<9} {:<24}",
                     user.username,
                     user.source,
-                    user.uid_number.map_or("-".into(), |u| u.to_string()),
+                    show(user.uid_number),
+                    show(user.gid_number),
+                    user.home.as_deref().unwrap_or("-"),
                     if user.disabled { "disabled" } else { "active" },
                     groups
                 );

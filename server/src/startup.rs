@@ -59,7 +59,7 @@ impl Application {
         let keys = session_keys(&config)?;
 
         let first_admin = if config.auth.local_accounts {
-            local::bootstrap_admin(&store, &config.auth.admin_groups).await?
+            local::bootstrap_admin(&store, &config.auth.admin_groups, &config.accounts).await?
         } else {
             None
         };

@@ -1,7 +1,9 @@
 //! One store test suite, run against SQLite and against PostgreSQL.
 
 use atrium::config::DatabaseUrl;
-use atrium::store::{NewApiToken, NewAuditEntry, NewUser, Store, StoreError};
+use std::path::PathBuf;
+
+use atrium::store::{NewApiToken, NewAuditEntry, NewUser, PosixIdentity, Store, StoreError};
 use atrium_tests::support::fresh_database;
 
 async fn suite(store: Store) {
@@ -282,6 +284,184 @@ async fn suite(store: Store) {
     let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
     assert_eq!(actions, ["token.create", "user.add"]);
     assert_eq!(entries[0].detail, "{\"x\":1}");
+}
+
+fn local(name: &str) -> NewUser {
+    NewUser {
+        username: name.into(),
+        password_hash: Some("$argon2id$stub".into()),
+        home: Some(format!("/home/{name}")),
+        ..NewUser::default()
+    }
+}
+
+/// uid allocation for local accounts, and the identity jobs run as.
+async fn posix_suite(store: Store) {
+    let now = 1_700_000_000_000;
+    let range = || 40000..=40004;
+
+    // The lowest number no user holds as uid or gid, no group holds as gid, and the
+    // system does not know; the gid is the same number unless given.
+    store
+        .create_local_user(
+            &NewUser {
+                uid_number: Some(40000),
+                gid_number: Some(40001),
+                ..local("held")
+            },
+            now,
+        )
+        .await
+        .expect("explicit uid");
+    let staff = store
+        .ensure_group("staff", "local", now)
+        .await
+        .expect("group");
+    store
+        .set_group_gid(staff, Some(40002))
+        .await
+        .expect("group gid");
+    assert!(matches!(
+        store.set_group_gid(9999, Some(1)).await,
+        Err(StoreError::NotFound)
+    ));
+    let carol = store
+        .create_local_user_allocating_uid(&local("carol"), range(), |n| n == 40003, now)
+        .await
+        .expect("carol");
+    assert_eq!(
+        (carol.uid_number, carol.gid_number),
+        (Some(40004), Some(40004))
+    );
+    assert_eq!(carol.home.as_deref(), Some("/home/carol"));
+    let err = store
+        .create_local_user_allocating_uid(&local("dan"), range(), |n| n == 40003, now)
+        .await
+        .expect_err("range full");
+    assert!(
+        matches!(
+            err,
+            StoreError::NoFreeUid {
+                min: 40000,
+                max: 40004
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(store.user_by_name("dan").await.expect("get"), None);
+    let dup = store
+        .create_local_user_allocating_uid(&local("carol"), 41000..=41000, |_| false, now)
+        .await;
+    assert!(matches!(dup, Err(StoreError::Conflict(_))), "{dup:?}");
+    let with_gid = store
+        .create_local_user_allocating_uid(
+            &NewUser {
+                gid_number: Some(100),
+                ..local("erin")
+            },
+            41000..=41000,
+            |_| false,
+            now,
+        )
+        .await
+        .expect("erin");
+    assert_eq!(
+        (with_gid.uid_number, with_gid.gid_number),
+        (Some(41000), Some(100)),
+        "the failed duplicate did not use up 41000"
+    );
+
+    // Concurrent allocations never share a uid.
+    let tasks: Vec<_> = (0..6)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .create_local_user_allocating_uid(
+                        &local(&format!("racer{i}")),
+                        42000..=42009,
+                        |_| false,
+                        now,
+                    )
+                    .await
+            })
+        })
+        .collect();
+    let mut uids = Vec::new();
+    for task in tasks {
+        let user = task.await.expect("join").expect("allocated");
+        uids.push(user.uid_number.expect("uid"));
+    }
+    uids.sort();
+    assert_eq!(uids, (42000..42006).collect::<Vec<i64>>());
+
+    // The identity jobs run as, with the groups' gids.
+    let ml = store
+        .ensure_group("ml-team", "local", now)
+        .await
+        .expect("group");
+    store.add_member(carol.id, ml).await.expect("member");
+    store.add_member(carol.id, staff).await.expect("member");
+    assert_eq!(
+        store.posix_identity("carol").await.expect("identity"),
+        Some(PosixIdentity {
+            uid: 40004,
+            gid: 40004,
+            home: PathBuf::from("/home/carol"),
+            groups: vec![("ml-team".into(), None), ("staff".into(), Some(40002))],
+        })
+    );
+    let none = store
+        .create_local_user(&local("no-uid"), now)
+        .await
+        .expect("no uid");
+    assert_eq!(none.uid_number, None);
+    assert_eq!(
+        store.posix_identity("no-uid").await.expect("identity"),
+        None
+    );
+    assert_eq!(
+        store.posix_identity("nobody").await.expect("identity"),
+        None
+    );
+    store
+        .create_local_user(
+            &NewUser {
+                uid_number: Some(0),
+                gid_number: Some(0),
+                ..local("toor")
+            },
+            now,
+        )
+        .await
+        .expect("a root row");
+    assert_eq!(
+        store.posix_identity("toor").await.expect("identity"),
+        None,
+        "no job runs as root"
+    );
+}
+
+#[tokio::test]
+async fn posix_identities_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = DatabaseUrl::new(format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("t.db").display()
+    ));
+    let store = Store::connect(&url, 4).await.expect("connect");
+    store.migrate().await.expect("migrate");
+    posix_suite(store).await;
+}
+
+#[tokio::test]
+async fn posix_identities_on_postgres() {
+    let db = fresh_database().await.expect("postgres database");
+    let store = Store::connect(&DatabaseUrl::new(db.url.clone()), 4)
+        .await
+        .expect("connect");
+    store.migrate().await.expect("migrate");
+    posix_suite(store).await;
 }
 
 #[tokio::test]

@@ -1,5 +1,8 @@
 //! Local accounts: username rules, password login, and the first administrator.
 
+use anyhow::Context as _;
+
+use crate::config::AccountsConfig;
 use crate::store::{NewUser, Store, StoreError, User};
 
 use super::{now_ms, password};
@@ -93,9 +96,12 @@ pub async fn verify(user: Option<User>, pass: &str) -> Result<User, LoginError> 
     }
 }
 
-/// Create a local account with a password and groups.
+/// Create a local account with a password and groups. Without a uid it gets the
+/// lowest free one of `accounts.uid_min..=uid_max`; its gid defaults to its uid (a
+/// user private group) and its home to `<accounts.home_root>/<username>`.
 pub async fn add_user(
     store: &Store,
+    accounts: &AccountsConfig,
     user: NewUser,
     pass: &str,
     groups: &[String],
@@ -104,19 +110,49 @@ pub async fn add_user(
     if pass.is_empty() {
         anyhow::bail!("password must not be empty");
     }
+    let uid = user.uid_number.map(|n| posix_id("uid", n)).transpose()?;
+    let gid = user.gid_number.map(|n| posix_id("gid", n)).transpose()?;
+    let home = match user.home {
+        Some(home) if !home.starts_with('/') => {
+            anyhow::bail!("home {home:?} must be an absolute path")
+        }
+        Some(home) => home,
+        None => accounts
+            .home_root
+            .join(name.as_str())
+            .to_str()
+            .context("accounts.home_root is not UTF-8")?
+            .to_string(),
+    };
     let pass = pass.to_string();
     let hash = tokio::task::spawn_blocking(move || password::hash(&pass)).await??;
     let now = now_ms();
-    let created = store
-        .create_local_user(
-            &NewUser {
-                username: name.as_str().to_string(),
-                password_hash: Some(hash),
-                ..user
-            },
-            now,
-        )
-        .await?;
+    let new = NewUser {
+        username: name.as_str().to_string(),
+        password_hash: Some(hash),
+        uid_number: uid.map(i64::from),
+        gid_number: gid.or(uid).map(i64::from),
+        home: Some(home),
+        ..user
+    };
+    let created = match uid {
+        Some(_) => store.create_local_user(&new, now).await?,
+        None => store
+            .create_local_user_allocating_uid(
+                &new,
+                accounts.uid_min..=accounts.uid_max,
+                system_knows_id,
+                now,
+            )
+            .await
+            .map_err(|e| match e {
+                StoreError::NoFreeUid { min, max } => anyhow::anyhow!(
+                    "no free uid left in {min}..={max} (accounts.uid_min/uid_max): \
+                     widen the range or give the account a --uid"
+                ),
+                other => other.into(),
+            })?,
+    };
     for group in groups {
         let gid = store.ensure_group(group, "local", now).await?;
         store.add_member(created.id, gid).await?;
@@ -124,11 +160,30 @@ pub async fn add_user(
     Ok(created)
 }
 
+/// A uid or gid given by hand: a POSIX id, and never root's.
+fn posix_id(what: &str, n: i64) -> anyhow::Result<u32> {
+    match u32::try_from(n) {
+        Ok(0) => anyhow::bail!("{what} 0 is root's: accounts never run as root"),
+        Ok(id) if id < u32::MAX => Ok(id),
+        _ => anyhow::bail!("{what} {n} is not a valid POSIX id"),
+    }
+}
+
+/// Whether the system's user or group databases (files, LDAP through NSS…) know
+/// `n` as a uid or gid. A lookup error counts as known: better skip a number than
+/// hand out one that may be someone's.
+pub fn system_knows_id(n: u32) -> bool {
+    use nix::unistd::{Gid, Group, Uid, User as SystemUser};
+    !matches!(SystemUser::from_uid(Uid::from_raw(n)), Ok(None))
+        || !matches!(Group::from_gid(Gid::from_raw(n)), Ok(None))
+}
+
 /// On first start with no administrator, create `admin` with a random password.
 /// Returns the password to print once, or `None` when an administrator exists.
 pub async fn bootstrap_admin(
     store: &Store,
     admin_groups: &[String],
+    accounts: &AccountsConfig,
 ) -> anyhow::Result<Option<String>> {
     if store.any_member_of(admin_groups).await? {
         return Ok(None);
@@ -146,6 +201,7 @@ pub async fn bootstrap_admin(
     let pass = super::random_text(18);
     add_user(
         store,
+        accounts,
         NewUser {
             username: "admin".into(),
             display_name: "Administrator".into(),
@@ -161,6 +217,20 @@ pub async fn bootstrap_admin(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hand_given_ids_are_posix_and_never_root() {
+        assert_eq!(posix_id("uid", 1001).ok(), Some(1001));
+        for bad in [0, -1, i64::from(u32::MAX), i64::MAX] {
+            assert!(posix_id("uid", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_system_knows_root_and_not_a_far_uid() {
+        assert!(system_knows_id(0));
+        assert!(!system_knows_id(2_000_000_123));
+    }
 
     #[test]
     fn usernames_are_posix_style() {

@@ -22,7 +22,7 @@ pub use audit::{AuditEntry, NewAuditEntry};
 pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
 pub use sessions::LoginSession;
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
-pub use users::{NewUser, User};
+pub use users::{NewUser, PosixIdentity, User};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -37,6 +37,9 @@ pub enum StoreError {
     Database(sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(sqlx::migrate::MigrateError),
+    /// Every uid of the range is taken.
+    #[error("no free uid in {min}..={max}")]
+    NoFreeUid { min: u32, max: u32 },
 }
 
 impl From<sqlx::Error> for StoreError {

@@ -1,4 +1,8 @@
-//! Users, groups and memberships.
+//! Users, groups and memberships, and the POSIX identity jobs run as.
+
+use std::collections::BTreeSet;
+use std::ops::RangeInclusive;
+use std::path::PathBuf;
 
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -32,6 +36,18 @@ pub struct NewUser {
     pub uid_number: Option<i64>,
     pub gid_number: Option<i64>,
     pub home: Option<String>,
+}
+
+/// Who a user's jobs run as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PosixIdentity {
+    pub uid: u32,
+    /// Primary group.
+    pub gid: u32,
+    pub home: PathBuf,
+    /// The user's groups (sorted by name) with their gid where known: supplementary
+    /// groups are those with a gid.
+    pub groups: Vec<(String, Option<u32>)>,
 }
 
 const USER_COLUMNS: &str = "id, username, display_name, email, source, password_hash, \
@@ -76,6 +92,130 @@ impl Store {
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, format!("user {}", user.username)))?;
         user_from_row(&row)
+    }
+
+    /// Create a local account with the lowest free uid of `range`: a number that no
+    /// user holds as uid or gid, no group holds as gid, and `system_knows` (the
+    /// system's user and group databases) does not claim. Its gid is the same number
+    /// (a user private group) unless `user.gid_number` is set; `user.uid_number` is
+    /// ignored. Allocation and insert are one transaction that first takes a lock
+    /// row, so concurrent calls, from any process, get different uids. `NoFreeUid`
+    /// when the range is full.
+    #[tracing::instrument(skip_all, fields(username = %user.username), err)]
+    pub async fn create_local_user_allocating_uid(
+        &self,
+        user: &NewUser,
+        range: RangeInclusive<u32>,
+        system_knows: impl Fn(u32) -> bool + Send + 'static,
+        now: i64,
+    ) -> Result<User> {
+        let (min, max) = (*range.start(), *range.end());
+        let mut tx = self.pool.begin().await?;
+        // Writing first serializes allocators: SQLite takes its write lock, and
+        // PostgreSQL locks the row until commit, so each one sees the uids the
+        // previous one committed.
+        sqlx::query(
+            "INSERT INTO meta (key, value) VALUES ('uid_allocations', 1) \
+             ON CONFLICT (key) DO UPDATE SET value = meta.value + 1",
+        )
+        .execute(&mut *tx)
+        .await?;
+        let rows = sqlx::query(
+            "SELECT uid_number FROM users WHERE uid_number BETWEEN $1 AND $2 \
+             UNION SELECT gid_number FROM users WHERE gid_number BETWEEN $1 AND $2 \
+             UNION SELECT gid_number FROM groups WHERE gid_number BETWEEN $1 AND $2",
+        )
+        .bind(i64::from(min))
+        .bind(i64::from(max))
+        .fetch_all(&mut *tx)
+        .await?;
+        let held: BTreeSet<i64> = rows
+            .iter()
+            .map(|r| r.try_get::<i64, _>(0))
+            .collect::<std::result::Result<_, _>>()?;
+        // The system's databases may be remote (NSS over LDAP): ask off the runtime.
+        let free = tokio::task::spawn_blocking(move || {
+            range
+                .into_iter()
+                .find(|n| !held.contains(&i64::from(*n)) && !system_knows(*n))
+        })
+        .await
+        .map_err(|e| StoreError::Database(sqlx::Error::Protocol(e.to_string())))?;
+        let uid = free.ok_or(StoreError::NoFreeUid { min, max })?;
+        let row = sqlx::query(&format!(
+            "INSERT INTO users (username, display_name, email, source, password_hash, \
+             uid_number, gid_number, home, created_at, updated_at) \
+             VALUES ($1, $2, $3, 'local', $4, $5, $6, $7, $8, $8) RETURNING {USER_COLUMNS}"
+        ))
+        .bind(&user.username)
+        .bind(&user.display_name)
+        .bind(&user.email)
+        .bind(&user.password_hash)
+        .bind(i64::from(uid))
+        .bind(user.gid_number.unwrap_or(i64::from(uid)))
+        .bind(&user.home)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| StoreError::conflict_on_unique(e, format!("user {}", user.username)))?;
+        let created = user_from_row(&row)?;
+        tx.commit().await?;
+        Ok(created)
+    }
+
+    /// The identity `username`'s jobs run as. `None` when the user does not exist
+    /// or its uid, gid or home is unknown, and for uid or gid 0: no job runs as
+    /// root.
+    #[tracing::instrument(skip_all, fields(username = %username), err)]
+    pub async fn posix_identity(&self, username: &str) -> Result<Option<PosixIdentity>> {
+        let Some(row) =
+            sqlx::query("SELECT id, uid_number, gid_number, home FROM users WHERE username = $1")
+                .bind(username)
+                .fetch_optional(&self.pool)
+                .await?
+        else {
+            return Ok(None);
+        };
+        let id: i64 = row.try_get("id")?;
+        let positive = |n: Option<i64>| n.and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0);
+        let uid_number = opt_i64(&row, "uid_number")?;
+        let gid_number = opt_i64(&row, "gid_number")?;
+        let home: Option<String> = row.try_get("home")?;
+        let (Some(uid), Some(gid), Some(home)) = (
+            positive(uid_number),
+            positive(gid_number),
+            home.filter(|h| !h.is_empty()),
+        ) else {
+            if uid_number.is_some() {
+                tracing::warn!(
+                    ?uid_number,
+                    ?gid_number,
+                    "{username} has no usable POSIX identity (uid and gid above 0 and a home)"
+                );
+            }
+            return Ok(None);
+        };
+        let rows = sqlx::query(
+            "SELECT g.name, g.gid_number FROM groups g JOIN memberships m ON m.group_id = g.id \
+             WHERE m.user_id = $1 ORDER BY g.name",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        let groups = rows
+            .iter()
+            .map(|r| {
+                let name: String = r.try_get(0)?;
+                let gid = opt_i64(r, "gid_number")?.and_then(|g| u32::try_from(g).ok());
+                Ok((name, gid))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Some(PosixIdentity {
+            uid,
+            gid,
+            home: PathBuf::from(home),
+            groups,
+        }))
     }
 
     /// Insert or refresh a directory (LDAP) user with its POSIX identity. `Conflict`
@@ -235,6 +375,20 @@ impl Store {
             .fetch_one(&self.pool)
             .await?;
         Ok(row.try_get(0)?)
+    }
+
+    /// Set (or clear) a group's POSIX gid. `NotFound` for an unknown group.
+    #[tracing::instrument(skip_all, fields(group_id, ?gid), err)]
+    pub async fn set_group_gid(&self, group_id: i64, gid: Option<u32>) -> Result<()> {
+        let done = sqlx::query("UPDATE groups SET gid_number = $1 WHERE id = $2")
+            .bind(gid.map(i64::from))
+            .bind(group_id)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
     }
 
     pub async fn add_member(&self, user_id: i64, group_id: i64) -> Result<()> {

@@ -124,3 +124,102 @@ async fn user_commands_manage_local_accounts_live() {
     );
     app.login("erin", "erin-password-2").await;
 }
+
+/// `user list` rows as (username, uid, gid, home).
+fn posix_columns(list: &str) -> Vec<(String, String, String, String)> {
+    list.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            (cols.len() >= 5).then(|| {
+                (
+                    cols[0].to_string(),
+                    cols[2].to_string(),
+                    cols[3].to_string(),
+                    cols[4].to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn user_add_allocates_a_posix_identity_from_the_range() {
+    let app = crate::helpers::spawn_with(crate::helpers::Options {
+        extra_config:
+            "[accounts]\nuid_min = 61000\nuid_max = 61001\nhome_root = \"/shared/home\"\n".into(),
+        ..Default::default()
+    })
+    .await;
+    let out = app.cli(&["user", "add", "erin"], "erin-password-1\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = app.cli(
+        &[
+            "user",
+            "add",
+            "gina",
+            "--uid",
+            "5000",
+            "--gid",
+            "100",
+            "--home",
+            "/srv/gina",
+        ],
+        "gina-password-1\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = app.cli(&["user", "list"], "");
+    let list = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        list.lines()
+            .next()
+            .is_some_and(|h| h.contains("UID") && h.contains("GID") && h.contains("HOME")),
+        "{list}"
+    );
+    let rows = posix_columns(&list);
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r.0 == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} missing from\n{list}"))
+    };
+    // The bootstrap administrator took one uid of the range, erin the other.
+    let (_, admin_uid, admin_gid, admin_home) = row("admin");
+    let (_, erin_uid, erin_gid, erin_home) = row("erin");
+    let mut uids = [admin_uid.clone(), erin_uid.clone()];
+    uids.sort();
+    assert_eq!(uids, ["61000", "61001"], "{list}");
+    assert_eq!((admin_gid, erin_gid), (admin_uid, erin_uid.clone()));
+    assert_eq!(admin_home, "/shared/home/admin");
+    assert_eq!(erin_home, "/shared/home/erin");
+    assert_eq!(
+        row("gina"),
+        (
+            "gina".to_string(),
+            "5000".to_string(),
+            "100".to_string(),
+            "/srv/gina".to_string()
+        )
+    );
+
+    // A full range says which keys to widen; root's ids are refused.
+    let out = app.cli(&["user", "add", "frank"], "frank-password-1\n");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("accounts.uid_min/uid_max"), "{err}");
+    let out = app.cli(&["user", "add", "toor", "--uid", "0"], "pw\n");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("root"));
+    let out = app.cli(&["user", "list"], "");
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(!list.contains("frank") && !list.contains("toor"), "{list}");
+}
