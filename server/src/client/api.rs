@@ -29,7 +29,7 @@ pub struct JobInfo {
     pub time_used: u64,
     pub nodes: u32,
     pub nodelist: String,
-    pub cpus: Option<u32>,
+    pub cpus: Option<u64>,
     pub exit_code: Option<i64>,
     pub signal: Option<i64>,
 }
@@ -193,6 +193,8 @@ pub fn error_message(status: u16, body: &str) -> String {
 pub struct Portal {
     http: reqwest::Client,
     base: String,
+    /// `ATRIUM_URL`, for messages.
+    origin: String,
     token: String,
 }
 
@@ -225,6 +227,7 @@ impl Portal {
         Ok(Portal {
             http,
             base: format!("{}/api/v1", settings.url),
+            origin: settings.url.clone(),
             token: settings.token.clone(),
         })
     }
@@ -234,13 +237,15 @@ impl Portal {
         request: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
         let response = request.bearer_auth(&self.token).send().await.map_err(|e| {
-            let mut message = format!("cannot reach the portal at {}: {e}", self.base);
-            let mut source = std::error::Error::source(&e);
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
+            // The innermost cause says what went wrong (refused, timed out, TLS).
+            let mut cause: &dyn std::error::Error = &e;
+            while let Some(inner) = cause.source() {
+                cause = inner;
             }
-            CallError::local(message)
+            CallError::local(format!(
+                "cannot reach the portal at {}: {cause}",
+                self.origin
+            ))
         })?;
         let status = response.status();
         let body = response

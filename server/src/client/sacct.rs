@@ -71,15 +71,8 @@ pub fn parse_start(text: &str, now: &Zoned) -> Result<Timestamp, String> {
         .map_err(|_| bad())
 }
 
-/// `since` for the API: RFC 3339 in UTC, whole seconds.
-fn rfc3339(t: Timestamp) -> String {
-    Timestamp::from_second(t.as_second())
-        .unwrap_or(t)
-        .to_string()
-}
-
-/// The `GET /jobs` query: every state; since `-S`, or local midnight unless `-j`
-/// names jobs; the given user, or the caller (`me`) unless `-a`.
+/// The `GET /jobs` query: every state; `since` (Unix seconds) from `-S`, else local
+/// midnight unless `-j` names jobs; the given user, or the caller (`me`) unless `-a`.
 pub fn query(
     args: &SacctArgs,
     me: Option<&str>,
@@ -92,7 +85,7 @@ pub fn query(
         (None, None) => Some(parse_start("today", now)?),
     };
     if let Some(since) = since {
-        q.push(("since", rfc3339(since)));
+        q.push(("since", since.as_second().to_string()));
     }
     if let Some(user) = args.user.as_deref().or(me) {
         q.push(("user", user.to_string()));
@@ -139,7 +132,15 @@ mod tests {
     }
 
     fn start(text: &str) -> String {
-        rfc3339(parse_start(text, &now()).expect(text))
+        let t = parse_start(text, &now()).expect(text);
+        Timestamp::from_second(t.as_second())
+            .expect("whole seconds")
+            .to_string()
+    }
+
+    fn unix(rfc3339: &str) -> String {
+        let t: Timestamp = rfc3339.parse().expect("RFC 3339");
+        t.as_second().to_string()
     }
 
     #[test]
@@ -164,7 +165,7 @@ mod tests {
             query(&args, Some("alice"), &now()).expect("query"),
             [
                 ("state", "all".to_string()),
-                ("since", "2025-03-09T23:00:00Z".into()),
+                ("since", unix("2025-03-09T23:00:00Z")),
                 ("user", "alice".into())
             ]
         );
@@ -190,7 +191,7 @@ mod tests {
             query(&args, None, &now()).expect("query"),
             [
                 ("state", "all".to_string()),
-                ("since", "2025-03-09T14:30:20Z".into()),
+                ("since", unix("2025-03-09T14:30:20Z")),
                 ("user", "bob".into())
             ]
         );
