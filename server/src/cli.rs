@@ -1,6 +1,7 @@
 //! The command line: `serve`, `migrate`, `config check`, and local account management
 //! (`user add|list|passwd|disable`), which works on the database directly, as an
-//! administrator on the head node would.
+//! administrator on the head node would. The Slurm-style client commands (`sbatch`,
+//! `squeue`, `sinfo`, `scancel`, `sacct`) live in `crate::client`.
 
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -39,6 +40,16 @@ pub enum Command {
     /// Manage local accounts.
     #[command(subcommand)]
     User(UserCommand),
+    /// Submit a batch script to the portal (like Slurm's sbatch).
+    Sbatch(Box<crate::client::sbatch::SbatchArgs>),
+    /// List jobs not yet over (like Slurm's squeue).
+    Squeue(crate::client::squeue::SqueueArgs),
+    /// List partitions and node states (like Slurm's sinfo).
+    Sinfo(crate::client::sinfo::SinfoArgs),
+    /// Cancel jobs (like Slurm's scancel).
+    Scancel(crate::client::scancel::ScancelArgs),
+    /// Show accounting records of jobs (like Slurm's sacct).
+    Sacct(crate::client::sacct::SacctArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,6 +152,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             result
         }
+        Command::Sbatch(args) => crate::client::sbatch::run(*args).await,
+        Command::Squeue(args) => crate::client::squeue::run(args).await,
+        Command::Sinfo(args) => crate::client::sinfo::run(args).await,
+        Command::Scancel(args) => crate::client::scancel::run(args).await,
+        Command::Sacct(args) => crate::client::sacct::run(args).await,
     }
 }
 

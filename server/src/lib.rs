@@ -1,10 +1,11 @@
 //! atrium: a portal for data scientists on GPU clusters.
 //!
 //! The binary's modules: configuration, the store, authentication, HTTP (API and
-//! pages), metrics, startup, and the command line.
+//! pages), metrics, startup, the command line, and the Slurm-style client.
 
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod http;
 pub mod launch;

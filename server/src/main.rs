@@ -1,9 +1,12 @@
-//! The `atrium` binary: parse the command line and hand over to the library.
+//! The `atrium` binary: parse the command line and hand over to the library. Run
+//! through a symlink named `sbatch`, `squeue`, `sinfo`, `scancel` or `sacct`, it is
+//! `atrium <that command>`.
 
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let cli = atrium::cli::Cli::parse();
+    let args = atrium::client::dispatch_argv0(std::env::args_os().collect());
+    let cli = atrium::cli::Cli::parse_from(args);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -17,7 +20,11 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(atrium::cli::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("atrium: {e:#}");
+            match e.downcast_ref::<atrium::client::SlurmError>() {
+                // Already in Slurm's words: `sbatch: error: …`.
+                Some(slurm) => eprintln!("{slurm}"),
+                None => eprintln!("atrium: {e:#}"),
+            }
             std::process::ExitCode::FAILURE
         }
     }

@@ -1,0 +1,411 @@
+//! The portal's job API as the client sees it: where the portal is, which token to
+//! send, the HTTP calls, and the JSON shapes it reads (lenient: unknown fields are
+//! ignored, missing ones take defaults). Owns no output formatting.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+/// The portal's address when `ATRIUM_URL` is not set.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:8000";
+
+/// One job (or array task, or an array's pending tasks) as `GET /jobs` lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct JobInfo {
+    pub id: String,
+    pub job_id: u64,
+    pub array_task_id: Option<u32>,
+    pub display_id: String,
+    pub name: String,
+    pub user: String,
+    pub account: String,
+    pub partition: String,
+    pub state: String,
+    pub state_code: String,
+    pub reason: Option<String>,
+    pub time_used: u64,
+    pub nodes: u32,
+    pub nodelist: String,
+    pub cpus: Option<u64>,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+}
+
+/// `GET /jobs`: one page.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct JobPage {
+    pub jobs: Vec<JobInfo>,
+    pub total: u64,
+}
+
+/// One partition as `GET /partitions` lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct PartitionInfo {
+    pub name: String,
+    pub default: bool,
+    /// `UNLIMITED` or `D-HH:MM:SS` / `HH:MM:SS`.
+    pub max_time: serde_json::Value,
+    /// `(state, count, node list)`.
+    pub nodes_by_state: Vec<(String, u32, String)>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Partitions {
+    partitions: Vec<PartitionInfo>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Me {
+    username: String,
+}
+
+/// `POST /jobs`'s answer.
+#[derive(Debug, Deserialize)]
+pub struct Submitted {
+    pub job_id: u64,
+}
+
+/// A failed call: what to print after `<cmd>: error: `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    /// The HTTP status, when the portal answered.
+    pub status: Option<u16>,
+    pub message: String,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl CallError {
+    fn local(message: impl Into<String>) -> Self {
+        CallError {
+            status: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// Where the client finds its settings: the environment and the home directory.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub url: String,
+    pub token: String,
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Settings {
+    /// `ATRIUM_URL`, `ATRIUM_TOKEN` (else the token file under `home`) and
+    /// `ATRIUM_CA_FILE`, read through `var`.
+    pub fn load(
+        var: impl Fn(&str) -> Option<String>,
+        home: Option<&Path>,
+    ) -> Result<Settings, CallError> {
+        let url = var("ATRIUM_URL")
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_URL.into());
+        let token = match var("ATRIUM_TOKEN").filter(|t| !t.trim().is_empty()) {
+            Some(token) => token.trim().to_string(),
+            None => {
+                let home = home.ok_or_else(|| {
+                    CallError::local("no token: set ATRIUM_TOKEN (HOME is not set)")
+                })?;
+                read_token_file(&token_path(home))?
+            }
+        };
+        Ok(Settings {
+            url: url.trim_end_matches('/').to_string(),
+            token,
+            ca_file: var("ATRIUM_CA_FILE")
+                .filter(|f| !f.is_empty())
+                .map(PathBuf::from),
+        })
+    }
+}
+
+/// `~/.config/atrium/token`.
+pub fn token_path(home: &Path) -> PathBuf {
+    home.join(".config").join("atrium").join("token")
+}
+
+/// The first line of the token file, refused (as ssh refuses a private key) when
+/// its group or others have any access to it.
+pub fn read_token_file(path: &Path) -> Result<String, CallError> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            CallError::local(format!(
+                "no token: set ATRIUM_TOKEN or write one to {shown} (chmod 600); create tokens on the portal's Tokens page"
+            ))
+        } else {
+            CallError::local(format!("cannot read {shown}: {e}"))
+        }
+    })?;
+    check_private(path, &meta)?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CallError::local(format!("cannot read {shown}: {e}")))?;
+    let token = text.lines().next().unwrap_or("").trim();
+    if token.is_empty() {
+        return Err(CallError::local(format!("{shown} is empty")));
+    }
+    Ok(token.to_string())
+}
+
+#[cfg(unix)]
+fn check_private(path: &Path, meta: &std::fs::Metadata) -> Result<(), CallError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(CallError::local(format!(
+            "permissions {mode:04o} for '{}' are too open: a token must not be accessible by others; run `chmod 600 {}`",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), CallError> {
+    Ok(())
+}
+
+/// The message of an error answer: the body's `message`, else the status line.
+pub fn error_message(status: u16, body: &str) -> String {
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        message: String,
+    }
+    match serde_json::from_str::<ErrorBody>(body) {
+        Ok(e) if !e.message.is_empty() => e.message,
+        _ => format!("the portal answered HTTP {status}"),
+    }
+}
+
+/// A connection to the portal's `/api/v1`.
+pub struct Portal {
+    http: reqwest::Client,
+    base: String,
+    /// `ATRIUM_URL`, for messages.
+    origin: String,
+    token: String,
+}
+
+impl Portal {
+    /// A client for `settings`, trusting the system's roots and `ca_file`.
+    pub fn new(settings: &Settings) -> Result<Portal, CallError> {
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .user_agent(concat!("atrium-cli/", env!("CARGO_PKG_VERSION")));
+        if let Some(path) = &settings.ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| CallError::local(format!("ATRIUM_CA_FILE {}: {e}", path.display())))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| CallError::local(format!("ATRIUM_CA_FILE {}: {e}", path.display())))?;
+            if certs.is_empty() {
+                return Err(CallError::local(format!(
+                    "ATRIUM_CA_FILE {}: no PEM certificate in it",
+                    path.display()
+                )));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder
+            .build()
+            .map_err(|e| CallError::local(format!("cannot set up HTTP: {e}")))?;
+        Ok(Portal {
+            http,
+            base: format!("{}/api/v1", settings.url),
+            origin: settings.url.clone(),
+            token: settings.token.clone(),
+        })
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, CallError> {
+        let response = request.bearer_auth(&self.token).send().await.map_err(|e| {
+            // The innermost cause says what went wrong (refused, timed out, TLS).
+            let mut cause: &dyn std::error::Error = &e;
+            while let Some(inner) = cause.source() {
+                cause = inner;
+            }
+            CallError::local(format!(
+                "cannot reach the portal at {}: {cause}",
+                self.origin
+            ))
+        })?;
+        let status = response.status();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| CallError::local(format!("reading the portal's answer: {e}")))?;
+        if !status.is_success() {
+            return Err(CallError {
+                status: Some(status.as_u16()),
+                message: error_message(status.as_u16(), &body),
+            });
+        }
+        serde_json::from_str(&body)
+            .map_err(|e| CallError::local(format!("unexpected answer from the portal: {e}")))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// `GET /me`: the token's user name.
+    pub async fn username(&self) -> Result<String, CallError> {
+        let me: Me = self.call(self.http.get(self.url("/me"))).await?;
+        Ok(me.username)
+    }
+
+    /// `POST /jobs`.
+    pub async fn submit(&self, body: &serde_json::Value) -> Result<Submitted, CallError> {
+        self.call(self.http.post(self.url("/jobs")).json(body))
+            .await
+    }
+
+    /// `GET /jobs` with `query`, every page.
+    pub async fn jobs(&self, query: &[(&str, String)]) -> Result<Vec<JobInfo>, CallError> {
+        const PER_PAGE: u64 = 500;
+        let mut jobs = Vec::new();
+        for page in 1.. {
+            let mut q: Vec<(&str, String)> = query.to_vec();
+            q.push(("page", page.to_string()));
+            q.push(("per_page", PER_PAGE.to_string()));
+            let got: JobPage = self
+                .call(self.http.get(self.url("/jobs")).query(&q))
+                .await?;
+            let done =
+                got.jobs.is_empty() || jobs.len() as u64 + got.jobs.len() as u64 >= got.total;
+            jobs.extend(got.jobs);
+            if done {
+                break;
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// `DELETE /jobs/{id}`.
+    pub async fn cancel(&self, id: &str) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(self.http.delete(self.url(&format!("/jobs/{id}"))))
+            .await?;
+        Ok(())
+    }
+
+    /// `GET /partitions`.
+    pub async fn partitions(&self) -> Result<Vec<PartitionInfo>, CallError> {
+        let got: Partitions = self.call(self.http.get(self.url("/partitions"))).await?;
+        Ok(got.partitions)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn settings_come_from_the_environment_first() {
+        let s = Settings::load(
+            vars(&[
+                ("ATRIUM_TOKEN", "atr_abc\n"),
+                ("ATRIUM_URL", "https://portal.example/"),
+                ("ATRIUM_CA_FILE", "/etc/ca.pem"),
+            ]),
+            None,
+        )
+        .expect("settings");
+        assert_eq!(s.token, "atr_abc");
+        assert_eq!(s.url, "https://portal.example");
+        assert_eq!(s.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
+        let s = Settings::load(vars(&[("ATRIUM_TOKEN", "atr_x")]), None).expect("settings");
+        assert_eq!(s.url, DEFAULT_URL);
+        assert_eq!(s.ca_file, None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_token_file_must_be_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().expect("tempdir");
+        let err = Settings::load(vars(&[]), Some(home.path())).expect_err("no token");
+        assert!(err.message.contains("ATRIUM_TOKEN"), "{}", err.message);
+
+        let path = token_path(home.path());
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, "atr_secret\nsecond line\n").expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let err = Settings::load(vars(&[]), Some(home.path())).expect_err("too open");
+        assert!(
+            err.message.contains("0644") && err.message.contains("too open"),
+            "{}",
+            err.message
+        );
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let s = Settings::load(vars(&[]), Some(home.path())).expect("settings");
+        assert_eq!(s.token, "atr_secret");
+        // The environment wins over the file.
+        let s = Settings::load(vars(&[("ATRIUM_TOKEN", "atr_env")]), Some(home.path()))
+            .expect("settings");
+        assert_eq!(s.token, "atr_env");
+    }
+
+    #[test]
+    fn error_answers_give_their_message() {
+        assert_eq!(
+            error_message(404, r#"{"error":"not_found","message":"no job 17"}"#),
+            "no job 17"
+        );
+        assert_eq!(
+            error_message(502, "<html>bad gateway</html>"),
+            "the portal answered HTTP 502"
+        );
+    }
+
+    #[test]
+    fn job_info_reads_the_api_shape() {
+        let job: JobInfo = serde_json::from_value(serde_json::json!({
+            "id": "17_3", "job_id": 17, "array_task_id": 3, "display_id": "17_3",
+            "name": "train", "user": "alice", "account": "lab", "partition": "gpu",
+            "state": "RUNNING", "state_code": "R", "reason": null, "priority": 100,
+            "submit_time": "2025-01-01T00:00:00Z", "start_time": null, "end_time": null,
+            "time_limit": null, "time_used": 5, "nodes": 1, "nodelist": "head",
+            "gres": "gpu:2", "cpus": 4, "memory_mb": 1024, "cuda_visible_devices": "0,1",
+            "exit_code": null, "signal": null, "workdir": "/w", "stdout": "", "stderr": "",
+            "message": "", "restarts": 0
+        }))
+        .expect("job");
+        assert_eq!(job.id, "17_3");
+        assert_eq!(job.array_task_id, Some(3));
+        assert_eq!(job.cpus, Some(4));
+        assert_eq!(job.time_used, 5);
+    }
+}

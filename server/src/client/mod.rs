@@ -1,0 +1,167 @@
+//! The Slurm-style command line client: `atrium sbatch|squeue|sinfo|scancel|sacct`
+//! (also reachable through symlinks named after those commands) talking to a
+//! portal's `/api/v1` with a personal token. Owns: argument handling, the HTTP
+//! calls ([`api`]) and Slurm's text output ([`format`]). Must not touch the database
+//! or the configuration file: everything goes through the API, as for any user.
+
+pub mod api;
+pub mod format;
+pub mod sacct;
+pub mod sbatch;
+pub mod scancel;
+pub mod sinfo;
+pub mod squeue;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use api::{CallError, Portal, Settings};
+
+/// The commands a symlink to `atrium` may be named after.
+pub const SLURM_COMMANDS: [&str; 5] = ["sbatch", "squeue", "sinfo", "scancel", "sacct"];
+
+/// When the program runs as `sbatch` (a symlink to `atrium`), the arguments of
+/// `atrium sbatch …`; otherwise the arguments unchanged.
+pub fn dispatch_argv0(args: Vec<OsString>) -> Vec<OsString> {
+    let name = args
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .and_then(|n| SLURM_COMMANDS.iter().find(|c| **c == n));
+    match name {
+        Some(command) => {
+            let mut out = Vec::with_capacity(args.len() + 1);
+            out.push(OsString::from("atrium"));
+            out.push(OsString::from(*command));
+            out.extend(args.into_iter().skip(1));
+            out
+        }
+        None => args,
+    }
+}
+
+/// A failure reported the Slurm way: `<command>: error: <message>` per line on
+/// standard error, exit status 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlurmError {
+    pub command: &'static str,
+    pub messages: Vec<String>,
+}
+
+impl SlurmError {
+    pub fn new(command: &'static str, message: impl Into<String>) -> Self {
+        SlurmError {
+            command,
+            messages: vec![message.into()],
+        }
+    }
+}
+
+impl std::fmt::Display for SlurmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, message) in self.messages.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{}: error: {message}", self.command)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SlurmError {}
+
+/// Attach the command's name to a failed call.
+pub(crate) fn failed(command: &'static str) -> impl Fn(CallError) -> SlurmError {
+    move |e| SlurmError::new(command, e.message)
+}
+
+/// The portal named by the environment, with the caller's token.
+pub(crate) fn connect(command: &'static str) -> Result<Portal, SlurmError> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let settings = Settings::load(|name| std::env::var(name).ok(), home.as_deref())
+        .map_err(failed(command))?;
+    Portal::new(&settings).map_err(failed(command))
+}
+
+/// Comma-separated list items, trimmed, empty ones dropped.
+pub(crate) fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn symlinks_named_after_slurm_commands_run_that_subcommand() {
+        assert_eq!(
+            dispatch_argv0(args(&["/usr/local/bin/sbatch", "-p", "gpu", "job.sh"])),
+            args(&["atrium", "sbatch", "-p", "gpu", "job.sh"])
+        );
+        assert_eq!(
+            dispatch_argv0(args(&["squeue"])),
+            args(&["atrium", "squeue"])
+        );
+        assert_eq!(
+            dispatch_argv0(args(&["./scancel", "17"])),
+            args(&["atrium", "scancel", "17"])
+        );
+        for name in ["sinfo", "sacct"] {
+            assert_eq!(dispatch_argv0(args(&[name]))[1], name);
+        }
+    }
+
+    #[test]
+    fn other_names_are_left_alone() {
+        for argv in [
+            args(&["/usr/bin/atrium", "squeue"]),
+            args(&["atrium-squeue"]),
+            args(&["sbatch.sh"]),
+            args(&[]),
+        ] {
+            assert_eq!(dispatch_argv0(argv.clone()), argv);
+        }
+    }
+
+    #[test]
+    fn the_command_line_accepts_every_client_command() {
+        use crate::cli::{Cli, Command};
+        use clap::{CommandFactory, Parser};
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(dispatch_argv0(args(&["sbatch", "-p", "gpu", "x.sh"])))
+            .expect("sbatch");
+        assert!(matches!(cli.command, Command::Sbatch(a) if a.partition.as_deref() == Some("gpu")));
+        let cli = Cli::try_parse_from(args(&["atrium", "squeue", "-h", "--me"])).expect("squeue");
+        assert!(matches!(cli.command, Command::Squeue(a) if a.noheader && a.me));
+        let cli = Cli::try_parse_from(dispatch_argv0(args(&["sinfo", "-h"]))).expect("sinfo");
+        assert!(matches!(cli.command, Command::Sinfo(a) if a.noheader));
+        let cli =
+            Cli::try_parse_from(dispatch_argv0(args(&["scancel", "17", "18_2"]))).expect("scancel");
+        assert!(matches!(cli.command, Command::Scancel(a) if a.ids == ["17", "18_2"]));
+        let cli =
+            Cli::try_parse_from(dispatch_argv0(args(&["sacct", "-X", "-j", "17"]))).expect("sacct");
+        assert!(matches!(cli.command, Command::Sacct(a) if a.allocations && a.jobs.is_some()));
+    }
+
+    #[test]
+    fn errors_print_like_slurm() {
+        let e = SlurmError {
+            command: "scancel",
+            messages: vec!["first".into(), "second".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "scancel: error: first\nscancel: error: second"
+        );
+        assert_eq!(split_list(" 1, 2,,3 "), ["1", "2", "3"]);
+    }
+}

@@ -1,0 +1,199 @@
+//! `atrium sacct`: jobs from the accounting records (over or not), by default the
+//! caller's since local midnight, in Slurm's default columns.
+
+use clap::Args;
+use jiff::{civil, Timestamp, Zoned};
+
+use super::api::JobInfo;
+use super::format::{sacct_header, sacct_line};
+use super::squeue::job_matches;
+use super::{connect, failed, split_list, SlurmError};
+
+const CMD: &str = "sacct";
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct SacctArgs {
+    /// Only these jobs (comma-separated ids); without -S, whenever they ran.
+    #[arg(short = 'j', long = "jobs")]
+    pub jobs: Option<String>,
+    /// Jobs since this time (YYYY-MM-DD[THH:MM[:SS]], today, now[-N{seconds|minutes|hours|days|weeks}]).
+    #[arg(short = 'S', long = "starttime")]
+    pub starttime: Option<String>,
+    /// This user's jobs.
+    #[arg(short = 'u', long = "user", conflicts_with = "allusers")]
+    pub user: Option<String>,
+    /// Every user's jobs (administrators).
+    #[arg(short = 'a', long)]
+    pub allusers: bool,
+    /// Allocations only, no steps (atrium records no steps: always so).
+    #[arg(short = 'X', long)]
+    pub allocations: bool,
+    /// Leave out the header lines.
+    #[arg(short = 'n', long)]
+    pub noheader: bool,
+}
+
+/// A `-S` time, read in the local time zone of `now`.
+pub fn parse_start(text: &str, now: &Zoned) -> Result<Timestamp, String> {
+    let text = text.trim();
+    let bad = || format!("invalid time specification: {text}");
+    let lower = text.to_ascii_lowercase();
+    if lower == "today" || lower == "midnight" {
+        return now.start_of_day().map(|t| t.timestamp()).map_err(|_| bad());
+    }
+    if let Some(rest) = lower.strip_prefix("now") {
+        if rest.is_empty() {
+            return Ok(now.timestamp());
+        }
+        let (sign, rest) = match rest.split_at(1) {
+            ("-", r) => (-1, r),
+            ("+", r) => (1, r),
+            _ => return Err(bad()),
+        };
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let count: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        let unit = match &rest[digits..] {
+            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60,
+            "h" | "hour" | "hours" => 3600,
+            "d" | "day" | "days" => 86_400,
+            "w" | "week" | "weeks" => 7 * 86_400,
+            _ => return Err(bad()),
+        };
+        let secs = count.checked_mul(unit * sign).ok_or_else(bad)?;
+        return Timestamp::from_second(now.timestamp().as_second().saturating_add(secs))
+            .map_err(|_| bad());
+    }
+    let local: civil::DateTime = text.parse().map_err(|_| bad())?;
+    local
+        .to_zoned(now.time_zone().clone())
+        .map(|z| z.timestamp())
+        .map_err(|_| bad())
+}
+
+/// The `GET /jobs` query: every state; `since` (Unix seconds) from `-S`, else local
+/// midnight unless `-j` names jobs; the given user, or the caller (`me`) unless `-a`.
+pub fn query(
+    args: &SacctArgs,
+    me: Option<&str>,
+    now: &Zoned,
+) -> Result<Vec<(&'static str, String)>, String> {
+    let mut q = vec![("state", "all".to_string())];
+    let since = match (&args.starttime, &args.jobs) {
+        (Some(start), _) => Some(parse_start(start, now)?),
+        (None, Some(_)) => None,
+        (None, None) => Some(parse_start("today", now)?),
+    };
+    if let Some(since) = since {
+        q.push(("since", since.as_second().to_string()));
+    }
+    if let Some(user) = args.user.as_deref().or(me) {
+        q.push(("user", user.to_string()));
+    }
+    Ok(q)
+}
+
+pub async fn run(args: SacctArgs) -> anyhow::Result<()> {
+    let portal = connect(CMD)?;
+    let me = if args.allusers || args.user.is_some() {
+        None
+    } else {
+        Some(portal.username().await.map_err(failed(CMD))?)
+    };
+    let q = query(&args, me.as_deref(), &Zoned::now()).map_err(|e| SlurmError::new(CMD, e))?;
+    let ids = args.jobs.as_deref().map(split_list);
+    let jobs: Vec<JobInfo> = portal.jobs(&q).await.map_err(failed(CMD))?;
+    if !args.noheader {
+        for line in sacct_header() {
+            println!("{line}");
+        }
+    }
+    for job in jobs
+        .iter()
+        .filter(|j| ids.as_ref().is_none_or(|ids| job_matches(j, ids)))
+    {
+        println!("{}", sacct_line(job));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::tz::TimeZone;
+
+    fn now() -> Zoned {
+        // 2025-03-10 15:30:20 at UTC+1.
+        let tz = TimeZone::fixed(jiff::tz::offset(1));
+        civil::date(2025, 3, 10)
+            .at(15, 30, 20, 0)
+            .to_zoned(tz)
+            .expect("zoned")
+    }
+
+    fn start(text: &str) -> String {
+        let t = parse_start(text, &now()).expect(text);
+        Timestamp::from_second(t.as_second())
+            .expect("whole seconds")
+            .to_string()
+    }
+
+    fn unix(rfc3339: &str) -> String {
+        let t: Timestamp = rfc3339.parse().expect("RFC 3339");
+        t.as_second().to_string()
+    }
+
+    #[test]
+    fn start_times_are_local() {
+        assert_eq!(start("today"), "2025-03-09T23:00:00Z");
+        assert_eq!(start("2025-03-01"), "2025-02-28T23:00:00Z");
+        assert_eq!(start("2025-03-01T08:15"), "2025-03-01T07:15:00Z");
+        assert_eq!(start("2025-03-01T08:15:30"), "2025-03-01T07:15:30Z");
+        assert_eq!(start("now"), "2025-03-10T14:30:20Z");
+        assert_eq!(start("now-1hour"), "2025-03-10T13:30:20Z");
+        assert_eq!(start("now-2days"), "2025-03-08T14:30:20Z");
+        assert_eq!(start("now-90"), "2025-03-10T14:28:50Z");
+        for bad in ["yesterday", "now*3", "now-xdays", "2025-13-01"] {
+            assert!(parse_start(bad, &now()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn default_query_is_the_callers_jobs_since_midnight() {
+        let args = SacctArgs::default();
+        assert_eq!(
+            query(&args, Some("alice"), &now()).expect("query"),
+            [
+                ("state", "all".to_string()),
+                ("since", unix("2025-03-09T23:00:00Z")),
+                ("user", "alice".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn named_jobs_are_looked_up_whenever_they_ran() {
+        let args = SacctArgs {
+            jobs: Some("17,18".into()),
+            allusers: true,
+            ..SacctArgs::default()
+        };
+        assert_eq!(
+            query(&args, None, &now()).expect("query"),
+            [("state", "all".to_string())]
+        );
+        let args = SacctArgs {
+            user: Some("bob".into()),
+            starttime: Some("now-1day".into()),
+            ..SacctArgs::default()
+        };
+        assert_eq!(
+            query(&args, None, &now()).expect("query"),
+            [
+                ("state", "all".to_string()),
+                ("since", unix("2025-03-09T14:30:20Z")),
+                ("user", "bob".into())
+            ]
+        );
+    }
+}
