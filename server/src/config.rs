@@ -104,6 +104,34 @@ pub struct Config {
     pub http: HttpConfig,
     pub tls: TlsConfig,
     pub log: LogConfig,
+    pub jobs: JobsConfig,
+}
+
+/// How batch jobs run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct JobsConfig {
+    /// Per-job step directories (script, state file). Default: `/var/spool/atrium`
+    /// when running as root, else `<data_dir>/spool`.
+    pub spool_dir: Option<PathBuf>,
+    /// Container runtime for jobs: `auto` (bubblewrap when installed, else none),
+    /// `bubblewrap` or `none`.
+    pub runtime: String,
+    /// Seconds between SIGTERM and SIGKILL when a job is cancelled or times out.
+    pub kill_grace_seconds: u64,
+    /// The cluster name in `SLURM_CLUSTER_NAME`.
+    pub cluster_name: String,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self {
+            spool_dir: None,
+            runtime: "auto".into(),
+            kill_grace_seconds: 10,
+            cluster_name: "atrium".into(),
+        }
+    }
 }
 
 /// Serve HTTPS directly (otherwise plain HTTP, e.g. behind a TLS-terminating proxy).
@@ -411,6 +439,7 @@ impl Default for Config {
             http: HttpConfig::default(),
             tls: TlsConfig::default(),
             log: LogConfig::default(),
+            jobs: JobsConfig::default(),
         }
     }
 }
@@ -514,6 +543,15 @@ impl Config {
         }
     }
 
+    /// Where job steps keep their directories.
+    pub fn spool_dir(&self, as_root: bool) -> PathBuf {
+        match &self.jobs.spool_dir {
+            Some(dir) => dir.clone(),
+            None if as_root => PathBuf::from("/var/spool/atrium"),
+            None => self.data_dir.join("spool"),
+        }
+    }
+
     /// Whether cookies must carry `Secure`: served over TLS, or behind an https origin.
     pub fn secure_cookies(&self) -> bool {
         self.tls.enabled()
@@ -578,6 +616,12 @@ impl Config {
                 message,
             })
         };
+        if !matches!(self.jobs.runtime.as_str(), "auto" | "bubblewrap" | "none") {
+            problem(
+                "jobs.runtime",
+                format!("{:?} is not one of auto, bubblewrap, none", self.jobs.runtime),
+            );
+        }
         if self.listen.parse::<SocketAddr>().is_err() {
             problem(
                 "listen",

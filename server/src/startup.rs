@@ -18,6 +18,7 @@ use crate::auth::{local, now_ms, Authenticator};
 use crate::config::Config;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
+use crate::sched::{LaunchSettings, Scheduler};
 use crate::store::Store;
 
 pub struct Application {
@@ -119,7 +120,30 @@ impl Application {
         let listener = TcpListener::bind(&config.listen)
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
+        let as_root = running_as_root();
+        let inventory = Arc::new(crate::sched::inventory::discover(&config.cluster).await?);
+        let spool_dir = config.spool_dir(as_root);
+        crate::launch::ensure_spool(&spool_dir)
+            .with_context(|| format!("creating the spool directory {}", spool_dir.display()))?;
+        let runtime = crate::launch::detect_runtime(&config.jobs.runtime)
+            .map_err(|e| anyhow::anyhow!("jobs.runtime: {e}"))?;
+        tracing::info!(?runtime, spool = %spool_dir.display(), "jobs run in this container runtime");
+        let settings = LaunchSettings {
+            spool_dir,
+            exe: std::env::current_exe().context("locating the atrium binary")?,
+            runtime,
+            kill_grace_secs: config.jobs.kill_grace_seconds,
+            drop_privileges: as_root,
+            cluster_name: config.jobs.cluster_name.clone(),
+        };
+        let (scheduler, scheduler_task) =
+            Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?;
         let state = web::Data::new(AppState {
+            scheduler,
+            inventory,
+            jobs: http::JobsRuntime {
+                drop_privileges: as_root,
+            },
             secure_cookies: config.secure_cookies(),
             config: Arc::new(config),
             store: store.clone(),
@@ -140,6 +164,7 @@ impl Application {
         .run();
 
         let background = vec![
+            scheduler_task,
             tokio::spawn(auth.clone().watch_epoch(Duration::from_secs(1))),
             tokio::spawn(purge_expired_sessions(store.clone())),
         ];

@@ -38,6 +38,16 @@ pub struct AppState {
     pub metrics: Metrics,
     pub secure_cookies: bool,
     pub trusted_proxies: Vec<IpAddr>,
+    pub scheduler: crate::sched::Scheduler,
+    pub inventory: Arc<crate::sched::inventory::Inventory>,
+    pub jobs: JobsRuntime,
+}
+
+/// How this portal runs jobs.
+#[derive(Debug, Clone)]
+pub struct JobsRuntime {
+    /// Jobs run as their user (the portal runs as root); otherwise as the portal.
+    pub drop_privileges: bool,
 }
 
 impl AppState {

@@ -5,6 +5,7 @@
 //! values in and get rows out; times are Unix milliseconds.
 
 mod audit;
+mod jobs;
 mod sessions;
 mod tokens;
 mod users;
@@ -18,6 +19,7 @@ use sqlx::{AnyPool, Row};
 use crate::config::DatabaseUrl;
 
 pub use audit::{AuditEntry, NewAuditEntry};
+pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
 pub use sessions::LoginSession;
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
 pub use users::{NewUser, User};
@@ -100,7 +102,7 @@ impl Store {
             Backend::Sqlite => options.after_connect(|conn, _meta| {
                 Box::pin(async move {
                     sqlx::query(
-                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
                          PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
                     )
                     .execute(conn)

@@ -1,7 +1,10 @@
 //! The JSON API under `/api/v1`, one file per resource.
 
+mod cluster;
+pub mod jobs;
 mod login;
 mod me;
+mod output;
 pub mod tokens;
 
 use actix_web::web;
@@ -12,6 +15,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/tokens", web::get().to(tokens::list))
         .route("/tokens", web::post().to(tokens::create))
         .route("/tokens/{id}", web::delete().to(tokens::revoke))
+        .route("/jobs", web::post().to(jobs::submit))
+        .route("/jobs", web::get().to(jobs::list))
+        .route("/jobs/{id}", web::get().to(jobs::get))
+        .route("/jobs/{id}", web::delete().to(jobs::cancel))
+        .route("/jobs/{id}/output", web::get().to(output::get))
+        .route("/jobs/{id}/{action}", web::post().to(jobs::act))
+        .route("/partitions", web::get().to(cluster::partitions))
+        .route("/nodes", web::get().to(cluster::nodes))
+        .route("/openapi.json", web::get().to(openapi))
         .default_service(web::to(|| async {
             Err::<(), _>(super::ApiError::NotFound)
         }));
@@ -21,4 +33,38 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 pub fn rfc3339(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The API's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(title = "atrium", description = "Batch jobs, partitions and nodes of an atrium portal."),
+    paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
+          cluster::partitions, cluster::nodes),
+    components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
+                       cluster::Partitions, cluster::Nodes)),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        openapi.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+            "token",
+            Vec::<String>::new(),
+        )]);
+    }
+}
+
+async fn openapi() -> actix_web::HttpResponse {
+    use utoipa::OpenApi;
+    actix_web::HttpResponse::Ok().json(ApiDoc::openapi())
 }

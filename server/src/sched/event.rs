@@ -1,0 +1,100 @@
+//! The scheduler's inputs as log entries. Every change to the cluster goes through
+//! [`Event::apply`], both live and when the log is replayed at startup, so a
+//! replayed cluster makes exactly the decisions the live one made.
+
+use scheduler::{
+    CancelEffect, Cluster, Decision, JobId, JobOutcome, JobRequest, JobState, OpError, Owner,
+    SubmitError, Time,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum Event {
+    Submit {
+        id: u64,
+        request: Box<JobRequest>,
+        owner: Owner,
+        now: Time,
+    },
+    Pass {
+        now: Time,
+    },
+    Finished {
+        job: JobId,
+        outcome: JobOutcome,
+        now: Time,
+    },
+    Cancel {
+        job: JobId,
+        now: Time,
+    },
+    Hold {
+        job: JobId,
+        admin: bool,
+        now: Time,
+    },
+    Release {
+        job: JobId,
+        admin: bool,
+        now: Time,
+    },
+    Requeue {
+        job: JobId,
+        now: Time,
+    },
+}
+
+/// What applying an event returned.
+#[derive(Debug)]
+pub enum Applied {
+    Submitted(JobId),
+    Decisions(Vec<Decision>),
+    Finished(JobState),
+    Cancelled(CancelEffect),
+    Done,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Submit(#[from] SubmitError),
+    #[error(transparent)]
+    Op(#[from] OpError),
+}
+
+impl Event {
+    /// Apply to `cluster`. An error leaves the cluster unchanged.
+    pub fn apply(&self, cluster: &mut Cluster) -> Result<Applied, ApplyError> {
+        Ok(match self {
+            Event::Submit {
+                id,
+                request,
+                owner,
+                now,
+            } => Applied::Submitted(cluster.submit_with_id(
+                *id,
+                request.as_ref().clone(),
+                owner,
+                *now,
+            )?),
+            Event::Pass { now } => Applied::Decisions(cluster.schedule(*now)),
+            Event::Finished { job, outcome, now } => {
+                Applied::Finished(cluster.job_finished(*job, *outcome, *now)?)
+            }
+            Event::Cancel { job, now } => Applied::Cancelled(cluster.cancel(*job, *now)?),
+            Event::Hold { job, admin, now } => {
+                cluster.hold(*job, *admin, *now)?;
+                Applied::Done
+            }
+            Event::Release { job, admin, now } => {
+                cluster.release(*job, *admin, *now)?;
+                Applied::Done
+            }
+            Event::Requeue { job, now } => {
+                cluster.requeue(*job, *now)?;
+                Applied::Done
+            }
+        })
+    }
+}

@@ -1,0 +1,290 @@
+//! Starting and watching job steps for the actor: one task per step builds the
+//! step's spec (identity, environment, output paths), starts the supervisor, relays
+//! cancel and time-limit signals to it, and reports how the step ended. After a
+//! restart the same task watches an adopted supervisor through its state file.
+//! Must not touch: the cluster (it only sends `StepEnded` back to the actor).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use scheduler::{Allocation, JobId, JobOutcome, JobRequest};
+use tokio::sync::mpsc;
+
+use super::actor::Command;
+use super::submission::{self, StepContext};
+use crate::launch::{self, RuntimeKind, StepSpec, StepState};
+use crate::store::{JobStart, Store};
+
+/// How steps are started.
+#[derive(Debug, Clone)]
+pub struct LaunchSettings {
+    /// Per-job step directories (`<spool>/<job>`).
+    pub spool_dir: PathBuf,
+    /// The `atrium` binary the supervisors run.
+    pub exe: PathBuf,
+    pub runtime: RuntimeKind,
+    pub kill_grace_secs: u64,
+    /// Whether steps switch to the user's uid (the portal runs as root).
+    pub drop_privileges: bool,
+    pub cluster_name: String,
+}
+
+/// A signal for a step, relayed to its supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepSignal {
+    Cancel,
+    TimeLimit,
+}
+
+/// How a step ended, as the actor records it.
+#[derive(Debug, Clone)]
+pub struct StepEnd {
+    pub job: JobId,
+    pub outcome: JobOutcome,
+    /// The supervisor stopped it at its time limit.
+    pub time_limit: bool,
+    pub message: Option<String>,
+}
+
+pub(super) struct StepRunner {
+    settings: std::sync::Arc<LaunchSettings>,
+    store: Store,
+    actor: mpsc::Sender<Command>,
+}
+
+/// How often an adopted step's state file is read.
+const ADOPTED_POLL: Duration = Duration::from_millis(200);
+
+impl StepRunner {
+    pub fn new(settings: LaunchSettings, store: Store, actor: mpsc::Sender<Command>) -> Self {
+        StepRunner {
+            settings: std::sync::Arc::new(settings),
+            store,
+            actor,
+        }
+    }
+
+    fn dir(settings: &LaunchSettings, job: JobId) -> PathBuf {
+        settings.spool_dir.join(job.to_string())
+    }
+
+    /// Start the step of a job that was just placed.
+    pub fn launch(
+        &self,
+        job: JobId,
+        allocation: Allocation,
+        start: JobStart,
+    ) -> mpsc::UnboundedSender<StepSignal> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let settings = self.settings.clone();
+        let store = self.store.clone();
+        let actor = self.actor.clone();
+        tokio::spawn(async move {
+            let end = match start_step(&settings, &store, job, &allocation, &start).await {
+                Ok(child) => watch(&settings, job, Some(child), rx).await,
+                Err(message) => {
+                    tracing::warn!(%job, %message, "the step could not start");
+                    StepEnd {
+                        job,
+                        outcome: JobOutcome::Exited(1),
+                        time_limit: false,
+                        message: Some(message),
+                    }
+                }
+            };
+            let _ = actor.send(Command::StepEnded(end)).await;
+        });
+        tx
+    }
+
+    /// Watch the step of a job that was running before a restart; `None` when its
+    /// supervisor never started (the caller launches it).
+    pub async fn adopt(&self, job: JobId) -> Option<mpsc::UnboundedSender<StepSignal>> {
+        let dir = Self::dir(&self.settings, job);
+        if !supervisor_started(&dir).await {
+            return None;
+        }
+        tracing::info!(%job, "re-adopting the running step");
+        let (tx, rx) = mpsc::unbounded_channel();
+        let settings = self.settings.clone();
+        let actor = self.actor.clone();
+        tokio::spawn(async move {
+            let end = watch(&settings, job, None, rx).await;
+            let _ = actor.send(Command::StepEnded(end)).await;
+        });
+        Some(tx)
+    }
+}
+
+/// Whether a supervisor ever ran for this step directory: it wrote its state file,
+/// or one is starting right now (its process exists but has not written it yet).
+async fn supervisor_started(dir: &Path) -> bool {
+    if matches!(launch::read_state(dir), Ok(Some(_))) {
+        return true;
+    }
+    if !dir.exists() {
+        return false;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while tokio::time::Instant::now() < deadline {
+        if !launch::supervisor_running(dir) {
+            return matches!(launch::read_state(dir), Ok(Some(_)));
+        }
+        if matches!(launch::read_state(dir), Ok(Some(_))) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+/// Build the spec and start the supervisor. Errors are messages for the user.
+async fn start_step(
+    settings: &LaunchSettings,
+    store: &Store,
+    job: JobId,
+    allocation: &Allocation,
+    start: &JobStart,
+) -> Result<tokio::process::Child, String> {
+    let row = store
+        .job(job.job as i64, -1)
+        .await
+        .map_err(|e| format!("reading the job failed: {e}"))?;
+    let request: JobRequest =
+        serde_json::from_str(&row.request).map_err(|e| format!("bad stored request: {e}"))?;
+    let submitted: BTreeMap<String, String> =
+        serde_json::from_str(&row.environment).unwrap_or_default();
+    let (uid, gid, groups, home) = if settings.drop_privileges {
+        let id = store
+            .posix_identity(&row.user_name)
+            .await
+            .map_err(|e| format!("reading the user's identity failed: {e}"))?
+            .ok_or_else(|| format!("user {} has no POSIX identity (uid)", row.user_name))?;
+        let groups = id.groups.iter().filter_map(|(_, gid)| *gid).collect();
+        (id.uid, id.gid, groups, id.home)
+    } else {
+        let (uid, gid) = launch::current_ids();
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+        (uid, gid, Vec::new(), home)
+    };
+    let node = allocation
+        .nodes
+        .first()
+        .ok_or_else(|| "empty allocation".to_string())?;
+    let workdir = PathBuf::from(&row.workdir);
+    let submit_dir = PathBuf::from(&row.submit_dir);
+    let cx = StepContext {
+        job,
+        name: &row.name,
+        user: &row.user_name,
+        uid,
+        gid,
+        home: &home,
+        account: &row.account,
+        partition: &row.partition,
+        submit_dir: &submit_dir,
+        cluster_name: &settings.cluster_name,
+        ntasks: request.ntasks.unwrap_or(1),
+        time_limit_secs: start.time_limit.map(|t| t as u64),
+        node,
+    };
+    let env = submission::environment(&request, &submitted, &cx);
+    let spec = StepSpec {
+        job: job.to_string(),
+        user: row.user_name.clone(),
+        uid,
+        gid,
+        groups,
+        home: home.clone(),
+        workdir,
+        script: row.script.clone(),
+        env,
+        stdout: PathBuf::from(&start.stdout_path),
+        stderr: start.stderr_path.as_ref().map(PathBuf::from),
+        time_limit_secs: start.time_limit.map(|t| t as u64),
+        memory_limit_mb: Some(node.memory_mb),
+        kill_grace_secs: settings.kill_grace_secs,
+        gpu_indices: submission::gpu_indices(node),
+        runtime: settings.runtime.clone(),
+        drop_privileges: settings.drop_privileges,
+    };
+    let dir = launch::prepare(&settings.spool_dir, &spec)
+        .map_err(|e| format!("preparing the step failed: {e}"))?;
+    launch::spawn(&settings.exe, &dir)
+        .await
+        .map_err(|e| format!("starting the step supervisor failed: {e}"))
+}
+
+/// Wait for the step to end, relaying signals; `child` is `None` for an adopted
+/// step (polled through its state file).
+async fn watch(
+    settings: &LaunchSettings,
+    job: JobId,
+    mut child: Option<tokio::process::Child>,
+    mut signals: mpsc::UnboundedReceiver<StepSignal>,
+) -> StepEnd {
+    let dir = StepRunner::dir(settings, job);
+    let mut pending: Vec<StepSignal> = Vec::new();
+    let mut signals_open = true;
+    let state = loop {
+        // Deliver signals once the supervisor has said who it is.
+        if !pending.is_empty() {
+            if let Ok(Some(state)) = launch::read_state(&dir) {
+                for s in pending.drain(..) {
+                    let sig = match s {
+                        StepSignal::Cancel => launch::StepSignal::Cancel,
+                        StepSignal::TimeLimit => launch::StepSignal::TimeLimit,
+                    };
+                    if let Err(e) = launch::signal(&state, sig) {
+                        tracing::warn!(%job, error = %e, "signalling the step failed");
+                    }
+                }
+            }
+        }
+        let poll = if pending.is_empty() {
+            ADOPTED_POLL
+        } else {
+            Duration::from_millis(10)
+        };
+        tokio::select! {
+            sig = signals.recv(), if signals_open => match sig {
+                Some(s) => pending.push(s),
+                None => signals_open = false,
+            },
+            status = async {
+                match child.as_mut() {
+                    Some(c) => c.wait().await.ok(),
+                    None => std::future::pending().await,
+                }
+            } => {
+                let _ = status;
+                child = None;
+                match launch::read_state(&dir) {
+                    Ok(Some(s)) if s.is_finished() => break s,
+                    _ => break StepState::lost(&job.to_string()),
+                }
+            }
+            _ = tokio::time::sleep(poll), if child.is_none() => {
+                match launch::read_state(&dir) {
+                    Ok(Some(s)) if s.is_finished() => break s,
+                    Ok(Some(s)) if !s.supervisor_alive() => {
+                        // Read once more: it may have finished between the two looks.
+                        match launch::read_state(&dir) {
+                            Ok(Some(s)) if s.is_finished() => break s,
+                            _ => break StepState::lost(&job.to_string()),
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(%job, error = %e, "reading the step state failed"),
+                }
+            }
+        }
+    };
+    StepEnd {
+        job,
+        outcome: state.outcome.unwrap_or(JobOutcome::Signaled(9)),
+        time_limit: state.reason.as_deref() == Some("time_limit"),
+        message: state.error.clone(),
+    }
+}

@@ -1,0 +1,423 @@
+//! Jobs, the scheduler's input log and its snapshot.
+//!
+//! The scheduler actor is the only writer: it hands one batch of log entries and job
+//! row changes to [`Store::commit_scheduler_batch`], which writes them in a single
+//! transaction (a group commit) before any submitter is answered. Readers list and
+//! fetch job rows. Must not touch: scheduling decisions or processes.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{opt_i64, Result, Store, StoreError};
+
+/// One job row: a job (`task = -1`, also the row of a whole array) or one started
+/// array task (`task >= 0`). Times are Unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct JobRecord {
+    pub id: i64,
+    pub task: i64,
+    pub user_name: String,
+    pub account: String,
+    pub partition: String,
+    pub name: String,
+    pub state: String,
+    pub reason: Option<String>,
+    pub array_spec: Option<String>,
+    pub script: String,
+    /// The job request as JSON (`scheduler::JobRequest`).
+    pub request: String,
+    /// Extra environment as a JSON object.
+    pub environment: String,
+    pub workdir: String,
+    /// Where it was submitted from (`SLURM_SUBMIT_DIR`).
+    pub submit_dir: String,
+    pub submit_time: i64,
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+    /// Seconds; `None`: unlimited.
+    pub time_limit: Option<i64>,
+    /// The allocation as JSON (`scheduler::Allocation`).
+    pub allocation: Option<String>,
+    pub nodelist: String,
+    pub cpus: i64,
+    pub memory_mb: i64,
+    /// Generic resources per node as `squeue` prints them (`gpu:2`).
+    pub gpus: String,
+    pub exit_code: Option<i64>,
+    pub exit_signal: Option<i64>,
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    /// Why the job ended the way it did, for the user (setup errors, lost steps).
+    pub message: Option<String>,
+}
+
+/// What a job (or array task) got when it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobStart {
+    pub id: i64,
+    pub task: i64,
+    pub start_time: i64,
+    pub time_limit: Option<i64>,
+    pub allocation: String,
+    pub nodelist: String,
+    pub cpus: i64,
+    pub memory_mb: i64,
+    pub gpus: String,
+    pub stdout_path: String,
+    pub stderr_path: Option<String>,
+}
+
+/// One change to the job rows, written with the log entries of the same batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobChange {
+    Submitted(Box<JobRecord>),
+    Started(Box<JobStart>),
+    /// The job (or task) is over.
+    Ended {
+        id: i64,
+        task: i64,
+        state: String,
+        end_time: i64,
+        exit_code: Option<i64>,
+        exit_signal: Option<i64>,
+        /// Why the scheduler ended it (e.g. `DependencyNeverSatisfied`).
+        reason: Option<String>,
+        message: Option<String>,
+    },
+    /// A state change without resources (hold, release, requeue, cancel of a
+    /// pending job, a pending array finishing its last task).
+    State {
+        id: i64,
+        task: i64,
+        state: String,
+        reason: Option<String>,
+    },
+}
+
+/// Which job rows to list; `None` matches everything.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub user: Option<String>,
+    pub states: Vec<String>,
+    pub partition: Option<String>,
+    /// Submitted at or after (ms).
+    pub since: Option<i64>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// What the scheduler actor reads at startup.
+#[derive(Debug, Default)]
+pub struct SchedulerLog {
+    pub snapshot: Option<(i64, String)>,
+    /// Entries after the snapshot, in order.
+    pub entries: Vec<(i64, String)>,
+    pub max_job_id: i64,
+}
+
+const JOB_COLUMNS: &str = "id, task, user_name, account, partition, name, state, reason, \
+    array_spec, script, request, environment, workdir, submit_dir, submit_time, start_time, \
+    end_time, time_limit, allocation, nodelist, cpus, memory_mb, gpus, exit_code, exit_signal, \
+    stdout_path, stderr_path, message";
+
+fn job_from_row(row: &AnyRow) -> Result<JobRecord> {
+    Ok(JobRecord {
+        id: row.try_get("id")?,
+        task: row.try_get("task")?,
+        user_name: row.try_get("user_name")?,
+        account: row.try_get("account")?,
+        partition: row.try_get("partition")?,
+        name: row.try_get("name")?,
+        state: row.try_get("state")?,
+        reason: row.try_get("reason")?,
+        array_spec: row.try_get("array_spec")?,
+        script: row.try_get("script")?,
+        request: row.try_get("request")?,
+        environment: row.try_get("environment")?,
+        workdir: row.try_get("workdir")?,
+        submit_dir: row.try_get("submit_dir")?,
+        submit_time: row.try_get("submit_time")?,
+        start_time: opt_i64(row, "start_time")?,
+        end_time: opt_i64(row, "end_time")?,
+        time_limit: opt_i64(row, "time_limit")?,
+        allocation: row.try_get("allocation")?,
+        nodelist: row.try_get("nodelist")?,
+        cpus: row.try_get("cpus")?,
+        memory_mb: row.try_get("memory_mb")?,
+        gpus: row.try_get("gpus")?,
+        exit_code: opt_i64(row, "exit_code")?,
+        exit_signal: opt_i64(row, "exit_signal")?,
+        stdout_path: row.try_get("stdout_path")?,
+        stderr_path: row.try_get("stderr_path")?,
+        message: row.try_get("message")?,
+    })
+}
+
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+fn change_query(change: &JobChange) -> AnyQuery<'_> {
+    match change {
+        JobChange::Submitted(j) => sqlx::query(
+            "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
+             array_spec, script, request, environment, workdir, submit_dir, submit_time, \
+             time_limit, gpus, stdout_path, stderr_path) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19)",
+        )
+        .bind(j.id)
+        .bind(j.task)
+        .bind(&j.user_name)
+        .bind(&j.account)
+        .bind(&j.partition)
+        .bind(&j.name)
+        .bind(&j.state)
+        .bind(&j.reason)
+        .bind(&j.array_spec)
+        .bind(&j.script)
+        .bind(&j.request)
+        .bind(&j.environment)
+        .bind(&j.workdir)
+        .bind(&j.submit_dir)
+        .bind(j.submit_time)
+        .bind(j.time_limit)
+        .bind(&j.gpus)
+        .bind(&j.stdout_path)
+        .bind(&j.stderr_path),
+        // One statement for a plain job (its own row) and an array task (a new row
+        // copied from the array's row, or the task's row again after a requeue).
+        JobChange::Started(s) => sqlx::query(
+            "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
+             array_spec, script, request, environment, workdir, submit_dir, submit_time, \
+             start_time, time_limit, allocation, nodelist, cpus, memory_mb, gpus, stdout_path, \
+             stderr_path) \
+             SELECT id, $2, user_name, account, partition, name, 'RUNNING', NULL, NULL, '', \
+             '{}', '{}', workdir, submit_dir, submit_time, $3, $4, $5, $6, $7, $8, $9, $10, $11 \
+             FROM jobs WHERE id = $1 AND task = -1 \
+             ON CONFLICT (id, task) DO UPDATE SET state = 'RUNNING', reason = NULL, \
+             start_time = excluded.start_time, end_time = NULL, time_limit = excluded.time_limit, \
+             allocation = excluded.allocation, nodelist = excluded.nodelist, \
+             cpus = excluded.cpus, memory_mb = excluded.memory_mb, gpus = excluded.gpus, \
+             stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, \
+             exit_code = NULL, exit_signal = NULL, message = NULL",
+        )
+        .bind(s.id)
+        .bind(s.task)
+        .bind(s.start_time)
+        .bind(s.time_limit)
+        .bind(&s.allocation)
+        .bind(&s.nodelist)
+        .bind(s.cpus)
+        .bind(s.memory_mb)
+        .bind(&s.gpus)
+        .bind(&s.stdout_path)
+        .bind(&s.stderr_path),
+        JobChange::Ended {
+            id,
+            task,
+            state,
+            end_time,
+            exit_code,
+            exit_signal,
+            reason,
+            message,
+        } => sqlx::query(
+            "UPDATE jobs SET state = $3, reason = $8, end_time = $4, exit_code = $5, \
+             exit_signal = $6, message = COALESCE($7, message) WHERE id = $1 AND task = $2",
+        )
+        .bind(*id)
+        .bind(*task)
+        .bind(state)
+        .bind(*end_time)
+        .bind(*exit_code)
+        .bind(*exit_signal)
+        .bind(message)
+        .bind(reason),
+        JobChange::State {
+            id,
+            task,
+            state,
+            reason,
+        } => sqlx::query("UPDATE jobs SET state = $3, reason = $4 WHERE id = $1 AND task = $2")
+            .bind(*id)
+            .bind(*task)
+            .bind(state)
+            .bind(reason),
+    }
+}
+
+impl Store {
+    /// Write one batch of the scheduler actor: log entries and job row changes, all
+    /// or nothing.
+    #[tracing::instrument(skip_all, fields(log = log.len(), changes = changes.len()), err)]
+    pub async fn commit_scheduler_batch(
+        &self,
+        log: &[(i64, String)],
+        changes: &[JobChange],
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for (seq, event) in log {
+            sqlx::query("INSERT INTO sched_log (seq, event) VALUES ($1, $2)")
+                .bind(*seq)
+                .bind(event)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for change in changes {
+            change_query(change).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Replace the scheduler snapshot and drop the log entries it covers.
+    #[tracing::instrument(skip_all, fields(seq), err)]
+    pub async fn save_scheduler_snapshot(&self, seq: i64, data: &str) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM sched_snapshot")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO sched_snapshot (id, seq, data) VALUES (1, $1, $2)")
+            .bind(seq)
+            .bind(data)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM sched_log WHERE seq <= $1")
+            .bind(seq)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The snapshot, the log after it, and the highest job id ever used.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn load_scheduler_log(&self) -> Result<SchedulerLog> {
+        let snapshot = sqlx::query("SELECT seq, data FROM sched_snapshot WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| -> Result<(i64, String)> { Ok((row.try_get(0)?, row.try_get(1)?)) })
+            .transpose()?;
+        let after = snapshot.as_ref().map_or(i64::MIN, |(seq, _)| *seq);
+        let entries = sqlx::query("SELECT seq, event FROM sched_log WHERE seq > $1 ORDER BY seq")
+            .bind(after)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let max_job_id = sqlx::query("SELECT COALESCE(MAX(id), 0) FROM jobs")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get::<i64, _>(0)?;
+        Ok(SchedulerLog {
+            snapshot,
+            entries,
+            max_job_id,
+        })
+    }
+
+    /// One job row (`task = -1` for a job or a whole array).
+    #[tracing::instrument(skip_all, fields(id, task), err)]
+    pub async fn job(&self, id: i64, task: i64) -> Result<JobRecord> {
+        let row = sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1 AND task = $2"
+        ))
+        .bind(id)
+        .bind(task)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        job_from_row(&row)
+    }
+
+    /// Rows of running and completing jobs and tasks: the steps to re-adopt.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn running_jobs(&self) -> Result<Vec<JobRecord>> {
+        sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ('RUNNING', 'COMPLETING') \
+             AND start_time IS NOT NULL ORDER BY id, task"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(job_from_row)
+        .collect()
+    }
+
+    /// Rows of arrays whose tasks are not all over.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn active_array_rows(&self) -> Result<Vec<JobRecord>> {
+        sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE task = -1 AND array_spec IS NOT NULL \
+             AND end_time IS NULL ORDER BY id"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(job_from_row)
+        .collect()
+    }
+
+    /// Job rows matching `filter`, newest first, and how many match in all. The row
+    /// of an array that has started tasks is left out (its tasks are listed).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<(Vec<JobRecord>, i64)> {
+        let mut clauses = vec![
+            "NOT (task = -1 AND array_spec IS NOT NULL AND state <> 'PENDING')".to_string(),
+        ];
+        let mut n = 0;
+        let mut next = || {
+            n += 1;
+            format!("${n}")
+        };
+        if filter.user.is_some() {
+            clauses.push(format!("user_name = {}", next()));
+        }
+        if filter.partition.is_some() {
+            clauses.push(format!("partition = {}", next()));
+        }
+        if filter.since.is_some() {
+            clauses.push(format!("submit_time >= {}", next()));
+        }
+        if !filter.states.is_empty() {
+            let marks: Vec<String> = filter.states.iter().map(|_| next()).collect();
+            clauses.push(format!("state IN ({})", marks.join(", ")));
+        }
+        let filter_sql = clauses.join(" AND ");
+        let limit = next();
+        let offset = next();
+        let list_sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE {filter_sql} \
+             ORDER BY submit_time DESC, id DESC, task DESC LIMIT {limit} OFFSET {offset}"
+        );
+        let count_sql = format!("SELECT COUNT(*) FROM jobs WHERE {filter_sql}");
+        let rows = bind_filter(sqlx::query(&list_sql), filter)
+            .bind(filter.limit)
+            .bind(filter.offset)
+            .fetch_all(&self.pool)
+            .await?;
+        let total: i64 = bind_filter(sqlx::query(&count_sql), filter)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        let jobs = rows.iter().map(job_from_row).collect::<Result<Vec<_>>>()?;
+        Ok((jobs, total))
+    }
+}
+
+/// Bind the values of `filter` in the order `list_jobs` numbered them.
+fn bind_filter<'q>(mut q: AnyQuery<'q>, filter: &'q JobFilter) -> AnyQuery<'q> {
+    if let Some(u) = &filter.user {
+        q = q.bind(u);
+    }
+    if let Some(p) = &filter.partition {
+        q = q.bind(p);
+    }
+    if let Some(s) = filter.since {
+        q = q.bind(s);
+    }
+    for s in &filter.states {
+        q = q.bind(s);
+    }
+    q
+}
