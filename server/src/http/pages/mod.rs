@@ -1,5 +1,6 @@
 //! Server-rendered pages (askama), one struct per page next to its handler.
 
+mod cluster;
 mod home;
 mod jobs;
 mod login;
@@ -22,7 +23,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         // Before `/jobs/{id}`, which would take "new" for an id.
         .route("/jobs/new", web::get().to(jobs::new::show))
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
-        .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel));
+        .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
+        .route("/cluster", web::get().to(cluster::show));
 }
 
 /// A form whose only field is its CSRF token (logout, revoke).
