@@ -121,7 +121,7 @@ impl Application {
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
         let as_root = running_as_root();
-        let inventory = Arc::new(crate::sched::inventory::discover(&()).await?); // TEMP stand-in
+        let inventory = Arc::new(crate::sched::inventory::discover(&config.cluster).await?);
         let spool_dir = config.spool_dir(as_root);
         crate::launch::ensure_spool(&spool_dir)
             .with_context(|| format!("creating the spool directory {}", spool_dir.display()))?;

@@ -280,18 +280,3 @@ impl Store {
         Ok(false)
     }
 }
-
-// TEMP stand-in (the real one comes with the inventory branch).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PosixIdentity {
-    pub uid: u32,
-    pub gid: u32,
-    pub home: std::path::PathBuf,
-    pub groups: Vec<(String, Option<u32>)>,
-}
-
-impl Store {
-    pub async fn posix_identity(&self, _username: &str) -> Result<Option<PosixIdentity>> {
-        Ok(None)
-    }
-}
