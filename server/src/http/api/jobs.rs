@@ -116,7 +116,7 @@ pub struct ListQuery {
     pub per_page: Option<u64>,
 }
 
-fn requester(caller: &Principal) -> Requester {
+pub fn requester(caller: &Principal) -> Requester {
     Requester {
         user: caller.username.clone(),
         admin: caller.is_admin,
@@ -270,7 +270,7 @@ fn parse_states(s: Option<&str>) -> Result<(Vec<JobState>, bool), ApiError> {
     Ok((out, false))
 }
 
-const ALL_STATES: [JobState; 9] = [
+pub(crate) const ALL_STATES: [JobState; 9] = [
     JobState::Pending,
     JobState::Running,
     JobState::Completing,

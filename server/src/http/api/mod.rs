@@ -4,7 +4,7 @@ mod cluster;
 pub mod jobs;
 mod login;
 mod me;
-mod output;
+pub mod output;
 pub mod tokens;
 
 use actix_web::web;

@@ -16,7 +16,7 @@ use actix_web::HttpResponse;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::jobs::job_info;
+use super::jobs::{job_info, JobInfo};
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 use scheduler::JobId;
@@ -64,7 +64,7 @@ pub async fn get(
     };
     let owner = owner_uid(&state, &info.user).await?;
     if !query.follow {
-        let (text, next) = read_from(&path, owner, query.offset)?;
+        let (text, next) = read_from(&path, owner, query.offset, MAX_READ)?;
         return Ok(HttpResponse::Ok()
             .content_type("text/plain; charset=utf-8")
             .insert_header(("X-Output-Offset", next.to_string()))
@@ -131,7 +131,40 @@ fn open_owned(path: &Path, owner: u32) -> std::io::Result<Option<std::fs::File>>
     Ok(Some(file))
 }
 
-fn read_from(path: &Path, owner: u32, offset: Option<u64>) -> Result<(String, u64), ApiError> {
+/// The last part of a job's standard output for a page, and the offset to follow it
+/// from; `None` while the job has no output file yet.
+pub struct Tail {
+    pub text: String,
+    /// Where the file ended: `?follow=true&offset=` continues from here.
+    pub next_offset: u64,
+    /// Earlier output was left out.
+    pub truncated: bool,
+}
+
+/// Read the last `max_bytes` of `info`'s standard output, as the API does (owned
+/// regular files only), starting at a whole line.
+pub async fn tail(state: &AppState, info: &JobInfo, max_bytes: u64) -> Result<Option<Tail>, ApiError> {
+    let Some(path) = info.stdout.as_deref().map(PathBuf::from) else {
+        return Ok(None);
+    };
+    let owner = owner_uid(state, &info.user).await?;
+    let max_bytes = max_bytes.min(MAX_READ);
+    let (text, next) = read_from(&path, owner, None, max_bytes)?;
+    // Read from `len - max_bytes`, and `next` is where the file ended.
+    let truncated = next > max_bytes;
+    let text = match (truncated, text.find('\n')) {
+        (true, Some(i)) => text[i + 1..].to_string(),
+        _ => text,
+    };
+    Ok(Some(Tail {
+        text,
+        next_offset: next,
+        truncated,
+    }))
+}
+
+/// Read from `offset` (default: the last `last` bytes) at most [`MAX_READ`] bytes.
+fn read_from(path: &Path, owner: u32, offset: Option<u64>, last: u64) -> Result<(String, u64), ApiError> {
     let refused = |e: std::io::Error| {
         tracing::warn!(path = %path.display(), error = %e, "refusing to serve job output");
         ApiError::forbidden("the output file is not a regular file of the job's user")
@@ -140,7 +173,7 @@ fn read_from(path: &Path, owner: u32, offset: Option<u64>) -> Result<(String, u6
         return Ok((String::new(), offset.unwrap_or(0)));
     };
     let len = file.metadata().map_err(ApiError::internal)?.len();
-    let start = offset.unwrap_or_else(|| len.saturating_sub(MAX_READ)).min(len);
+    let start = offset.unwrap_or_else(|| len.saturating_sub(last)).min(len);
     file.seek(SeekFrom::Start(start)).map_err(ApiError::internal)?;
     let mut buf = Vec::new();
     file.take(MAX_READ)

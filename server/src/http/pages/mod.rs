@@ -1,6 +1,8 @@
 //! Server-rendered pages (askama), one struct per page next to its handler.
 
+mod cluster;
 mod home;
+mod jobs;
 mod login;
 
 use actix_web::{web, HttpResponse};
@@ -15,7 +17,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/login", web::post().to(login::submit))
         .route("/logout", web::post().to(login::logout))
         .route("/tokens", web::post().to(home::create_token))
-        .route("/tokens/{id}/revoke", web::post().to(home::revoke_token));
+        .route("/tokens/{id}/revoke", web::post().to(home::revoke_token))
+        .route("/jobs", web::get().to(jobs::queue::show))
+        .route("/jobs", web::post().to(jobs::new::submit))
+        // Before `/jobs/{id}`, which would take "new" for an id.
+        .route("/jobs/new", web::get().to(jobs::new::show))
+        .route("/jobs/{id}", web::get().to(jobs::detail::show))
+        .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
+        .route("/cluster", web::get().to(cluster::show));
 }
 
 /// A form whose only field is its CSRF token (logout, revoke).
@@ -85,6 +94,15 @@ pub fn csrf_refused() -> Result<HttpResponse, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The header of a signed-in page, for render tests.
+    pub fn nav() -> Nav {
+        Nav {
+            username: "alice".into(),
+            is_admin: false,
+            csrf: "tok".into(),
+        }
+    }
 
     #[test]
     fn message_page_escapes_its_text() {

@@ -1,0 +1,82 @@
+//! The job pages: my queue, the submission form, one job with its live output and
+//! a cancel button.
+//!
+//! Owns: turning the job API's answers into rows and pages. Must not touch: the
+//! submission rules, who may see a job, or reading output files; the job API
+//! (`api::jobs`, `api::output`) decides those, and these pages call it.
+
+pub mod detail;
+pub mod new;
+pub mod queue;
+
+use scheduler::{JobId, TimeLimit};
+
+use crate::http::api::jobs::JobInfo;
+
+/// One line of a job table.
+pub struct JobRow {
+    /// `123` or `123_4`: the detail page's address.
+    pub id: String,
+    /// As `squeue` shows it (`123_[5-9%2]`).
+    pub display_id: String,
+    pub name: String,
+    pub partition: String,
+    pub state: String,
+    /// Why it is pending, or empty.
+    pub reason: String,
+    pub submit_time: String,
+    pub time_used: String,
+    pub time_limit: String,
+    pub nodelist: String,
+    pub gres: String,
+    pub exit_code: String,
+}
+
+impl From<JobInfo> for JobRow {
+    fn from(j: JobInfo) -> Self {
+        Self {
+            time_used: duration(j.time_used),
+            time_limit: time_limit(j.time_limit),
+            exit_code: exit_text(j.exit_code, j.signal),
+            id: j.id,
+            display_id: j.display_id,
+            name: j.name,
+            partition: j.partition,
+            state: j.state,
+            reason: j.reason.unwrap_or_default(),
+            submit_time: j.submit_time,
+            nodelist: j.nodelist,
+            gres: j.gres,
+        }
+    }
+}
+
+/// `D-HH:MM:SS` or `HH:MM:SS`, as `squeue` prints times.
+pub fn duration(secs: u64) -> String {
+    TimeLimit::Seconds(secs).to_string()
+}
+
+/// A time limit as `squeue` prints it (`UNLIMITED` when there is none).
+pub fn time_limit(secs: Option<u64>) -> String {
+    secs.map_or(TimeLimit::Unlimited, TimeLimit::Seconds)
+        .to_string()
+}
+
+/// `0`, `1`, `signal 9`, or empty while the job has not ended.
+pub fn exit_text(code: Option<i64>, signal: Option<i64>) -> String {
+    match (code, signal) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(s)) => format!("signal {s}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// Whether a job in `state` (a Slurm state name) can still be cancelled.
+pub fn is_active(state: &str) -> bool {
+    matches!(state, "PENDING" | "RUNNING" | "COMPLETING")
+}
+
+/// The job id in a page address; `None` (a 404 page) for anything else.
+pub fn parse_id(raw: &str) -> Option<JobId> {
+    raw.parse().ok()
+}

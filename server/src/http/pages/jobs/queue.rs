@@ -1,0 +1,126 @@
+//! `GET /jobs`: my queue (pending and running, from the scheduler) and my recent
+//! jobs that are over (from the database).
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use askama::Template;
+use scheduler::SqueueFilter;
+
+use super::JobRow;
+use crate::auth::Scope;
+use crate::http::api::jobs::{from_record, from_view, ALL_STATES};
+use crate::http::authn::PageUser;
+use crate::http::pages::{render, Nav};
+use crate::http::{ApiError, AppState};
+use crate::store::JobFilter;
+
+/// How many ended jobs the page lists.
+const RECENT: i64 = 20;
+
+#[derive(Template)]
+#[template(path = "jobs/queue.html")]
+struct QueuePage {
+    nav: Nav,
+    queue: Vec<JobRow>,
+    recent: Vec<JobRow>,
+}
+
+pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    me.require(Scope::Read)?;
+    let queue = state
+        .scheduler
+        .squeue(SqueueFilter {
+            user: Some(me.username.clone()),
+            ..SqueueFilter::default()
+        })
+        .await?
+        .into_iter()
+        .map(|v| JobRow::from(from_view(v)))
+        .collect();
+    let ended = JobFilter {
+        user: Some(me.username.clone()),
+        states: ALL_STATES
+            .iter()
+            .filter(|s| s.is_terminal())
+            .map(|s| s.name().to_string())
+            .collect(),
+        partition: None,
+        since: None,
+        limit: RECENT,
+        offset: 0,
+    };
+    let (rows, _) = state.store.list_jobs(&ended).await?;
+    let recent = rows.iter().map(|r| JobRow::from(from_record(r))).collect();
+    render(
+        &QueuePage {
+            nav: Nav::of(&me),
+            queue,
+            recent,
+        },
+        StatusCode::OK,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::pages::tests::nav;
+
+    fn row(id: &str, name: &str, state: &str) -> JobRow {
+        JobRow {
+            id: id.into(),
+            display_id: id.into(),
+            name: name.into(),
+            partition: "gpu".into(),
+            state: state.into(),
+            reason: if state == "PENDING" {
+                "Resources".into()
+            } else {
+                String::new()
+            },
+            submit_time: "2026-01-02T03:04:05Z".into(),
+            time_used: "00:00:07".into(),
+            time_limit: "01:00:00".into(),
+            nodelist: "node1".into(),
+            gres: "gpu:1".into(),
+            exit_code: if state == "COMPLETED" {
+                "0".into()
+            } else {
+                String::new()
+            },
+        }
+    }
+
+    #[test]
+    fn queue_page_lists_both_tables_and_escapes_names() {
+        let html = QueuePage {
+            nav: nav(),
+            queue: vec![row("7", "<script>alert(1)</script>", "PENDING")],
+            recent: vec![row("3", "done", "COMPLETED")],
+        }
+        .render()
+        .expect("render");
+        assert!(html.contains("href=\"/jobs/new\""), "{html}");
+        assert!(html.contains("href=\"/jobs/7\""), "{html}");
+        assert!(html.contains("Resources"), "{html}");
+        assert!(html.contains("href=\"/jobs/3\""), "{html}");
+        assert!(
+            html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+            "{html}"
+        );
+        assert!(!html.contains("<script>alert"), "{html}");
+    }
+
+    #[test]
+    fn empty_queue_says_so() {
+        let html = QueuePage {
+            nav: nav(),
+            queue: vec![],
+            recent: vec![],
+        }
+        .render()
+        .expect("render");
+        assert!(html.contains("id=\"queue-empty\""), "{html}");
+    }
+}
