@@ -50,6 +50,17 @@ pub enum Command {
     Scancel(crate::client::scancel::ScancelArgs),
     /// Show accounting records of jobs (like Slurm's sacct).
     Sacct(crate::client::sacct::SacctArgs),
+    /// Run a job step (started by the portal).
+    #[command(subcommand, hide = true)]
+    Step(StepCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StepCommand {
+    /// Supervise the step in DIR until it ends.
+    Run { dir: PathBuf },
+    /// Become the job's user and start its script (run by the supervisor).
+    Exec { dir: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +168,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sinfo(args) => crate::client::sinfo::run(args).await,
         Command::Scancel(args) => crate::client::scancel::run(args).await,
         Command::Sacct(args) => crate::client::sacct::run(args).await,
+        Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
+        Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
     }
 }
 

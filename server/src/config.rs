@@ -979,7 +979,10 @@ impl Config {
         if !matches!(self.jobs.runtime.as_str(), "auto" | "bubblewrap" | "none") {
             problem(
                 "jobs.runtime",
-                format!("{:?} is not one of auto, bubblewrap, none", self.jobs.runtime),
+                format!(
+                    "{:?} is not one of auto, bubblewrap, none",
+                    self.jobs.runtime
+                ),
             );
         }
         if self.listen.parse::<SocketAddr>().is_err() {

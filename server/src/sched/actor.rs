@@ -145,7 +145,12 @@ impl Scheduler {
         self.control(who, job, Control::Requeue).await
     }
 
-    async fn control(&self, who: &Requester, job: JobId, action: Control) -> Result<(), SchedError> {
+    async fn control(
+        &self,
+        who: &Requester,
+        job: JobId,
+        action: Control,
+    ) -> Result<(), SchedError> {
         self.ask(|reply| Command::Control {
             who: who.clone(),
             job,
@@ -228,7 +233,11 @@ pub(super) fn now_secs() -> Time {
 }
 
 impl Actor {
-    async fn load(store: Store, config: ClusterConfig, runner: StepRunner) -> anyhow::Result<Actor> {
+    async fn load(
+        store: Store,
+        config: ClusterConfig,
+        runner: StepRunner,
+    ) -> anyhow::Result<Actor> {
         let (cluster, seq, entries) = rebuild(&store, &config).await?;
         let log = store.load_scheduler_log().await?;
         let mut next_id = (log.max_job_id.max(0) as u64) + 1;
@@ -392,7 +401,11 @@ impl Actor {
                         batch.changes.push(JobChange::Submitted(Box::new(record)));
                         let job = JobId::new(id);
                         batch.replies.push(Box::new(move |ok| {
-                            let _ = reply.send(if ok { Ok(job) } else { Err(SchedError::Unavailable) });
+                            let _ = reply.send(if ok {
+                                Ok(job)
+                            } else {
+                                Err(SchedError::Unavailable)
+                            });
                         }));
                     }
                     Err(e) => {
@@ -428,7 +441,11 @@ impl Actor {
                         Ok(applied) => {
                             self.after_control(batch, job, action, applied, now);
                             batch.replies.push(Box::new(move |ok| {
-                                let _ = reply.send(if ok { Ok(()) } else { Err(SchedError::Unavailable) });
+                                let _ = reply.send(if ok {
+                                    Ok(())
+                                } else {
+                                    Err(SchedError::Unavailable)
+                                });
                             }));
                         }
                         Err(e) => {
@@ -459,7 +476,14 @@ impl Actor {
         Ok(view)
     }
 
-    fn after_control(&mut self, batch: &mut Batch, job: JobId, action: Control, applied: Applied, now: Time) {
+    fn after_control(
+        &mut self,
+        batch: &mut Batch,
+        job: JobId,
+        action: Control,
+        applied: Applied,
+        now: Time,
+    ) {
         match (action, applied) {
             (Control::Cancel, Applied::Cancelled(effect)) => {
                 for j in effect.cancelled {
@@ -476,7 +500,11 @@ impl Actor {
                 None => {}
             },
             (Control::Hold, _) | (Control::Release, _) => {
-                let reason = self.cluster.job(job, now).and_then(|v| v.reason).map(|r| r.name().to_string());
+                let reason = self
+                    .cluster
+                    .job(job, now)
+                    .and_then(|v| v.reason)
+                    .map(|r| r.name().to_string());
                 batch.changes.push(JobChange::State {
                     id: job.job as i64,
                     task: job.task.map_or(-1, i64::from),
@@ -506,7 +534,9 @@ impl Actor {
         };
         match self.record(batch, &event) {
             Ok(Applied::Finished(JobState::Pending)) => {
-                batch.changes.push(state_change(end.job, JobState::Pending, None));
+                batch
+                    .changes
+                    .push(state_change(end.job, JobState::Pending, None));
             }
             Ok(Applied::Finished(state)) => {
                 let (code, signal) = match end.outcome {
@@ -523,7 +553,9 @@ impl Actor {
                 self.forget_if_over(end.job, now);
             }
             Ok(_) => {}
-            Err(e) => tracing::error!(job = %end.job, error = %e, "recording the end of a step failed"),
+            Err(e) => {
+                tracing::error!(job = %end.job, error = %e, "recording the end of a step failed")
+            }
         }
     }
 
@@ -535,7 +567,9 @@ impl Actor {
         }
         if let Some(v) = self.cluster.job(parent, now) {
             if v.state.is_terminal() && job.task.is_some() {
-                batch.changes.push(ended(parent, v.state.name(), now, None, None));
+                batch
+                    .changes
+                    .push(ended(parent, v.state.name(), now, None, None));
                 self.meta.remove(&job.job);
             }
         }
@@ -543,7 +577,11 @@ impl Actor {
 
     fn forget_if_over(&mut self, job: JobId, now: Time) {
         let parent = JobId::new(job.job);
-        if self.cluster.job(parent, now).is_none_or(|v| v.state.is_terminal()) {
+        if self
+            .cluster
+            .job(parent, now)
+            .is_none_or(|v| v.state.is_terminal())
+        {
             self.meta.remove(&job.job);
         }
     }
@@ -558,11 +596,19 @@ impl Actor {
             match d {
                 Decision::Start { job, allocation } => {
                     let start = self.job_start(job, &allocation, now * 1000);
-                    batch.changes.push(JobChange::Started(Box::new(start.clone())));
+                    batch
+                        .changes
+                        .push(JobChange::Started(Box::new(start.clone())));
                     batch.launches.push((job, allocation, start));
                 }
                 Decision::Cancel { job, reason } => {
-                    let mut change = ended(job, "CANCELLED", now, None, Some(format!("cancelled by the scheduler: {}", reason.name())));
+                    let mut change = ended(
+                        job,
+                        "CANCELLED",
+                        now,
+                        None,
+                        Some(format!("cancelled by the scheduler: {}", reason.name())),
+                    );
                     if let JobChange::Ended { reason: r, .. } = &mut change {
                         *r = Some(reason.name().to_string());
                     }
@@ -572,7 +618,11 @@ impl Actor {
                 Decision::TimeLimit { job } => batch.signals.push((job, StepSignal::TimeLimit)),
                 Decision::NodeFail { job, requeued } => {
                     batch.signals.push((job, StepSignal::Cancel));
-                    let state = if requeued { JobState::Pending } else { JobState::NodeFail };
+                    let state = if requeued {
+                        JobState::Pending
+                    } else {
+                        JobState::NodeFail
+                    };
                     batch.changes.push(state_change(job, state, None));
                 }
             }
@@ -591,7 +641,8 @@ impl Actor {
             node: node.map_or("", |n| n.node.as_str()),
         };
         let workdir = meta.map_or_else(PathBuf::new, |m| m.workdir.clone());
-        let stdout = submission::output_path(meta.and_then(|m| m.output.as_deref()), &values, &workdir);
+        let stdout =
+            submission::output_path(meta.and_then(|m| m.output.as_deref()), &values, &workdir);
         let stderr = meta
             .and_then(|m| m.error.as_deref())
             .map(|e| submission::output_path(Some(e), &values, &workdir));
@@ -604,7 +655,9 @@ impl Actor {
                 scheduler::TimeLimit::Unlimited => None,
             }),
             allocation: serde_json::to_string(allocation).unwrap_or_default(),
-            nodelist: view.as_ref().map_or_else(String::new, |v| v.nodelist.clone()),
+            nodelist: view
+                .as_ref()
+                .map_or_else(String::new, |v| v.nodelist.clone()),
             cpus: allocation.nodes.iter().map(|n| i64::from(n.cpus)).sum(),
             memory_mb: allocation.nodes.iter().map(|n| n.memory_mb as i64).sum(),
             gpus: view.as_ref().map_or_else(String::new, |v| v.gres.clone()),
@@ -613,17 +666,33 @@ impl Actor {
         }
     }
 
-    fn submitted_record(&self, id: u64, owner: &Owner, s: &Submission, workdir: &std::path::Path, now: Time) -> JobRecord {
+    fn submitted_record(
+        &self,
+        id: u64,
+        owner: &Owner,
+        s: &Submission,
+        workdir: &std::path::Path,
+        now: Time,
+    ) -> JobRecord {
         let view = self.cluster.job(JobId::new(id), now);
         JobRecord {
             id: id as i64,
             task: -1,
             user_name: owner.user.clone(),
-            account: view.as_ref().map_or_else(|| owner.account.clone(), |v| v.account.clone()),
-            partition: view.as_ref().map_or_else(String::new, |v| v.partition.clone()),
-            name: view.as_ref().map_or_else(|| "sbatch".into(), |v| v.name.clone()),
+            account: view
+                .as_ref()
+                .map_or_else(|| owner.account.clone(), |v| v.account.clone()),
+            partition: view
+                .as_ref()
+                .map_or_else(String::new, |v| v.partition.clone()),
+            name: view
+                .as_ref()
+                .map_or_else(|| "sbatch".into(), |v| v.name.clone()),
             state: "PENDING".into(),
-            reason: view.as_ref().and_then(|v| v.reason).map(|r| r.name().to_string()),
+            reason: view
+                .as_ref()
+                .and_then(|v| v.reason)
+                .map(|r| r.name().to_string()),
             array_spec: s.request.array.as_ref().map(|a| a.to_string()),
             script: s.script.clone(),
             request: serde_json::to_string(&s.request).unwrap_or_default(),
@@ -650,7 +719,10 @@ impl Actor {
             }
             return;
         }
-        let result = self.store.commit_scheduler_batch(&batch.log, &batch.changes).await;
+        let result = self
+            .store
+            .commit_scheduler_batch(&batch.log, &batch.changes)
+            .await;
         let ok = result.is_ok();
         if let Err(e) = result {
             tracing::error!(error = %e, "committing a scheduler batch failed; rebuilding from the database");
@@ -711,11 +783,11 @@ async fn rebuild(store: &Store, config: &ClusterConfig) -> anyhow::Result<(Clust
         seq = *s;
     }
     if cluster.config() != config {
-        let active = cluster
-            .squeue(&SqueueFilter::default(), now_secs())
-            .len();
+        let active = cluster.squeue(&SqueueFilter::default(), now_secs()).len();
         if active == 0 {
-            tracing::info!("the cluster configuration changed; the queue is empty, so it applies now");
+            tracing::info!(
+                "the cluster configuration changed; the queue is empty, so it applies now"
+            );
             cluster = Cluster::new(config.clone())?;
         } else {
             tracing::warn!(
@@ -727,7 +799,13 @@ async fn rebuild(store: &Store, config: &ClusterConfig) -> anyhow::Result<(Clust
     Ok((cluster, seq, log.entries.len()))
 }
 
-fn ended(job: JobId, state: &str, now: Time, exit_code: Option<i64>, message: Option<String>) -> JobChange {
+fn ended(
+    job: JobId,
+    state: &str,
+    now: Time,
+    exit_code: Option<i64>,
+    message: Option<String>,
+) -> JobChange {
     JobChange::Ended {
         id: job.job as i64,
         task: job.task.map_or(-1, i64::from),

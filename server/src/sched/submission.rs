@@ -313,10 +313,7 @@ pub fn environment(
     env.insert("USER".into(), cx.user.into());
     env.insert("LOGNAME".into(), cx.user.into());
     env.insert("TMPDIR".into(), "/tmp".into());
-    let gpus: Vec<String> = gpu_indices(cx.node)
-        .iter()
-        .map(|i| i.to_string())
-        .collect();
+    let gpus: Vec<String> = gpu_indices(cx.node).iter().map(|i| i.to_string()).collect();
     let cpus = cx.node.cpus.to_string();
     let mut slurm = vec![
         ("SLURM_JOB_ID", cx.job.job.to_string()),
@@ -426,16 +423,31 @@ mod tests {
             None,
         )
         .expect_err("invalid");
-        assert!(matches!(e, SubmissionError::Directive { line: 3, .. }), "{e:?}");
+        assert!(
+            matches!(e, SubmissionError::Directive { line: 3, .. }),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn bad_fields_are_named() {
         let e = build(None, None, &BTreeMap::new(), BTreeMap::new(), None).expect_err("empty");
-        assert!(matches!(e, SubmissionError::Field { field: "script", .. }));
+        assert!(matches!(
+            e,
+            SubmissionError::Field {
+                field: "script",
+                ..
+            }
+        ));
         let env = BTreeMap::from([("1BAD".to_string(), "x".to_string())]);
         let e = build(None, Some("true"), &BTreeMap::new(), env, None).expect_err("env");
-        assert!(matches!(e, SubmissionError::Field { field: "environment", .. }));
+        assert!(matches!(
+            e,
+            SubmissionError::Field {
+                field: "environment",
+                ..
+            }
+        ));
         let e = build(
             None,
             Some("true"),
@@ -444,7 +456,13 @@ mod tests {
             Some("relative".into()),
         )
         .expect_err("dir");
-        assert!(matches!(e, SubmissionError::Field { field: "working_directory", .. }));
+        assert!(matches!(
+            e,
+            SubmissionError::Field {
+                field: "working_directory",
+                ..
+            }
+        ));
     }
 
     #[test]

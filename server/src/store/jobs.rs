@@ -362,9 +362,8 @@ impl Store {
     /// of an array that has started tasks is left out (its tasks are listed).
     #[tracing::instrument(skip_all, err)]
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<(Vec<JobRecord>, i64)> {
-        let mut clauses = vec![
-            "NOT (task = -1 AND array_spec IS NOT NULL AND state <> 'PENDING')".to_string(),
-        ];
+        let mut clauses =
+            vec!["NOT (task = -1 AND array_spec IS NOT NULL AND state <> 'PENDING')".to_string()];
         let mut n = 0;
         let mut next = || {
             n += 1;

@@ -47,8 +47,11 @@ impl JobCluster {
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o711))
             .expect("chmod root");
         std::fs::create_dir(root.path().join("home")).expect("homes");
-        std::fs::set_permissions(root.path().join("home"), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod homes");
+        std::fs::set_permissions(
+            root.path().join("home"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod homes");
         let app = spawn_with(Options {
             extra_config: cluster_config(root.path(), gpus),
             ..Default::default()
@@ -65,12 +68,29 @@ impl JobCluster {
         std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).expect("chmod");
         let uid_s = uid.to_string();
         let out = self.app.cli(
-            &["user", "add", name, "--uid", &uid_s, "--gid", &uid_s, "--home", home.to_str().expect("utf-8")],
+            &[
+                "user",
+                "add",
+                name,
+                "--uid",
+                &uid_s,
+                "--gid",
+                &uid_s,
+                "--home",
+                home.to_str().expect("utf-8"),
+            ],
             "password-of-some-length\n",
         );
-        assert!(out.status.success(), "user add: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "user add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let client = self.app.login(name, "password-of-some-length").await;
-        let token = self.app.create_token(&client, "jobs", &["read", "jobs"]).await;
+        let token = self
+            .app
+            .create_token(&client, "jobs", &["read", "jobs"])
+            .await;
         JobUser {
             name: name.to_string(),
             token,
@@ -92,7 +112,10 @@ impl JobCluster {
     /// Submit a script from the user's home; returns the job id.
     pub async fn sbatch(&self, user: &JobUser, script: &str) -> String {
         let res = self
-            .submit(user, json!({"script": script, "working_directory": user.home}))
+            .submit(
+                user,
+                json!({"script": script, "working_directory": user.home}),
+            )
             .await;
         let status = res.status();
         let body: Value = res.json().await.expect("json");
@@ -101,26 +124,41 @@ impl JobCluster {
     }
 
     pub async fn job(&self, user: &JobUser, id: &str) -> Value {
-        let res = self.app.get_bearer(&format!("/api/v1/jobs/{id}"), &user.token).await;
+        let res = self
+            .app
+            .get_bearer(&format!("/api/v1/jobs/{id}"), &user.token)
+            .await;
         assert_eq!(res.status(), 200, "job {id}");
         res.json().await.expect("json")
     }
 
     /// Wait until the job is in one of `states`; returns it.
-    pub async fn wait_for(&self, user: &JobUser, id: &str, states: &[&str], within: Duration) -> Value {
-        let found = atrium_tests::support::until(&format!("job {id} to reach {states:?}"), within, || {
-            let fut = self.job(user, id);
-            async move {
-                let j = fut.await;
-                states.contains(&j["state"].as_str().unwrap_or("")).then_some(j)
-            }
-        })
-        .await;
+    pub async fn wait_for(
+        &self,
+        user: &JobUser,
+        id: &str,
+        states: &[&str],
+        within: Duration,
+    ) -> Value {
+        let found =
+            atrium_tests::support::until(&format!("job {id} to reach {states:?}"), within, || {
+                let fut = self.job(user, id);
+                async move {
+                    let j = fut.await;
+                    states
+                        .contains(&j["state"].as_str().unwrap_or(""))
+                        .then_some(j)
+                }
+            })
+            .await;
         match found {
             Ok(j) => j,
             Err(e) => {
                 let last = self.job(user, id).await;
-                panic!("{e:#}; last seen: {last}\nportal log:\n{}", self.app.log().join("\n"))
+                panic!(
+                    "{e:#}; last seen: {last}\nportal log:\n{}",
+                    self.app.log().join("\n")
+                )
             }
         }
     }
@@ -137,7 +175,14 @@ async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
     let c = JobCluster::start(0).await;
     let alice = c.user("alice", 20101).await;
     let id = c.sbatch(&alice, PRINT_ID).await;
-    let job = c.wait_for(&alice, &id, &["COMPLETED", "FAILED"], Duration::from_secs(60)).await;
+    let job = c
+        .wait_for(
+            &alice,
+            &id,
+            &["COMPLETED", "FAILED"],
+            Duration::from_secs(60),
+        )
+        .await;
     assert_eq!(job["state"], "COMPLETED", "{job}");
     assert_eq!(job["exit_code"], 0);
     let out_path = alice.home.join(format!("slurm-{id}.out"));
@@ -171,7 +216,10 @@ async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
     assert!(text.contains("uid=20101"), "{text}");
     let events = c
         .app
-        .get_bearer(&format!("/api/v1/jobs/{id}/output?follow=true"), &alice.token)
+        .get_bearer(
+            &format!("/api/v1/jobs/{id}/output?follow=true"),
+            &alice.token,
+        )
         .await;
     assert_eq!(events.headers()["content-type"], "text/event-stream");
     let body = events.text().await.expect("events");
@@ -195,10 +243,21 @@ async fn two_gpu_jobs_get_disjoint_gpus() {
     .await;
     let mut sets = Vec::new();
     for id in [&a, &b] {
-        let job = c.wait_for(&alice, id, &["COMPLETED", "FAILED"], Duration::from_secs(60)).await;
+        let job = c
+            .wait_for(
+                &alice,
+                id,
+                &["COMPLETED", "FAILED"],
+                Duration::from_secs(60),
+            )
+            .await;
         assert_eq!(job["state"], "COMPLETED", "{job}");
         let out = c.output(&alice, id);
-        let line = out.lines().find(|l| l.starts_with("GPUS=")).expect("gpu line").to_string();
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("GPUS="))
+            .expect("gpu line")
+            .to_string();
         let gpus: BTreeSet<String> = line
             .trim_start_matches("GPUS=")
             .split_whitespace()
@@ -208,8 +267,20 @@ async fn two_gpu_jobs_get_disjoint_gpus() {
             .map(str::to_string)
             .collect();
         assert_eq!(gpus.len(), 2, "{line}");
-        assert!(line.ends_with(&format!("JOBGPUS={}", gpus.iter().cloned().collect::<Vec<_>>().join(","))) || line.contains("JOBGPUS="), "{line}");
-        assert_eq!(job["cuda_visible_devices"].as_str().map(|s| s.split(',').count()), Some(2));
+        assert!(
+            line.ends_with(&format!(
+                "JOBGPUS={}",
+                gpus.iter().cloned().collect::<Vec<_>>().join(",")
+            )) || line.contains("JOBGPUS="),
+            "{line}"
+        );
+        assert_eq!(
+            job["cuda_visible_devices"]
+                .as_str()
+                .map(|s| s.split(',').count()),
+            Some(2),
+            "{job}"
+        );
         sets.push(gpus);
     }
     assert!(sets[0].is_disjoint(&sets[1]), "{sets:?}");
@@ -236,11 +307,20 @@ async fn an_array_with_a_limit_of_two_never_runs_more_than_two_tasks() {
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-5%2\n#SBATCH --gres=gpu:1\ndate +%s%N\nsleep 1\ndate +%s%N\n")
         .await;
     for t in 0..6 {
-        c.wait_for(&alice, &format!("{id}_{t}"), &["COMPLETED"], Duration::from_secs(90)).await;
+        c.wait_for(
+            &alice,
+            &format!("{id}_{t}"),
+            &["COMPLETED"],
+            Duration::from_secs(90),
+        )
+        .await;
     }
     let spans = intervals(&c, &alice, &id, 6);
     for &(start, _) in &spans {
-        let running = spans.iter().filter(|(s, e)| *s <= start && start < *e).count();
+        let running = spans
+            .iter()
+            .filter(|(s, e)| *s <= start && start < *e)
+            .count();
         assert!(running <= 2, "{running} tasks ran at once: {spans:?}");
     }
 }
@@ -252,30 +332,53 @@ async fn afterok_runs_in_order_and_afternotok_of_a_success_is_cancelled() {
     let step = "#!/bin/bash\ndate +%s%N\nsleep 1\ndate +%s%N\n";
     let a = c.sbatch(&alice, step).await;
     let b = c
-        .sbatch(&alice, &format!("#!/bin/bash\n#SBATCH --dependency=afterok:{a}\ndate +%s%N\nsleep 1\ndate +%s%N\n"))
+        .sbatch(
+            &alice,
+            &format!(
+                "#!/bin/bash\n#SBATCH --dependency=afterok:{a}\ndate +%s%N\nsleep 1\ndate +%s%N\n"
+            ),
+        )
         .await;
     let cc = c
-        .sbatch(&alice, &format!("#!/bin/bash\n#SBATCH --dependency=afterok:{b}\ndate +%s%N\nsleep 1\ndate +%s%N\n"))
+        .sbatch(
+            &alice,
+            &format!(
+                "#!/bin/bash\n#SBATCH --dependency=afterok:{b}\ndate +%s%N\nsleep 1\ndate +%s%N\n"
+            ),
+        )
         .await;
     let never = c
-        .sbatch(&alice, &format!("#!/bin/bash\n#SBATCH --dependency=afternotok:{a}\necho should not run\n"))
+        .sbatch(
+            &alice,
+            &format!("#!/bin/bash\n#SBATCH --dependency=afternotok:{a}\necho should not run\n"),
+        )
         .await;
     let pending = c.job(&alice, &b).await;
     assert_eq!(pending["state"], "PENDING");
     assert_eq!(pending["reason"], "Dependency");
     for id in [&a, &b, &cc] {
-        c.wait_for(&alice, id, &["COMPLETED"], Duration::from_secs(60)).await;
+        c.wait_for(&alice, id, &["COMPLETED"], Duration::from_secs(60))
+            .await;
     }
     let span = |id: &str| {
-        let nums: Vec<u128> = c.output(&alice, id).lines().filter_map(|l| l.trim().parse().ok()).collect();
+        let nums: Vec<u128> = c
+            .output(&alice, id)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
         assert_eq!(nums.len(), 2, "{id}");
         (nums[0], nums[1])
     };
     let (sa, sb, sc) = (span(&a), span(&b), span(&cc));
     assert!(sb.0 >= sa.1, "b started before a ended");
     assert!(sc.0 >= sb.1, "c started before b ended");
-    let cancelled = c.wait_for(&alice, &never, &["CANCELLED"], Duration::from_secs(30)).await;
-    assert_eq!(cancelled["reason"], "DependencyNeverSatisfied", "{cancelled}");
+    let cancelled = c
+        .wait_for(&alice, &never, &["CANCELLED"], Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        cancelled["reason"], "DependencyNeverSatisfied",
+        "{cancelled}"
+    );
     assert!(!alice.home.join(format!("slurm-{never}.out")).exists());
 }
 
@@ -283,10 +386,21 @@ async fn afterok_runs_in_order_and_afternotok_of_a_success_is_cancelled() {
 async fn cancel_stops_a_running_job_and_time_limits_are_enforced() {
     let c = JobCluster::start(0).await;
     let alice = c.user("alice", 20141).await;
-    let long = c.sbatch(&alice, "#!/bin/bash\necho started\nsleep 300\n").await;
-    let limited = c.sbatch(&alice, "#!/bin/bash\n#SBATCH --time=0:03\necho started\nsleep 300\n").await;
-    c.wait_for(&alice, &long, &["RUNNING"], Duration::from_secs(30)).await;
-    eventually("the job printed", Duration::from_secs(30), || async { c.output(&alice, &long).contains("started") }).await;
+    let long = c
+        .sbatch(&alice, "#!/bin/bash\necho started\nsleep 300\n")
+        .await;
+    let limited = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\n#SBATCH --time=0:03\necho started\nsleep 300\n",
+        )
+        .await;
+    c.wait_for(&alice, &long, &["RUNNING"], Duration::from_secs(30))
+        .await;
+    eventually("the job printed", Duration::from_secs(30), || async {
+        c.output(&alice, &long).contains("started")
+    })
+    .await;
     let res = reqwest::Client::new()
         .delete(c.app.url(&format!("/api/v1/jobs/{long}")))
         .bearer_auth(&alice.token)
@@ -294,16 +408,23 @@ async fn cancel_stops_a_running_job_and_time_limits_are_enforced() {
         .await
         .expect("cancel");
     assert_eq!(res.status(), 200);
-    c.wait_for(&alice, &long, &["CANCELLED"], Duration::from_secs(30)).await;
-    let timed_out = c.wait_for(&alice, &limited, &["TIMEOUT"], Duration::from_secs(40)).await;
+    c.wait_for(&alice, &long, &["CANCELLED"], Duration::from_secs(30))
+        .await;
+    let timed_out = c
+        .wait_for(&alice, &limited, &["TIMEOUT"], Duration::from_secs(40))
+        .await;
     assert_eq!(timed_out["state"], "TIMEOUT");
-    eventually("no sleep of the user is left", Duration::from_secs(20), || async {
-        let out = std::process::Command::new("pgrep")
-            .args(["-u", "20141", "sleep"])
-            .output()
-            .expect("pgrep");
-        out.stdout.is_empty()
-    })
+    eventually(
+        "no sleep of the user is left",
+        Duration::from_secs(20),
+        || async {
+            let out = std::process::Command::new("pgrep")
+                .args(["-u", "20141", "sleep"])
+                .output()
+                .expect("pgrep");
+            out.stdout.is_empty()
+        },
+    )
     .await;
 }
 
@@ -314,20 +435,35 @@ async fn bad_submissions_are_refused_with_the_reason_and_change_nothing() {
     let bob = c.user("bob", 20152).await;
 
     let res = c
-        .submit(&alice, json!({"script": "#!/bin/bash\n#SBATCH --gres=gpu:8\ntrue\n"}))
+        .submit(
+            &alice,
+            json!({"script": "#!/bin/bash\n#SBATCH --gres=gpu:8\ntrue\n"}),
+        )
         .await;
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.expect("json");
     let message = body["message"].as_str().expect("message");
-    assert!(message.contains('4') && message.to_lowercase().contains("gpu"), "{message}");
+    assert!(
+        message.contains('4') && message.to_lowercase().contains("gpu"),
+        "{message}"
+    );
 
     let res = c
-        .submit(&alice, json!({"script": "#!/bin/bash\n#SBATCH -J ok\n#SBATCH --gres=gpu:x\ntrue\n"}))
+        .submit(
+            &alice,
+            json!({"script": "#!/bin/bash\n#SBATCH -J ok\n#SBATCH --time=soon\ntrue\n"}),
+        )
         .await;
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.expect("json");
     assert_eq!(body["error"], "bad_request");
-    assert!(body["message"].as_str().expect("message").contains("line 3"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .expect("message")
+            .contains("line 3"),
+        "{body}"
+    );
 
     for bad in [
         json!({"wrap": "true", "environment": {"1X": "y"}}),
@@ -339,13 +475,33 @@ async fn bad_submissions_are_refused_with_the_reason_and_change_nothing() {
         let res = c.submit(&alice, bad.clone()).await;
         assert_eq!(res.status(), 400, "{bad}");
     }
-    let list: Value = c.app.get_bearer("/api/v1/jobs?state=all", &alice.token).await.json().await.expect("json");
+    let list: Value = c
+        .app
+        .get_bearer("/api/v1/jobs?state=all", &alice.token)
+        .await
+        .json()
+        .await
+        .expect("json");
     assert_eq!(list["total"], 0, "nothing was stored: {list}");
 
     // Another user's job does not exist for bob.
-    let id = c.sbatch(&alice, "#!/bin/bash\n#SBATCH --hold\ntrue\n").await;
-    assert_eq!(c.app.get_bearer(&format!("/api/v1/jobs/{id}"), &bob.token).await.status(), 404);
-    assert_eq!(c.app.get_bearer(&format!("/api/v1/jobs/{id}/output"), &bob.token).await.status(), 404);
+    let id = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
+        .await;
+    assert_eq!(
+        c.app
+            .get_bearer(&format!("/api/v1/jobs/{id}"), &bob.token)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        c.app
+            .get_bearer(&format!("/api/v1/jobs/{id}/output"), &bob.token)
+            .await
+            .status(),
+        404
+    );
     let res = reqwest::Client::new()
         .delete(c.app.url(&format!("/api/v1/jobs/{id}")))
         .bearer_auth(&bob.token)
@@ -353,7 +509,13 @@ async fn bad_submissions_are_refused_with_the_reason_and_change_nothing() {
         .await
         .expect("cancel");
     assert_eq!(res.status(), 404);
-    let bobs: Value = c.app.get_bearer("/api/v1/jobs", &bob.token).await.json().await.expect("json");
+    let bobs: Value = c
+        .app
+        .get_bearer("/api/v1/jobs", &bob.token)
+        .await
+        .json()
+        .await
+        .expect("json");
     assert_eq!(bobs["total"], 0);
     let held = c.job(&alice, &id).await;
     assert_eq!(held["reason"], "JobHeldUser");
@@ -365,21 +527,48 @@ async fn bad_submissions_are_refused_with_the_reason_and_change_nothing() {
         .await
         .expect("release");
     assert_eq!(res.status(), 200);
-    c.wait_for(&alice, &id, &["COMPLETED"], Duration::from_secs(30)).await;
+    c.wait_for(&alice, &id, &["COMPLETED"], Duration::from_secs(30))
+        .await;
 }
 
 #[tokio::test]
 async fn the_openapi_document_describes_the_job_api() {
     let c = JobCluster::start(2).await;
-    let doc: Value = reqwest::get(c.app.url("/api/v1/openapi.json")).await.expect("get").json().await.expect("json");
+    let doc: Value = reqwest::get(c.app.url("/api/v1/openapi.json"))
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
     assert!(doc["openapi"].as_str().expect("version").starts_with("3."));
-    for path in ["/api/v1/jobs", "/api/v1/jobs/{id}", "/api/v1/jobs/{id}/output", "/api/v1/nodes", "/api/v1/partitions"] {
+    for path in [
+        "/api/v1/jobs",
+        "/api/v1/jobs/{id}",
+        "/api/v1/jobs/{id}/output",
+        "/api/v1/nodes",
+        "/api/v1/partitions",
+    ] {
         assert!(doc["paths"].get(path).is_some(), "{path} missing");
     }
     let alice = c.user("alice", 20161).await;
-    let nodes: Value = c.app.get_bearer("/api/v1/nodes", &alice.token).await.json().await.expect("json");
+    let nodes: Value = c
+        .app
+        .get_bearer("/api/v1/nodes", &alice.token)
+        .await
+        .json()
+        .await
+        .expect("json");
     assert_eq!(nodes["gpus"].as_array().expect("gpus").len(), 2);
-    assert_eq!(nodes["gpus"][0]["present"], false, "declared GPUs are not on this machine");
-    let parts: Value = c.app.get_bearer("/api/v1/partitions", &alice.token).await.json().await.expect("json");
+    assert_eq!(
+        nodes["gpus"][0]["present"], false,
+        "declared GPUs are not on this machine"
+    );
+    let parts: Value = c
+        .app
+        .get_bearer("/api/v1/partitions", &alice.token)
+        .await
+        .json()
+        .await
+        .expect("json");
     assert_eq!(parts["partitions"][0]["name"], "gpu");
 }

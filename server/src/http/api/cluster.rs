@@ -26,7 +26,10 @@ pub struct Nodes {
 
 /// Partitions as `sinfo` shows them.
 #[utoipa::path(get, path = "/api/v1/partitions", responses((status = 200, body = Partitions)))]
-pub async fn partitions(caller: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn partitions(
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let (_, partitions) = state.scheduler.nodes().await?;
     Ok(HttpResponse::Ok().json(Partitions { partitions }))
@@ -34,7 +37,10 @@ pub async fn partitions(caller: Principal, state: web::Data<AppState>) -> Result
 
 /// Nodes with their CPUs, memory and GPU slices in use.
 #[utoipa::path(get, path = "/api/v1/nodes", responses((status = 200, body = Nodes)))]
-pub async fn nodes(caller: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn nodes(
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let (nodes, _) = state.scheduler.nodes().await?;
     Ok(HttpResponse::Ok().json(Nodes {

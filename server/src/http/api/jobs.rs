@@ -129,7 +129,9 @@ impl From<SchedError> for ApiError {
             SchedError::NotFound => ApiError::NotFound,
             SchedError::Rejected(m) => ApiError::BadRequest(m),
             SchedError::Conflict(m) => ApiError::Conflict(m),
-            SchedError::Unavailable => ApiError::Unavailable("the scheduler is not available".into()),
+            SchedError::Unavailable => {
+                ApiError::Unavailable("the scheduler is not available".into())
+            }
         }
     }
 }
@@ -147,11 +149,18 @@ pub async fn submit(
     let id = job.to_string();
     Ok(HttpResponse::Created()
         .insert_header(("Location", format!("/api/v1/jobs/{id}")))
-        .json(Submitted { id, job_id: job.job }))
+        .json(Submitted {
+            id,
+            job_id: job.job,
+        }))
 }
 
 /// Submit `body` as `caller`: the one path for the API and the pages.
-pub async fn submit_as(state: &AppState, caller: &Principal, body: SubmitJob) -> Result<JobId, ApiError> {
+pub async fn submit_as(
+    state: &AppState,
+    caller: &Principal,
+    body: SubmitJob,
+) -> Result<JobId, ApiError> {
     let sub = submission::build(
         body.script.as_deref(),
         body.wrap.as_deref(),
@@ -263,7 +272,9 @@ fn parse_states(s: Option<&str>) -> Result<(Vec<JobState>, bool), ApiError> {
         }
         let state = ALL_STATES
             .iter()
-            .find(|st| st.name().eq_ignore_ascii_case(word) || st.short().eq_ignore_ascii_case(word))
+            .find(|st| {
+                st.name().eq_ignore_ascii_case(word) || st.short().eq_ignore_ascii_case(word)
+            })
             .ok_or_else(|| ApiError::bad_request(format!("state: unknown job state \"{word}\"")))?;
         out.push(*state);
     }
@@ -287,7 +298,11 @@ fn parse_id(raw: &str) -> Result<JobId, ApiError> {
 }
 
 /// The job's row if `caller` may see it.
-async fn visible_record(state: &AppState, caller: &Principal, job: JobId) -> Result<Option<JobRecord>, ApiError> {
+async fn visible_record(
+    state: &AppState,
+    caller: &Principal,
+    job: JobId,
+) -> Result<Option<JobRecord>, ApiError> {
     let task = job.task.map_or(-1, i64::from);
     match state.store.job(job.job as i64, task).await {
         Ok(r) if r.user_name == caller.username || caller.is_admin => Ok(Some(r)),
@@ -310,7 +325,11 @@ pub async fn get(
 
 /// The scheduler's live view merged with the row's details; the row alone once the
 /// scheduler has forgotten the job.
-pub async fn job_info(state: &AppState, caller: &Principal, job: JobId) -> Result<JobInfo, ApiError> {
+pub async fn job_info(
+    state: &AppState,
+    caller: &Principal,
+    job: JobId,
+) -> Result<JobInfo, ApiError> {
     let view = match state.scheduler.job(&requester(caller), job).await {
         Ok(v) => Some(v),
         Err(SchedError::NotFound) => None,
@@ -327,6 +346,14 @@ pub async fn job_info(state: &AppState, caller: &Principal, job: JobId) -> Resul
             info.message = rec.message;
             if info.reason.is_none() {
                 info.reason = rec.reason;
+            }
+            if info.cuda_visible_devices.is_none() {
+                info.cuda_visible_devices = rec.cuda_visible_devices;
+                info.cpus = info.cpus.or(rec.cpus);
+                info.memory_mb = info.memory_mb.or(rec.memory_mb);
+            }
+            if info.nodelist.is_empty() {
+                info.nodelist = rec.nodelist;
             }
             if info.exit_code.is_none() {
                 info.exit_code = rec.exit_code;
@@ -378,7 +405,9 @@ pub fn from_view(v: JobView) -> JobInfo {
         gres: v.gres,
         cpus: alloc.map(|a| a.nodes.iter().map(|n| u64::from(n.cpus)).sum()),
         memory_mb: alloc.map(|a| a.nodes.iter().map(|n| n.memory_mb).sum()),
-        cuda_visible_devices: alloc.and_then(|a| a.nodes.first()).map(|n| n.cuda_visible_devices()),
+        cuda_visible_devices: alloc
+            .and_then(|a| a.nodes.first())
+            .map(|n| n.cuda_visible_devices()),
         exit_code,
         signal,
         workdir: None,
@@ -396,8 +425,10 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         JobId::new(r.id as u64)
     };
     let state = ALL_STATES.iter().find(|s| s.name() == r.state);
-    let allocation: Option<scheduler::Allocation> =
-        r.allocation.as_deref().and_then(|a| serde_json::from_str(a).ok());
+    let allocation: Option<scheduler::Allocation> = r
+        .allocation
+        .as_deref()
+        .and_then(|a| serde_json::from_str(a).ok());
     let used_ms = match (r.start_time, r.end_time) {
         (Some(s), Some(e)) => e - s,
         (Some(s), None) => crate::auth::now_ms() - s,
@@ -473,7 +504,11 @@ async fn control(
 
 /// Cancel a job (a running one gets SIGTERM, then SIGKILL after the grace time).
 #[utoipa::path(delete, path = "/api/v1/jobs/{id}", responses((status = 200, body = Done), (status = 404), (status = 409)))]
-pub async fn cancel(caller: Principal, state: web::Data<AppState>, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn cancel(
+    caller: Principal,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     control(caller, state, &id, "cancel").await
 }
 

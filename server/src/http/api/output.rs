@@ -60,7 +60,9 @@ pub async fn get(
         }
     };
     let Some(path) = path.map(PathBuf::from) else {
-        return Err(ApiError::Conflict("the job has not started: it has no output yet".into()));
+        return Err(ApiError::Conflict(
+            "the job has not started: it has no output yet".into(),
+        ));
     };
     let owner = owner_uid(&state, &info.user).await?;
     if !query.follow {
@@ -143,7 +145,11 @@ pub struct Tail {
 
 /// Read the last `max_bytes` of `info`'s standard output, as the API does (owned
 /// regular files only), starting at a whole line.
-pub async fn tail(state: &AppState, info: &JobInfo, max_bytes: u64) -> Result<Option<Tail>, ApiError> {
+pub async fn tail(
+    state: &AppState,
+    info: &JobInfo,
+    max_bytes: u64,
+) -> Result<Option<Tail>, ApiError> {
     let Some(path) = info.stdout.as_deref().map(PathBuf::from) else {
         return Ok(None);
     };
@@ -164,7 +170,12 @@ pub async fn tail(state: &AppState, info: &JobInfo, max_bytes: u64) -> Result<Op
 }
 
 /// Read from `offset` (default: the last `last` bytes) at most [`MAX_READ`] bytes.
-fn read_from(path: &Path, owner: u32, offset: Option<u64>, last: u64) -> Result<(String, u64), ApiError> {
+fn read_from(
+    path: &Path,
+    owner: u32,
+    offset: Option<u64>,
+    last: u64,
+) -> Result<(String, u64), ApiError> {
     let refused = |e: std::io::Error| {
         tracing::warn!(path = %path.display(), error = %e, "refusing to serve job output");
         ApiError::forbidden("the output file is not a regular file of the job's user")
@@ -174,7 +185,8 @@ fn read_from(path: &Path, owner: u32, offset: Option<u64>, last: u64) -> Result<
     };
     let len = file.metadata().map_err(ApiError::internal)?.len();
     let start = offset.unwrap_or_else(|| len.saturating_sub(last)).min(len);
-    file.seek(SeekFrom::Start(start)).map_err(ApiError::internal)?;
+    file.seek(SeekFrom::Start(start))
+        .map_err(ApiError::internal)?;
     let mut buf = Vec::new();
     file.take(MAX_READ)
         .read_to_end(&mut buf)
@@ -232,7 +244,9 @@ impl Follower {
             if self.last_check.elapsed() >= Duration::from_millis(500) {
                 self.last_check = Instant::now();
                 self.over = match job_info(&self.state, &self.caller, self.job).await {
-                    Ok(info) => !matches!(info.state.as_str(), "PENDING" | "RUNNING" | "COMPLETING"),
+                    Ok(info) => {
+                        !matches!(info.state.as_str(), "PENDING" | "RUNNING" | "COMPLETING")
+                    }
                     Err(_) => true,
                 };
                 if self.over {

@@ -1,0 +1,287 @@
+//! Job steps: the spec the portal writes, the step supervisor (`atrium step run`)
+//! that runs one job detached from the portal, and the trampoline (`atrium step
+//! exec`) that drops to the user's identity and starts the container runtime.
+//!
+//! Each step has a directory `<spool>/<job>` (mode 0711, root) holding `spec.json`
+//! (0600), `state.json` (0600, written atomically by the supervisor),
+//! `supervisor.log` (0600) and `slurm_script` (the user's, mode 0500, so only they
+//! can read it). The supervisor survives the portal: the portal finds it again
+//! through the state file, checking pid *and* start time so that a reused pid is
+//! never mistaken for it.
+//!
+//! Memory: cgroup v2 is used when its memory controller is available to us;
+//! otherwise (cgroup v1 or no delegation) the supervisor samples the resident
+//! memory of the job's process group every 250 ms and kills the job when it is
+//! over its limit, as Slurm's `JobAcctGatherParams=OverMemoryKill` does. The
+//! fallback can miss a spike shorter than the sampling period.
+//! Must not touch: the database or the scheduler.
+
+mod runtime;
+mod supervisor;
+
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use scheduler::JobOutcome;
+use serde::{Deserialize, Serialize};
+
+pub use runtime::RuntimeKind;
+pub use supervisor::{exec, run};
+
+/// Everything a step needs, written by the portal as `spec.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepSpec {
+    /// `123` or `123_4`.
+    pub job: String,
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+    pub home: PathBuf,
+    pub workdir: PathBuf,
+    pub script: String,
+    /// The whole environment of the job.
+    pub env: Vec<(String, String)>,
+    pub stdout: PathBuf,
+    /// `None`: merged into `stdout`.
+    pub stderr: Option<PathBuf>,
+    pub time_limit_secs: Option<u64>,
+    pub memory_limit_mb: Option<u64>,
+    pub kill_grace_secs: u64,
+    /// Physical GPU indices allocated to the job (their device files are exposed).
+    pub gpu_indices: Vec<u32>,
+    pub runtime: RuntimeKind,
+    /// Switch to `uid`/`gid`/`groups` (the portal runs as root).
+    pub drop_privileges: bool,
+}
+
+/// What the supervisor records.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct StepState {
+    pub job: String,
+    pub supervisor_pid: u32,
+    /// Start time of the supervisor in clock ticks since boot (`/proc/PID/stat`).
+    pub supervisor_start: u64,
+    /// `starting`, `running` or `finished`.
+    pub phase: String,
+    pub child_pid: Option<u32>,
+    pub started_at_ms: i64,
+    pub outcome: Option<JobOutcome>,
+    /// `cancelled`, `time_limit`, `out_of_memory` or `error`.
+    pub reason: Option<String>,
+    pub error: Option<String>,
+    pub ended_at_ms: Option<i64>,
+}
+
+impl StepState {
+    pub fn is_finished(&self) -> bool {
+        self.phase == "finished"
+    }
+
+    /// Whether the supervisor that wrote this is still running.
+    pub fn supervisor_alive(&self) -> bool {
+        ProcessIdentity {
+            pid: self.supervisor_pid,
+            start_ticks: self.supervisor_start,
+        }
+        .is_alive()
+    }
+
+    /// The end of a step whose supervisor disappeared without recording one.
+    pub fn lost(job: &str) -> StepState {
+        StepState {
+            job: job.to_string(),
+            phase: "finished".into(),
+            outcome: Some(JobOutcome::Signaled(9)),
+            reason: Some("error".into()),
+            error: Some("step supervisor lost".into()),
+            ..Default::default()
+        }
+    }
+}
+
+/// A signal the portal sends a supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepSignal {
+    /// Stop the job: SIGTERM, then SIGKILL after the grace time; CANCELLED.
+    Cancel,
+    /// The time limit is reached: the same, recorded as a time limit.
+    TimeLimit,
+}
+
+/// A process, identified by pid and start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessIdentity {
+    pub pid: u32,
+    pub start_ticks: u64,
+}
+
+/// Fields of `/proc/PID/stat` after the command name: state is `[0]`, pgrp `[2]`,
+/// start time `[19]`.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+impl ProcessIdentity {
+    pub fn of(pid: u32) -> Option<ProcessIdentity> {
+        let fields = stat_fields(pid)?;
+        Some(ProcessIdentity {
+            pid,
+            start_ticks: fields.get(19)?.parse().ok()?,
+        })
+    }
+
+    /// The same process is still there (not a zombie, not a reused pid).
+    pub fn is_alive(&self) -> bool {
+        match stat_fields(self.pid) {
+            Some(f) => {
+                f.first().is_some_and(|s| s != "Z" && s != "X")
+                    && f.get(19).and_then(|s| s.parse().ok()) == Some(self.start_ticks)
+            }
+            None => false,
+        }
+    }
+}
+
+/// The portal's uid and gid.
+pub fn current_ids() -> (u32, u32) {
+    (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    )
+}
+
+/// Create the spool directory (0711: users may reach their own script by name).
+pub fn ensure_spool(spool: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(spool)?;
+    std::fs::set_permissions(spool, std::fs::Permissions::from_mode(0o711))
+}
+
+/// Pick the runtime: `auto`, `bubblewrap` or `none`.
+pub fn detect_runtime(configured: &str) -> Result<RuntimeKind, String> {
+    let bwrap = runtime::find_bwrap();
+    match configured {
+        "auto" => Ok(if bwrap.is_some() {
+            RuntimeKind::Bubblewrap
+        } else {
+            RuntimeKind::Plain
+        }),
+        "bubblewrap" => bwrap
+            .map(|_| RuntimeKind::Bubblewrap)
+            .ok_or_else(|| "bubblewrap is not installed (no bwrap in /usr/bin or /bin)".into()),
+        "none" => Ok(RuntimeKind::Plain),
+        other => Err(format!("unknown runtime \"{other}\"")),
+    }
+}
+
+fn write_private(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)?;
+    f.write_all(data)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Create the step directory with its spec and script; returns the directory.
+pub fn prepare(spool: &Path, spec: &StepSpec) -> std::io::Result<PathBuf> {
+    let dir = spool.join(&spec.job);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))?;
+    let json = serde_json::to_vec(spec).map_err(std::io::Error::other)?;
+    write_private(&dir.join("spec.json"), &json, 0o600)?;
+    let script = dir.join("slurm_script");
+    let _ = std::fs::remove_file(&script);
+    write_private(&script, spec.script.as_bytes(), 0o700)?;
+    if spec.drop_privileges {
+        std::os::unix::fs::chown(&script, Some(spec.uid), Some(spec.gid))?;
+    }
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o500))?;
+    Ok(dir)
+}
+
+/// Start `atrium step run DIR`, detached in its own process group.
+pub async fn spawn(exe: &Path, dir: &Path) -> std::io::Result<tokio::process::Child> {
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(dir.join("supervisor.log"))?;
+    let log2 = log.try_clone()?;
+    tokio::process::Command::new(exe)
+        .arg("step")
+        .arg("run")
+        .arg(dir)
+        .env_clear()
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .process_group(0)
+        .kill_on_drop(false)
+        .spawn()
+}
+
+pub(crate) fn read_spec(dir: &Path) -> anyhow::Result<StepSpec> {
+    let bytes = std::fs::read(dir.join("spec.json"))?;
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+pub fn read_state(dir: &Path) -> std::io::Result<Option<StepState>> {
+    match std::fs::read(dir.join("state.json")) {
+        Ok(bytes) => Ok(Some(
+            serde_json::from_slice(&bytes).map_err(std::io::Error::other)?,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub(crate) fn write_state(dir: &Path, state: &StepState) -> std::io::Result<()> {
+    let json = serde_json::to_vec(state).map_err(std::io::Error::other)?;
+    write_private(&dir.join("state.json"), &json, 0o600)
+}
+
+/// Send `sig` to the step's supervisor, if it is still the same process.
+pub fn signal(state: &StepState, sig: StepSignal) -> std::io::Result<bool> {
+    if !state.supervisor_alive() {
+        return Ok(false);
+    }
+    let signal = match sig {
+        StepSignal::Cancel => nix::sys::signal::Signal::SIGTERM,
+        StepSignal::TimeLimit => nix::sys::signal::Signal::SIGUSR1,
+    };
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(state.supervisor_pid as i32),
+        signal,
+    )
+    .map_err(std::io::Error::from)?;
+    Ok(true)
+}
+
+/// Whether a supervisor for `dir` is running (it may not have written its state).
+pub fn supervisor_running(dir: &Path) -> bool {
+    let want = dir.as_os_str().as_encoded_bytes();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            return false;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        args.windows(3)
+            .any(|w| w[0] == b"step" && w[1] == b"run" && w[2] == want)
+    })
+}

@@ -1,0 +1,215 @@
+//! `atrium step run DIR` (the supervisor, stays root) and `atrium step exec DIR`
+//! (the trampoline: drops privileges, opens the output as the user, execs the
+//! runtime).
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use scheduler::JobOutcome;
+use tokio::signal::unix::{signal, SignalKind};
+
+use super::{read_spec, runtime, write_state, ProcessIdentity, StepSpec, StepState};
+
+/// Exit code of the trampoline when the job could not be set up.
+const SETUP_FAILED: i32 = 121;
+const MEMORY_POLL: Duration = Duration::from_millis(250);
+
+/// Run the step in `dir` to its end and record how it ended.
+pub async fn run(dir: &Path) -> anyhow::Result<()> {
+    let spec = read_spec(dir)?;
+    let me = std::process::id();
+    let identity = ProcessIdentity::of(me).context("reading /proc/self/stat")?;
+    let mut state = StepState {
+        job: spec.job.clone(),
+        supervisor_pid: me,
+        supervisor_start: identity.start_ticks,
+        phase: "starting".into(),
+        started_at_ms: crate::auth::now_ms(),
+        ..Default::default()
+    };
+    write_state(dir, &state)?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut usr1 = signal(SignalKind::user_defined1())?;
+    let exe = std::env::current_exe()?;
+    let mut child = tokio::process::Command::new(exe)
+        .arg("step")
+        .arg("exec")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    let pid = child.id().context("the job exited at once")?;
+    let mut setup_errors = child.stderr.take();
+    let errors = tokio::spawn(async move {
+        let mut text = String::new();
+        if let Some(e) = setup_errors.as_mut() {
+            use tokio::io::AsyncReadExt;
+            let _ = e.read_to_string(&mut text).await;
+        }
+        text
+    });
+    state.phase = "running".into();
+    state.child_pid = Some(pid);
+    write_state(dir, &state)?;
+
+    let group = Pid::from_raw(pid as i32);
+    let limit = spec
+        .time_limit_secs
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
+    let memory_limit_kb = spec.memory_limit_mb.map(|m| m * 1024);
+    let mut kill_at: Option<tokio::time::Instant> = None;
+    let mut reason: Option<&'static str> = None;
+    let mut poll = tokio::time::interval(MEMORY_POLL);
+    let status = loop {
+        let stop = |reason: &mut Option<&'static str>,
+                    kill_at: &mut Option<tokio::time::Instant>,
+                    why: &'static str| {
+            if reason.is_none() {
+                *reason = Some(why);
+            }
+            if kill_at.is_none() {
+                let _ = killpg(group, Signal::SIGTERM);
+                *kill_at =
+                    Some(tokio::time::Instant::now() + Duration::from_secs(spec.kill_grace_secs));
+            }
+        };
+        tokio::select! {
+            status = child.wait() => break status?,
+            _ = term.recv() => stop(&mut reason, &mut kill_at, "cancelled"),
+            _ = usr1.recv() => stop(&mut reason, &mut kill_at, "time_limit"),
+            _ = async { match limit { Some(l) => tokio::time::sleep_until(l).await, None => std::future::pending().await } }, if kill_at.is_none() => {
+                stop(&mut reason, &mut kill_at, "time_limit")
+            }
+            _ = async { match kill_at { Some(k) => tokio::time::sleep_until(k).await, None => std::future::pending().await } } => {
+                let _ = killpg(group, Signal::SIGKILL);
+                kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+            }
+            _ = poll.tick(), if memory_limit_kb.is_some() && kill_at.is_none() => {
+                if let Some(max) = memory_limit_kb {
+                    if group_rss_kb(pid) > max {
+                        stop(&mut reason, &mut kill_at, "out_of_memory");
+                    }
+                }
+            }
+        }
+    };
+    // Nothing of the job outlives it.
+    let _ = killpg(group, Signal::SIGKILL);
+    let setup = errors.await.unwrap_or_default();
+    let outcome = match (reason, status.code(), status.signal()) {
+        (Some("out_of_memory"), _, _) => JobOutcome::OutOfMemory,
+        (_, Some(code), _) => JobOutcome::Exited(code),
+        (_, None, Some(sig)) => JobOutcome::Signaled(sig),
+        _ => JobOutcome::Signaled(9),
+    };
+    if status.code() == Some(SETUP_FAILED) && !setup.trim().is_empty() {
+        state.reason = Some("error".into());
+        state.error = Some(setup.trim().to_string());
+    } else {
+        state.reason = reason.map(str::to_string);
+    }
+    state.outcome = Some(outcome);
+    state.phase = "finished".into();
+    state.ended_at_ms = Some(crate::auth::now_ms());
+    write_state(dir, &state)?;
+    Ok(())
+}
+
+/// Resident memory (kB) of every process in the job's process group.
+fn group_rss_kb(pgrp: u32) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut total = 0;
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Some(fields) = super::stat_fields(pid) else {
+            continue;
+        };
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) != Some(pgrp) {
+            continue;
+        }
+        // Field 24 of stat (index 21 here) is the resident set in pages.
+        if let Some(pages) = fields.get(21).and_then(|p| p.parse::<u64>().ok()) {
+            total += pages * 4;
+        }
+    }
+    total
+}
+
+/// The trampoline: become the user, enter the working directory, open the output
+/// as the user, and exec the runtime. Returns only on failure.
+pub fn exec(dir: &Path) -> anyhow::Result<()> {
+    let spec = read_spec(dir)?;
+    let fail = |what: String| -> ! {
+        eprintln!("{what}");
+        std::process::exit(SETUP_FAILED)
+    };
+    if spec.drop_privileges {
+        if let Err(e) = drop_privileges(&spec) {
+            fail(format!("cannot switch to user {}: {e}", spec.user));
+        }
+    }
+    if let Err(e) = std::env::set_current_dir(&spec.workdir) {
+        fail(format!(
+            "cannot enter the working directory {}: {e}",
+            spec.workdir.display()
+        ));
+    }
+    let open = |p: &PathBuf| {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o644)
+            .open(p)
+    };
+    let stdout = open(&spec.stdout).unwrap_or_else(|e| {
+        fail(format!(
+            "cannot open the output file {}: {e}",
+            spec.stdout.display()
+        ))
+    });
+    let stderr = match &spec.stderr {
+        Some(p) => open(p)
+            .unwrap_or_else(|e| fail(format!("cannot open the error file {}: {e}", p.display()))),
+        None => stdout
+            .try_clone()
+            .unwrap_or_else(|e| fail(format!("cannot duplicate the output: {e}"))),
+    };
+    let script = dir.join("slurm_script");
+    let bwrap = runtime::find_bwrap().unwrap_or_else(|| PathBuf::from("bwrap"));
+    let argv = runtime::argv(&spec, &script, &bwrap, |d| Path::new(d).exists());
+    let err = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .exec();
+    fail(format!("cannot start {}: {err}", argv[0]))
+}
+
+fn drop_privileges(spec: &StepSpec) -> nix::Result<()> {
+    use nix::unistd::{getuid, setgid, setgroups, setuid, Gid, Uid};
+    let mut groups: Vec<Gid> = spec.groups.iter().map(|g| Gid::from_raw(*g)).collect();
+    if !groups.contains(&Gid::from_raw(spec.gid)) {
+        groups.push(Gid::from_raw(spec.gid));
+    }
+    setgroups(&groups)?;
+    setgid(Gid::from_raw(spec.gid))?;
+    setuid(Uid::from_raw(spec.uid))?;
+    if getuid().as_raw() != spec.uid || (spec.uid != 0 && setuid(Uid::from_raw(0)).is_ok()) {
+        return Err(nix::errno::Errno::EPERM);
+    }
+    Ok(())
+}
