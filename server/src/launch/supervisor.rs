@@ -18,6 +18,8 @@ use super::{read_spec, runtime, write_state, ProcessIdentity, StepSpec, StepStat
 /// Exit code of the trampoline when the job could not be set up.
 const SETUP_FAILED: i32 = 121;
 const MEMORY_POLL: Duration = Duration::from_millis(250);
+/// Tells the trampoline which cgroup to join.
+const CGROUP_ENV: &str = "ATRIUM_STEP_CGROUP";
 
 /// Run the step in `dir` to its end and record how it ended.
 pub async fn run(dir: &Path) -> anyhow::Result<()> {
@@ -35,8 +37,13 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     write_state(dir, &state)?;
     let mut term = signal(SignalKind::terminate())?;
     let mut usr1 = signal(SignalKind::user_defined1())?;
+    let cgroup = spec.memory_limit_mb.and_then(|mb| cgroup_v2(&spec.job, mb));
     let exe = std::env::current_exe()?;
-    let mut child = tokio::process::Command::new(exe)
+    let mut command = tokio::process::Command::new(exe);
+    if let Some(cg) = &cgroup {
+        command.env(CGROUP_ENV, cg);
+    }
+    let mut child = command
         .arg("step")
         .arg("exec")
         .arg(dir)
@@ -63,7 +70,11 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     let limit = spec
         .time_limit_secs
         .map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
-    let memory_limit_kb = spec.memory_limit_mb.map(|m| m * 1024);
+    // With a cgroup the kernel enforces the limit; otherwise sample.
+    let memory_limit_kb = match cgroup {
+        Some(_) => None,
+        None => spec.memory_limit_mb.map(|m| m * 1024),
+    };
     let mut kill_at: Option<tokio::time::Instant> = None;
     let mut reason: Option<&'static str> = None;
     let mut poll = tokio::time::interval(MEMORY_POLL);
@@ -103,6 +114,13 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     // Nothing of the job outlives it.
     let _ = killpg(group, Signal::SIGKILL);
     let setup = errors.await.unwrap_or_default();
+    if let Some(cg) = &cgroup {
+        if cgroup_oom_killed(cg) {
+            reason = Some("out_of_memory");
+        }
+        let _ = std::fs::write(cg.join("cgroup.kill"), "1");
+        let _ = std::fs::remove_dir(cg);
+    }
     let outcome = match (reason, status.code(), status.signal()) {
         (Some("out_of_memory"), _, _) => JobOutcome::OutOfMemory,
         (_, Some(code), _) => JobOutcome::Exited(code),
@@ -120,6 +138,40 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     state.ended_at_ms = Some(crate::auth::now_ms());
     write_state(dir, &state)?;
     Ok(())
+}
+
+/// The job's cgroup v2 directory when the memory controller can be delegated to
+/// it (`/sys/fs/cgroup/atrium/job_<job>` with `memory.max`); `None` otherwise.
+fn cgroup_v2(job: &str, limit_mb: u64) -> Option<PathBuf> {
+    let root = Path::new("/sys/fs/cgroup");
+    let controllers = std::fs::read_to_string(root.join("cgroup.controllers")).ok()?;
+    if !controllers.split_whitespace().any(|c| c == "memory") {
+        return None;
+    }
+    let parent = root.join("atrium");
+    std::fs::create_dir_all(&parent).ok()?;
+    std::fs::write(root.join("cgroup.subtree_control"), "+memory").ok()?;
+    std::fs::write(parent.join("cgroup.subtree_control"), "+memory").ok()?;
+    let dir = parent.join(format!("job_{job}"));
+    std::fs::create_dir_all(&dir).ok()?;
+    let bytes = (limit_mb * 1024 * 1024).to_string();
+    if std::fs::write(dir.join("memory.max"), bytes).is_err() {
+        let _ = std::fs::remove_dir(&dir);
+        return None;
+    }
+    let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+    Some(dir)
+}
+
+/// Whether the kernel killed a process of the cgroup for memory.
+fn cgroup_oom_killed(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("memory.events"))
+        .ok()
+        .and_then(|e| {
+            e.lines()
+                .find_map(|l| l.strip_prefix("oom_kill ").map(|n| n.trim() != "0"))
+        })
+        .unwrap_or(false)
 }
 
 /// Resident memory (kB) of every process in the job's process group.
@@ -154,6 +206,15 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
         eprintln!("{what}");
         std::process::exit(SETUP_FAILED)
     };
+    if let Some(cg) = std::env::var_os(CGROUP_ENV) {
+        let procs = Path::new(&cg).join("cgroup.procs");
+        if let Err(e) = std::fs::write(&procs, std::process::id().to_string()) {
+            fail(format!(
+                "cannot join the job's cgroup {}: {e}",
+                procs.display()
+            ));
+        }
+    }
     if spec.drop_privileges {
         if let Err(e) = drop_privileges(&spec) {
             fail(format!("cannot switch to user {}: {e}", spec.user));

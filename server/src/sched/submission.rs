@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn a_bad_directive_names_its_line() {
         let e = build(
-            Some("#!/bin/bash\n#SBATCH -J ok\n#SBATCH --gres=gpu:x\n"),
+            Some("#!/bin/bash\n#SBATCH -J ok\n#SBATCH --time=soon\n"),
             None,
             &BTreeMap::new(),
             BTreeMap::new(),

@@ -124,3 +124,80 @@ async fn chromium_logs_in_through_ldap() {
     assert_eq!(who, "bob");
     b.close().await.expect("close");
 }
+
+/// Text of the element with id `id`, or empty when it is not there.
+async fn text_of(b: &Browser, id: &str) -> String {
+    match b.find(Locator::Id(id)).await {
+        Ok(e) => e.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+#[tokio::test]
+async fn chromium_submits_a_job_from_the_page_and_watches_its_output() {
+    let c = crate::jobs::JobCluster::start(0).await;
+    let _alice = c.user("alice", 20301).await;
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", "password-of-some-length").await;
+    b.wait()
+        .for_element(Locator::Id("greeting"))
+        .await
+        .expect("home");
+
+    // Pick the hello starter (filled server-side without JS too) and submit it.
+    b.goto(&c.app.url("/jobs/new?starter=hello"))
+        .await
+        .expect("form");
+    let script = b.find(Locator::Id("script")).await.expect("script");
+    let prefilled = script
+        .prop("value")
+        .await
+        .expect("value")
+        .unwrap_or_default();
+    assert!(
+        prefilled.contains("#SBATCH --job-name=hello"),
+        "{prefilled}"
+    );
+    b.find(Locator::Id("job-submit"))
+        .await
+        .expect("submit")
+        .click()
+        .await
+        .expect("click");
+    b.wait()
+        .for_element(Locator::Id("job-output"))
+        .await
+        .expect("job page");
+    let url = b.current_url().await.expect("url");
+    assert!(url.path().starts_with("/jobs/"), "{url}");
+
+    // The output appears on the page (streamed by the page's script) and the job ends.
+    atrium_tests::support::until(
+        "the output on the page",
+        std::time::Duration::from_secs(60),
+        || async {
+            let out = text_of(&b, "job-output").await;
+            out.contains("Hello from").then_some(())
+        },
+    )
+    .await
+    .expect("output shown");
+    atrium_tests::support::until(
+        "the job to finish on the page",
+        std::time::Duration::from_secs(60),
+        || async { (text_of(&b, "output-status").await == "finished").then_some(()) },
+    )
+    .await
+    .expect("finished");
+    b.goto(url.as_str()).await.expect("reload");
+    assert_eq!(text_of(&b, "job-state").await, "COMPLETED");
+    assert_eq!(text_of(&b, "job-exit-code").await, "0");
+
+    // The cluster page shows the partitions.
+    b.goto(&c.app.url("/cluster")).await.expect("cluster");
+    b.wait()
+        .for_element(Locator::Id("partitions"))
+        .await
+        .expect("partitions table");
+}

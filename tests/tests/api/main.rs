@@ -10,5 +10,6 @@ mod jobs_crash;
 mod ldap;
 mod login;
 mod postgres;
+mod slurm_cli;
 mod tls;
 mod tokens;

@@ -1,0 +1,126 @@
+//! The Slurm-style command line against a real portal: `sbatch`, `squeue`,
+//! `scancel` and `sacct`, also through a symlink named like the Slurm command.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::helpers::atrium_bin;
+use crate::jobs::JobCluster;
+
+fn client(
+    c: &JobCluster,
+    token: &str,
+    cwd: &std::path::Path,
+    program: &std::path::Path,
+) -> Command {
+    let mut cmd = Command::new(program);
+    for (name, _) in std::env::vars() {
+        if name.starts_with("ATRIUM_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.env("ATRIUM_URL", &c.app.base)
+        .env("ATRIUM_TOKEN", token)
+        .current_dir(cwd);
+    cmd
+}
+
+fn run(mut cmd: Command) -> (bool, String, String) {
+    let out = cmd.output().expect("run client");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn sbatch_squeue_scancel_and_sacct_talk_to_the_portal() {
+    let c = JobCluster::start(1).await;
+    let alice = c.user("alice", 20401).await;
+    let script = alice.home.join("job.sh");
+    std::fs::write(&script, "#!/bin/bash\n#SBATCH -J cli\nsleep 30\n").expect("script");
+    let bin = atrium_bin();
+
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["sbatch", "--parsable", "job.sh"]);
+    let (ok, id, err) = run(cmd);
+    assert!(ok, "{err}");
+    let id = id.trim().to_string();
+    assert!(
+        id.chars().all(|ch| ch.is_ascii_digit()) && !id.is_empty(),
+        "{id}"
+    );
+
+    // Through a symlink named sbatch: Slurm's message.
+    let links = tempfile::tempdir().expect("tempdir");
+    let sbatch = links.path().join("sbatch");
+    std::os::unix::fs::symlink(&bin, &sbatch).expect("symlink");
+    let mut cmd = client(&c, &alice.token, &alice.home, &sbatch);
+    cmd.args(["--hold", "job.sh"]);
+    let (ok, out, err) = run(cmd);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("Submitted batch job "), "{out}");
+
+    c.wait_for(&alice, &id, &["RUNNING"], Duration::from_secs(30))
+        .await;
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["squeue", "--me"]);
+    let (ok, out, err) = run(cmd);
+    assert!(ok, "{err}");
+    let mut lines = out.lines();
+    assert_eq!(
+        lines
+            .next()
+            .expect("header")
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        [
+            "JOBID",
+            "PARTITION",
+            "NAME",
+            "USER",
+            "ST",
+            "TIME",
+            "NODES",
+            "NODELIST(REASON)"
+        ]
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().next() == Some(id.as_str())
+                && l.contains("cli")
+                && l.contains(" R ")),
+        "{out}"
+    );
+    assert!(out.contains("(JobHeldUser)"), "{out}");
+
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["scancel", &id]);
+    let (ok, _, err) = run(cmd);
+    assert!(ok, "{err}");
+    c.wait_for(&alice, &id, &["CANCELLED"], Duration::from_secs(30))
+        .await;
+
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["scancel", "999999"]);
+    let (ok, _, err) = run(cmd);
+    assert!(!ok);
+    assert!(err.contains("Invalid job id specified"), "{err}");
+
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["sacct", "-j", &id]);
+    let (ok, out, err) = run(cmd);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&id) && l.contains("CANCELLED")),
+        "{out}"
+    );
+
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["sinfo"]);
+    let (ok, out, err) = run(cmd);
+    assert!(ok, "{err}");
+    assert!(out.contains("gpu*"), "{out}");
+}
