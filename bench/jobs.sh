@@ -220,14 +220,19 @@ data_dir = "$work/atrium/data"
 filter = "warn"
 [jobs]
 spool_dir = "$work/atrium/spool"
+[accounts]
+home_root = "$work/atrium/home"
 [cluster]
 cpus = 16
+memory_mb = 16384
 TOML
         for n in 0 1 2 3 4 5 6 7; do
             printf '[[cluster.gpus]]\nindex = %d\nmodel = "A100-80GB"\nmemory_mb = 81920\n' "$n"
         done
-        printf '[[cluster.partitions]]\nname = "gpu"\ndefault = true\n'
+        printf '[[cluster.partitions]]\nname = "gpu"\ndefault = true\ncpus_per_gpu = 2\nmem_per_gpu_mb = 1024\n'
     } >"$work/atrium/atrium.toml"
+    # The admin's jobs run as its allocated uid in its home: make one it can write.
+    mkdir -p "$work/atrium/home/admin" && chmod 1777 "$work/atrium/home/admin"
     env -u ATRIUM_CONFIG "$bin" --config "$work/atrium/atrium.toml" serve >"$work/atrium/out" 2>"$work/atrium/err" &
     atrium_pid=$!
     listening() { grep -q "listening on" "$work/atrium/out" 2>/dev/null || ! kill -0 "$atrium_pid" 2>/dev/null; }
