@@ -8,17 +8,20 @@
 #      and, apples to apples with Slurm, 8 parallel loops of `atrium sbatch`.
 #   2. submit -> RUNNING latency of a 1-GPU job on an idle node: the job's first command
 #      writes `date +%s%N` to a file; latency = that minus the clock read just before the
-#      submission. Median of LATENCY_RUNS, each waited for until finished.
+#      submitting command (sbatch; atrium sbatch) starts. Median of LATENCY_RUNS, each
+#      waited for until finished.
 #   3. end-to-end throughput: E2E_JOBS jobs `--gres=gpu:1 --wrap true` on 8 GPUs,
 #      submitted one after the other (Slurm: one sbatch each; atrium: one curl process,
 #      sequential POSTs on one connection); from the first submission until the queue is
 #      empty (polled every 50 ms), in jobs/s.
 #   4. queue listing with LIST_JOBS pending (held) jobs: median of LIST_RUNS runs of
-#      `squeue`; of `atrium squeue` and of curl GET /api/v1/jobs. Measured first, on an
+#      `squeue`; of `atrium squeue` (both whole processes), and the portal's answer to
+#      GET /api/v1/jobs as curl's time_total measures it. Measured first, on an
 #      empty controller: Slurm keeps finished jobs in memory for MinJobAge (300 s) and
 #      squeue transfers them too, so after the other three it would take twice as long.
 #
-#   bench/jobs.sh [--slurm-only]
+#   bench/jobs.sh [--slurm-only | --atrium-only]   (one side only: for development; the
+#                                                    recorded figures come from one run of both)
 #
 # Sizes (environment): SUBMISSIONS=2000 (per client kind, for the loops), WRK_SECONDS=10,
 # LATENCY_RUNS=10, E2E_JOBS=500, LIST_JOBS=1000, LIST_RUNS=20.
@@ -33,9 +36,11 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 slurm_only=false
+atrium_only=false
 for arg in "$@"; do
     case $arg in
         --slurm-only) slurm_only=true ;;
+        --atrium-only) atrium_only=true ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "jobs.sh: unknown argument: $arg (try --help)" >&2; exit 2 ;;
     esac
@@ -100,7 +105,36 @@ wait_until() {
     done
 }
 
+# latency_runs SIDE DIR EMPTY SUBMIT...: LATENCY_RUNS times, write a 1-GPU job script whose
+# first command stamps the time into DIR, submit it with `SUBMIT... SCRIPT`, wait for the
+# stamp and then for EMPTY to succeed; prints each latency (ms) on a line.
+latency_runs() {
+    local side=$1 dir=$2 empty=$3 i stamp t0
+    shift 3
+    for ((i = 0; i < LATENCY_RUNS; i++)); do
+        stamp="$dir/stamp-$side-$i"
+        printf '#!/bin/bash\n#SBATCH --gres=gpu:1\ndate +%%s%%N >%s\n' "$stamp" >"$dir/stamp-$side.sh"
+        t0=$(now_ns)
+        "$@" "$dir/stamp-$side.sh" >/dev/null || die "$side refused latency job $i"
+        wait_until 120 test -s "$stamp" || die "$side latency job $i did not start within 120 s"
+        awk -v a="$(<"$stamp")" -v b="$t0" 'BEGIN {printf "%.1f\n", (a - b) / 1e6}'
+        wait_until 120 "$empty" || die "$side latency job $i did not finish"
+    done
+}
+# latencies NAME OUTPUT: check that OUTPUT (of latency_runs) has LATENCY_RUNS lines; print
+# them and their median on stderr; the median on stdout.
+latencies() {
+    local name=$1 out=$2 m
+    [[ $(grep -c . <<<"$out") -eq $LATENCY_RUNS ]] || die "$name latency runs failed"
+    m=$(median <<<"$out")
+    echo "   ms: $(tr '\n' ' ' <<<"$out")(median $m)" >&2
+    echo "$m"
+}
+
 declare -A slurm atrium
+# Wait (up to 3 minutes) for the machine to calm down: figures under load mean little.
+quiet() { awk -v l="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {exit !(l <= 0.5)}'; }
+for ((i = 0; i < 180; i++)); do quiet && break; sleep 1; done
 load_start=$(loadavg)
 if awk -v l="${load_start%% *}" 'BEGIN {exit !(l > 0.5)}'; then
     echo "jobs.sh: WARNING: load average $load_start at the start: something else is running, these figures are not final" >&2
@@ -117,87 +151,80 @@ JOB
 # =======================================================================================
 # Slurm
 # =======================================================================================
-echo "== Slurm: starting slurmctld + slurmd (bench/slurm/setup.sh)" >&2
-"$repo/bench/slurm/setup.sh" "$slurm_dir" >/dev/null
-export SLURM_CONF="$slurm_dir/etc/slurm.conf"
-cd "$work/jobs"
+slurm_version="not run (--atrium-only)"
+load_slurm="-"
+if ! $atrium_only; then
+    echo "== Slurm: starting slurmctld + slurmd (bench/slurm/setup.sh)" >&2
+    "$repo/bench/slurm/setup.sh" "$slurm_dir" >/dev/null
+    export SLURM_CONF="$slurm_dir/etc/slurm.conf"
+    cd "$work/jobs"
 
-slurm_queue_len() { squeue -h -o %i | wc -l; }
-slurm_queue_empty() { [[ "$(slurm_queue_len)" -eq 0 ]]; }
-slurm_cancel_all() {
-    scancel -u root
-    wait_until 120 slurm_queue_empty || die "Slurm queue not empty 120 s after scancel"
-}
-# slurm_submit_loops TOTAL: CLIENTS parallel loops of sbatch held.sh; prints accepted count.
-slurm_submit_loops() {
-    local total=$1 c pids=()
-    for ((c = 0; c < CLIENTS; c++)); do
-        (
-            ok=0
-            for ((i = c; i < total; i += CLIENTS)); do
-                if sbatch -Q -o /dev/null "$work/jobs/held.sh" >/dev/null; then ok=$((ok + 1)); fi
-            done
-            echo "$ok" >"$work/slurm-client-$c"
-        ) &
-        pids+=($!)
+    slurm_queue_len() { squeue -h -o %i | wc -l; }
+    slurm_queue_empty() { [[ "$(slurm_queue_len)" -eq 0 ]]; }
+    slurm_cancel_all() {
+        scancel -u root
+        wait_until 120 slurm_queue_empty || die "Slurm queue not empty 120 s after scancel"
+    }
+    # slurm_submit_loops TOTAL: CLIENTS parallel loops of sbatch held.sh; prints accepted count.
+    slurm_submit_loops() {
+        local total=$1 c pids=()
+        for ((c = 0; c < CLIENTS; c++)); do
+            (
+                ok=0
+                for ((i = c; i < total; i += CLIENTS)); do
+                    if sbatch -Q -o /dev/null "$work/jobs/held.sh" >/dev/null; then ok=$((ok + 1)); fi
+                done
+                echo "$ok" >"$work/slurm-client-$c"
+            ) &
+            pids+=($!)
+        done
+        wait "${pids[@]}"
+        cat "$work"/slurm-client-* | awk '{s += $1} END {print s}'
+        rm -f "$work"/slurm-client-*
+    }
+
+    # 1. queue listing, first: on a fresh controller (finished jobs stay in slurmctld's memory
+    # for MinJobAge, 300 s, and squeue transfers them too, so measured later it would be slower)
+    echo "== Slurm: squeue with $LIST_JOBS pending jobs, $LIST_RUNS runs" >&2
+    accepted=$(slurm_submit_loops "$LIST_JOBS")
+    [[ "$(slurm_queue_len)" -eq "$LIST_JOBS" ]] || die "Slurm queue holds $(slurm_queue_len) jobs, not $LIST_JOBS"
+    times=()
+    for ((i = 0; i < LIST_RUNS; i++)); do times+=("$(time_ms squeue)"); done
+    slurm[list]=$(printf '%s\n' "${times[@]}" | median)
+    echo "   ms: ${times[*]} (median ${slurm[list]})" >&2
+    slurm_cancel_all
+
+    # 2. submissions/s
+    echo "== Slurm: $SUBMISSIONS held submissions from $CLIENTS parallel sbatch loops" >&2
+    t0=${EPOCHREALTIME/./}
+    accepted=$(slurm_submit_loops "$SUBMISSIONS")
+    t1=${EPOCHREALTIME/./}
+    queued=$(slurm_queue_len)
+    slurm[submit]=$(awk -v n="$accepted" -v d=$((t1 - t0)) 'BEGIN {printf "%.0f\n", n / (d / 1e6)}')
+    echo "   accepted $accepted of $SUBMISSIONS, $queued in the queue, ${slurm[submit]}/s" >&2
+    slurm_cancel_all
+
+    # 3. submit -> RUNNING latency
+    echo "== Slurm: submit -> running, $LATENCY_RUNS runs" >&2
+    slurm[latency]=$(latencies Slurm "$(latency_runs Slurm "$work/stamps" slurm_queue_empty sbatch -Q -o /dev/null)")
+
+    # 4. end-to-end throughput
+    echo "== Slurm: $E2E_JOBS jobs --gres=gpu:1 --wrap true, end to end" >&2
+    t0=${EPOCHREALTIME/./}
+    for ((i = 0; i < E2E_JOBS; i++)); do
+        sbatch -Q -o /dev/null --gres=gpu:1 --wrap true >/dev/null
     done
-    wait "${pids[@]}"
-    cat "$work"/slurm-client-* | awk '{s += $1} END {print s}'
-    rm -f "$work"/slurm-client-*
-}
+    t_sub=${EPOCHREALTIME/./}
+    wait_until 3600 slurm_queue_empty || die "Slurm did not finish $E2E_JOBS jobs within an hour"
+    t1=${EPOCHREALTIME/./}
+    slurm[e2e]=$(awk -v n="$E2E_JOBS" -v d=$((t1 - t0)) 'BEGIN {printf "%.2f\n", n / (d / 1e6)}')
+    echo "   submitted in $(((t_sub - t0) / 1000)) ms, all done in $(((t1 - t0) / 1000)) ms: ${slurm[e2e]} jobs/s" >&2
 
-# 1. queue listing, first: on a fresh controller (finished jobs stay in slurmctld's memory
-# for MinJobAge, 300 s, and squeue transfers them too, so measured later it would be slower)
-echo "== Slurm: squeue with $LIST_JOBS pending jobs, $LIST_RUNS runs" >&2
-accepted=$(slurm_submit_loops "$LIST_JOBS")
-[[ "$(slurm_queue_len)" -eq "$LIST_JOBS" ]] || die "Slurm queue holds $(slurm_queue_len) jobs, not $LIST_JOBS"
-times=()
-for ((i = 0; i < LIST_RUNS; i++)); do times+=("$(time_ms squeue)"); done
-slurm[list]=$(printf '%s\n' "${times[@]}" | median)
-echo "   ms: ${times[*]} (median ${slurm[list]})" >&2
-slurm_cancel_all
-
-# 2. submissions/s
-echo "== Slurm: $SUBMISSIONS held submissions from $CLIENTS parallel sbatch loops" >&2
-t0=${EPOCHREALTIME/./}
-accepted=$(slurm_submit_loops "$SUBMISSIONS")
-t1=${EPOCHREALTIME/./}
-queued=$(slurm_queue_len)
-slurm[submit]=$(awk -v n="$accepted" -v d=$((t1 - t0)) 'BEGIN {printf "%.0f\n", n / (d / 1e6)}')
-echo "   accepted $accepted of $SUBMISSIONS, $queued in the queue, ${slurm[submit]}/s" >&2
-slurm_cancel_all
-
-# 3. submit -> RUNNING latency
-echo "== Slurm: submit -> running, $LATENCY_RUNS runs" >&2
-lat=()
-for ((i = 0; i < LATENCY_RUNS; i++)); do
-    stamp="$work/stamps/slurm-$i"
-    printf '#!/bin/bash\n#SBATCH --gres=gpu:1\ndate +%%s%%N >%s\n' "$stamp" >"$work/jobs/stamp.sh"
-    t0=$(now_ns)
-    sbatch -Q -o /dev/null "$work/jobs/stamp.sh" >/dev/null
-    wait_until 120 test -s "$stamp" || die "Slurm latency job $i did not start within 120 s"
-    lat+=("$(awk -v a="$(<"$stamp")" -v b="$t0" 'BEGIN {printf "%.1f\n", (a - b) / 1e6}')")
-    wait_until 120 slurm_queue_empty || die "Slurm latency job $i did not finish"
-done
-slurm[latency]=$(printf '%s\n' "${lat[@]}" | median)
-echo "   ms: ${lat[*]} (median ${slurm[latency]})" >&2
-
-# 4. end-to-end throughput
-echo "== Slurm: $E2E_JOBS jobs --gres=gpu:1 --wrap true, end to end" >&2
-t0=${EPOCHREALTIME/./}
-for ((i = 0; i < E2E_JOBS; i++)); do
-    sbatch -Q -o /dev/null --gres=gpu:1 --wrap true >/dev/null
-done
-t_sub=${EPOCHREALTIME/./}
-wait_until 3600 slurm_queue_empty || die "Slurm did not finish $E2E_JOBS jobs within an hour"
-t1=${EPOCHREALTIME/./}
-slurm[e2e]=$(awk -v n="$E2E_JOBS" -v d=$((t1 - t0)) 'BEGIN {printf "%.2f\n", n / (d / 1e6)}')
-echo "   submitted in $(((t_sub - t0) / 1000)) ms, all done in $(((t1 - t0) / 1000)) ms: ${slurm[e2e]} jobs/s" >&2
-
-slurm_version=$(sbatch --version | awk '{print $2}')
-load_slurm=$(loadavg)
-"$repo/bench/slurm/stop.sh" "$slurm_dir"
-cd "$repo"
+    slurm_version=$(sbatch --version | awk '{print $2}')
+    load_slurm=$(loadavg)
+    "$repo/bench/slurm/stop.sh" "$slurm_dir"
+    cd "$repo"
+fi
 
 # =======================================================================================
 # atrium
@@ -298,10 +325,14 @@ TOML
     for ((i = 0; i < LIST_RUNS; i++)); do times+=("$(time_ms "$bin" squeue)"); done
     atrium[list_cli]=$(printf '%s\n' "${times[@]}" | median)
     echo "   atrium squeue ms: ${times[*]} (median ${atrium[list_cli]})" >&2
+    # The HTTP answer alone, as curl times it from connect to the last byte: curl's own
+    # start (some 8 ms of library set-up here) is not the portal's.
     times=()
-    for ((i = 0; i < LIST_RUNS; i++)); do times+=("$(time_ms curl -sf -H "$auth" "$base/api/v1/jobs")"); done
+    for ((i = 0; i < LIST_RUNS; i++)); do
+        times+=("$(curl -sf -o /dev/null -w '%{time_total}' -H "$auth" "$base/api/v1/jobs" | awk '{printf "%.2f\n", $1 * 1000}')")
+    done
     atrium[list_http]=$(printf '%s\n' "${times[@]}" | median)
-    echo "   curl GET /api/v1/jobs ms: ${times[*]} (median ${atrium[list_http]})" >&2
+    echo "   GET /api/v1/jobs (curl time_total) ms: ${times[*]} (median ${atrium[list_http]})" >&2
     atrium_cancel_all
 
     # 2a. submissions/s over HTTP, wrk
@@ -333,21 +364,15 @@ TOML
     echo "   accepted $accepted of $SUBMISSIONS, listed active: $(atrium_total); ${atrium[submit_cli]}/s" >&2
     atrium_cancel_all
 
-    # 3. submit -> RUNNING latency
+    # 3. submit -> RUNNING latency, submitted with `atrium sbatch` as Slurm's is with sbatch
     echo "== atrium: submit -> running, $LATENCY_RUNS runs" >&2
-    lat=()
-    for ((i = 0; i < LATENCY_RUNS; i++)); do
-        stamp="$work/stamps/atrium-$i"
-        printf '{"script":"#!/bin/bash\\n#SBATCH --gres=gpu:1\\ndate +%%s%%N >%s\\n"}' "$stamp" >"$work/atrium/stamp.json"
-        t0=$(now_ns)
-        curl -sf -H "$auth" -H 'content-type: application/json' -d @"$work/atrium/stamp.json" "$base/api/v1/jobs" >/dev/null \
-            || die "atrium refused the latency job"
-        wait_until 120 test -s "$stamp" || die "atrium latency job $i did not start within 120 s"
-        lat+=("$(awk -v a="$(<"$stamp")" -v b="$t0" 'BEGIN {printf "%.1f\n", (a - b) / 1e6}')")
-        wait_until 120 atrium_queue_empty || die "atrium latency job $i did not finish"
-    done
-    atrium[latency]=$(printf '%s\n' "${lat[@]}" | median)
-    echo "   ms: ${lat[*]} (median ${atrium[latency]})" >&2
+    # From the home, as a user would: a job runs where it was submitted from, and gets a
+    # private /tmp.
+    home_sbatch() { (cd "$work/atrium/home/admin" && "$bin" sbatch "$@"); }
+    atrium[latency]=$(latencies atrium "$(latency_runs atrium "$work/atrium/home/admin" atrium_queue_empty home_sbatch)")
+    # The same over HTTP from a client already running (no process start to pay).
+    echo "   over HTTP from one running client (bench/py/submit_latency.py):" >&2
+    atrium[latency_http]=$(latencies "atrium HTTP" "$(python3 "$repo/bench/py/submit_latency.py" "$LATENCY_RUNS" "$work/atrium/home/admin")")
 
     # 4. end-to-end throughput
     echo "== atrium: $E2E_JOBS jobs gres gpu:1 wrap true, end to end" >&2
@@ -379,11 +404,12 @@ echo
 row() { printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "${3:--}" "$(ratio "${3:-}" "$2")" "$4"; }
 echo "| metric | Slurm $slurm_version | atrium | atrium/Slurm | atrium goal |"
 echo "|---|---|---|---|---|"
-row "submissions/s, $CLIENTS clients (Slurm: sbatch loops; atrium: HTTP, wrk)" "${slurm[submit]}" "${atrium[submit_http]:-}" "≥ 4,000"
-row "submissions/s, $CLIENTS clients, CLI, one process per submission" "${slurm[submit]}" "${atrium[submit_cli]:-}" "-"
-row "submit → RUNNING, 1 GPU, idle node, median of $LATENCY_RUNS (ms)" "${slurm[latency]}" "${atrium[latency]:-}" "≤ 20 ms"
-row "end to end, $E2E_JOBS one-GPU \`true\` jobs on 8 GPUs (jobs/s)" "${slurm[e2e]}" "${atrium[e2e]:-}" "≥ 100"
-row "listing $LIST_JOBS pending: squeue / atrium squeue, median of $LIST_RUNS (ms)" "${slurm[list]}" "${atrium[list_cli]:-}" "≤ 5 ms"
-row "listing $LIST_JOBS pending: squeue / curl GET /api/v1/jobs, median (ms)" "${slurm[list]}" "${atrium[list_http]:-}" "≤ 5 ms"
+row "submissions/s, $CLIENTS clients (Slurm: sbatch loops; atrium: HTTP, wrk)" "${slurm[submit]:-}" "${atrium[submit_http]:-}" "≥ 4,000"
+row "submissions/s, $CLIENTS clients, CLI, one process per submission" "${slurm[submit]:-}" "${atrium[submit_cli]:-}" "-"
+row "submit → RUNNING, 1 GPU, idle node, median of $LATENCY_RUNS (ms): sbatch / atrium sbatch" "${slurm[latency]:-}" "${atrium[latency]:-}" "≤ 20 ms"
+row "submit → RUNNING, as above: sbatch / POST /api/v1/jobs from a running client" "${slurm[latency]:-}" "${atrium[latency_http]:-}" "≤ 20 ms"
+row "end to end, $E2E_JOBS one-GPU \`true\` jobs on 8 GPUs (jobs/s)" "${slurm[e2e]:-}" "${atrium[e2e]:-}" "≥ 100"
+row "listing $LIST_JOBS pending: squeue / atrium squeue, median of $LIST_RUNS (ms)" "${slurm[list]:-}" "${atrium[list_cli]:-}" "≤ 5 ms"
+row "listing $LIST_JOBS pending: squeue / GET /api/v1/jobs answered (curl time_total), median (ms)" "${slurm[list]:-}" "${atrium[list_http]:-}" "≤ 5 ms"
 echo
 echo "atrium/Slurm: for rates higher is better; for times (ms) lower is better (below 1: atrium is faster)."

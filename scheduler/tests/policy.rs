@@ -542,3 +542,52 @@ fn capped_pass_still_reaches_jobs_beyond_the_cap() {
     // Nothing was over-allocated and the reserved job is still first.
     assert_eq!(cl.reservations().first().map(|r| r.job.job), Some(2));
 }
+
+#[test]
+fn ended_jobs_are_forgotten_after_their_age_unless_a_pending_job_depends_on_them() {
+    let mut cl = Cluster::new(cluster(1, 8)).unwrap();
+    let done = cl.submit(req("#SBATCH --gres=gpu:1"), &alice(), 0).unwrap();
+    let watched = cl.submit(req("#SBATCH --gres=gpu:1"), &alice(), 0).unwrap();
+    let array = cl
+        .submit(req("#SBATCH --gres=gpu:1 --array=0-1"), &alice(), 0)
+        .unwrap();
+    let mut s = starts(&cl.schedule(0));
+    s.sort();
+    assert_eq!(s.len(), 4, "{s:?}");
+    cl.job_finished(done, JobOutcome::Exited(0), 10).unwrap();
+    cl.job_finished(watched, JobOutcome::Exited(0), 10).unwrap();
+    cl.job_finished(JobId::task(array.job, 0), JobOutcome::Exited(0), 10)
+        .unwrap();
+    let waiting = cl
+        .submit(
+            req(&format!("#SBATCH -d afterok:{} -H", watched.job)),
+            &alice(),
+            11,
+        )
+        .unwrap();
+    // Not old enough yet.
+    assert!(cl.purge_ended(9).is_empty());
+    // Old enough: the plain job goes; the watched one stays for its dependant; the
+    // array stays while a task runs.
+    assert_eq!(cl.purge_ended(10), vec![done]);
+    assert!(cl.job(done, 20).is_none());
+    assert!(cl.job(watched, 20).is_some());
+    assert!(cl.job(JobId::task(array.job, 0), 20).is_some());
+    cl.job_finished(JobId::task(array.job, 1), JobOutcome::Exited(0), 30)
+        .unwrap();
+    let gone = cl.purge_ended(30);
+    assert!(
+        gone.contains(&array) || gone.contains(&JobId::task(array.job, 1)),
+        "{gone:?}"
+    );
+    assert!(cl.job(JobId::task(array.job, 0), 40).is_none());
+    assert!(cl.job(JobId::task(array.job, 1), 40).is_none());
+    // The dependant still sees its target, and starts once released.
+    cl.release(waiting, false, 40).unwrap();
+    assert_eq!(starts(&cl.schedule(40)), vec![waiting]);
+    assert!(cl.purge_ended(40).contains(&watched));
+    // A forgotten job survives neither a snapshot nor a restore.
+    let restored = Cluster::restore(cl.snapshot()).unwrap();
+    assert!(restored.job(done, 50).is_none());
+    assert!(restored.job(waiting, 50).is_some());
+}

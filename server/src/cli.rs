@@ -28,6 +28,19 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Whether the command is a short-lived client or a job step, which one thread
+    /// serves best: no worker threads to start, wake and stop (a thousand-job `squeue`
+    /// spends more time in thread hand-offs than in parsing). The portal itself gets a
+    /// worker per core.
+    pub fn single_threaded(&self) -> bool {
+        !matches!(
+            self.command,
+            Command::Serve | Command::Migrate | Command::Config(_) | Command::User(_)
+        )
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the portal.

@@ -7,10 +7,12 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     let args = atrium::client::dispatch_argv0(std::env::args_os().collect());
     let cli = atrium::cli::Cli::parse_from(args);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = if cli.single_threaded() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("atrium: cannot start the runtime: {e}");

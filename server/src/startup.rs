@@ -143,6 +143,7 @@ impl Application {
             inventory,
             jobs: http::JobsRuntime {
                 drop_privileges: as_root,
+                owners: Default::default(),
             },
             secure_cookies: config.secure_cookies(),
             config: Arc::new(config),

@@ -95,6 +95,57 @@ impl Cluster {
         }
     }
 
+    /// Forgets jobs that ended at or before `ended_before` (Slurm's `MinJobAge`): every
+    /// record of a job number (an array's remainder and all its tasks) must be over by
+    /// then, and no pending job may still name it in a dependency. Their accounting
+    /// lives on outside the scheduler; without this, a long-lived cluster's state (and
+    /// each snapshot of it) would grow with every job ever run. Returns the records
+    /// forgotten, in job order.
+    pub fn purge_ended(&mut self, ended_before: Time) -> Vec<JobId> {
+        let verdicts: Vec<(JobId, bool)> = self
+            .jobs
+            .iter()
+            .map(|(id, j)| {
+                let over = j.state.is_terminal()
+                    && j.end_time.is_some_and(|e| e <= ended_before)
+                    && j.array
+                        .as_ref()
+                        .is_none_or(|a| a.pending.is_empty() && a.active == 0);
+                (*id, over)
+            })
+            .collect();
+        let mut purge = Vec::new();
+        // Records of one job number are adjacent: ids order by number, then task.
+        for group in verdicts.chunk_by(|a, b| a.0.job == b.0.job) {
+            if group.iter().all(|(_, over)| *over) && !self.has_pending_dependents(group[0].0.job) {
+                purge.extend(group.iter().map(|(id, _)| *id));
+            }
+        }
+        for id in &purge {
+            self.jobs.remove(id);
+            self.dirty.remove(id);
+            self.dependents.remove(&id.job);
+        }
+        purge
+    }
+
+    /// Whether some job ended at or before `t`: a cheap test before [`Self::purge_ended`].
+    pub fn any_ended_by(&self, t: Time) -> bool {
+        self.jobs
+            .values()
+            .any(|j| j.state.is_terminal() && j.end_time.is_some_and(|e| e <= t))
+    }
+
+    fn has_pending_dependents(&self, job: u64) -> bool {
+        self.dependents.get(&job).is_some_and(|ds| {
+            ds.iter().any(|d| {
+                self.jobs
+                    .get(d)
+                    .is_some_and(|j| j.state == JobState::Pending)
+            })
+        })
+    }
+
     /// Marks the pending dependents of job number `job` for re-examination.
     pub(crate) fn touch_dependents(&mut self, job: u64) {
         if let Some(ds) = self.dependents.get(&job) {

@@ -93,6 +93,24 @@ pub(crate) fn split_list(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Print `lines` on standard output through one buffer (stdout alone flushes every
+/// line: a thousand-job `squeue` would be a thousand writes). A closed pipe
+/// (`squeue | head`) ends the output quietly.
+pub(crate) fn print_lines<L: std::fmt::Display>(
+    lines: impl IntoIterator<Item = L>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let written = lines
+        .into_iter()
+        .try_for_each(|line| writeln!(out, "{line}"))
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use jiff::{civil, Timestamp, Zoned};
 use super::api::JobInfo;
 use super::format::{sacct_header, sacct_line};
 use super::squeue::job_matches;
-use super::{connect, failed, split_list, SlurmError};
+use super::{connect, failed, print_lines, split_list, SlurmError};
 
 const CMD: &str = "sacct";
 
@@ -103,17 +103,16 @@ pub async fn run(args: SacctArgs) -> anyhow::Result<()> {
     let q = query(&args, me.as_deref(), &Zoned::now()).map_err(|e| SlurmError::new(CMD, e))?;
     let ids = args.jobs.as_deref().map(split_list);
     let jobs: Vec<JobInfo> = portal.jobs(&q).await.map_err(failed(CMD))?;
-    if !args.noheader {
-        for line in sacct_header() {
-            println!("{line}");
-        }
-    }
-    for job in jobs
+    let header = if args.noheader {
+        Vec::new()
+    } else {
+        sacct_header().into_iter().collect()
+    };
+    let lines = jobs
         .iter()
         .filter(|j| ids.as_ref().is_none_or(|ids| job_matches(j, ids)))
-    {
-        println!("{}", sacct_line(job));
-    }
+        .map(sacct_line);
+    print_lines(header.into_iter().chain(lines))?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 use clap::{ArgAction, Args};
 
 use super::format::sinfo_lines;
-use super::{connect, failed, split_list, SlurmError};
+use super::{connect, failed, print_lines, split_list, SlurmError};
 
 const CMD: &str = "sinfo";
 
@@ -28,8 +28,6 @@ pub async fn run(args: SinfoArgs) -> anyhow::Result<()> {
         partitions.retain(|p| wanted.contains(&p.name));
     }
     let lines = sinfo_lines(&partitions, !args.noheader).map_err(|e| SlurmError::new(CMD, e))?;
-    for line in lines {
-        println!("{line}");
-    }
+    print_lines(lines)?;
     Ok(())
 }

@@ -4,7 +4,7 @@ use clap::{ArgAction, Args};
 
 use super::api::JobInfo;
 use super::format::{squeue_header, squeue_line};
-use super::{connect, failed, split_list};
+use super::{connect, failed, print_lines, split_list};
 
 const CMD: &str = "squeue";
 
@@ -78,15 +78,12 @@ pub async fn run(args: SqueueArgs) -> anyhow::Result<()> {
             .map_err(failed(CMD))?;
         jobs.extend(found);
     }
-    if !args.noheader {
-        println!("{}", squeue_header());
-    }
-    for job in jobs
+    let header = (!args.noheader).then(squeue_header);
+    let lines = jobs
         .iter()
         .filter(|j| ids.as_ref().is_none_or(|ids| job_matches(j, ids)))
-    {
-        println!("{}", squeue_line(job));
-    }
+        .map(squeue_line);
+    print_lines(header.into_iter().chain(lines))?;
     Ok(())
 }
 

@@ -44,10 +44,12 @@ pub struct AppState {
 }
 
 /// How this portal runs jobs.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct JobsRuntime {
     /// Jobs run as their user (the portal runs as root); otherwise as the portal.
     pub drop_privileges: bool,
+    /// Submitters' home and groups, looked up once a minute rather than per job.
+    pub owners: api::jobs::OwnerCache,
 }
 
 impl AppState {

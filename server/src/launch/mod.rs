@@ -178,7 +178,11 @@ pub fn detect_runtime(configured: &str) -> Result<RuntimeKind, String> {
     }
 }
 
-fn write_private(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+/// Write `path` whole or not at all (a temporary file renamed over it). Only `durable`
+/// writes wait for the disk: a step's spec, script and start state matter only while
+/// the machine is up (a power loss ends the step with them), but its exit status must
+/// outlive one, to be recorded when the portal comes back.
+fn write_private(path: &Path, data: &[u8], mode: u32, durable: bool) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()
@@ -187,7 +191,9 @@ fn write_private(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
         .mode(mode)
         .open(&tmp)?;
     f.write_all(data)?;
-    f.sync_all()?;
+    if durable {
+        f.sync_all()?;
+    }
     std::fs::rename(&tmp, path)
 }
 
@@ -197,10 +203,10 @@ pub fn prepare(spool: &Path, spec: &StepSpec) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(&dir)?;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))?;
     let json = serde_json::to_vec(spec).map_err(std::io::Error::other)?;
-    write_private(&dir.join("spec.json"), &json, 0o600)?;
+    write_private(&dir.join("spec.json"), &json, 0o600, false)?;
     let script = dir.join("slurm_script");
     let _ = std::fs::remove_file(&script);
-    write_private(&script, spec.script.as_bytes(), 0o700)?;
+    write_private(&script, spec.script.as_bytes(), 0o700, false)?;
     if spec.drop_privileges {
         std::os::unix::fs::chown(&script, Some(spec.uid), Some(spec.gid))?;
     }
@@ -250,7 +256,8 @@ pub fn read_state(dir: &Path) -> std::io::Result<Option<StepState>> {
 
 pub(crate) fn write_state(dir: &Path, state: &StepState) -> std::io::Result<()> {
     let json = serde_json::to_vec(state).map_err(std::io::Error::other)?;
-    write_private(&dir.join("state.json"), &json, 0o600)
+    let durable = state.phase == "finished";
+    write_private(&dir.join("state.json"), &json, 0o600, durable)
 }
 
 /// Send `sig` to the step's supervisor, if it is still the same process.

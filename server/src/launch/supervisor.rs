@@ -77,7 +77,8 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     };
     let mut kill_at: Option<tokio::time::Instant> = None;
     let mut reason: Option<&'static str> = None;
-    let mut poll = tokio::time::interval(MEMORY_POLL);
+    // The first sample one period in: a short job costs no walk through /proc.
+    let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + MEMORY_POLL, MEMORY_POLL);
     let status = loop {
         let stop = |reason: &mut Option<&'static str>,
                     kill_at: &mut Option<tokio::time::Instant>,
@@ -249,6 +250,7 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
     let script = dir.join("slurm_script");
     let bwrap = runtime::find_bwrap().unwrap_or_else(|| PathBuf::from("bwrap"));
     let argv = runtime::argv(&spec, &script, &bwrap, |d| Path::new(d).exists());
+    close_inherited_fds();
     let err = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .env_clear()
@@ -258,6 +260,24 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
         .stderr(stderr)
         .exec();
     fail(format!("cannot start {}: {err}", argv[0]))
+}
+
+/// Mark every descriptor above stderr close-on-exec: the portal opens its own that way,
+/// but one it inherited (from a service manager, a shell) would otherwise reach the
+/// job, running as another user.
+fn close_inherited_fds() {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        let _ = fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+    }
 }
 
 fn drop_privileges(spec: &StepSpec) -> nix::Result<()> {

@@ -25,6 +25,11 @@ const MAX_BATCH: usize = 4096;
 const SNAPSHOT_EVERY_ENTRIES: usize = 100_000;
 /// … or this old and not empty.
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(300);
+/// Ended jobs stay in the scheduler's memory this long (Slurm's default `MinJobAge`);
+/// the database keeps them for good, and the API reads ended jobs from there.
+const MIN_JOB_AGE_SECS: i64 = 300;
+/// How often to look for jobs to forget.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
 
 /// Who asks: users see and touch only their own jobs; administrators see all.
 #[derive(Debug, Clone)]
@@ -222,6 +227,7 @@ struct Actor {
     seq: i64,
     log_since_snapshot: usize,
     last_snapshot: Instant,
+    last_purge: Instant,
     next_id: u64,
     meta: HashMap<u64, JobMeta>,
     steps: HashMap<JobId, mpsc::UnboundedSender<StepSignal>>,
@@ -251,6 +257,7 @@ impl Actor {
             seq,
             log_since_snapshot: entries,
             last_snapshot: Instant::now(),
+            last_purge: Instant::now(),
             next_id,
             meta: HashMap::new(),
             steps: HashMap::new(),
@@ -315,7 +322,8 @@ impl Actor {
                     };
                     let start = self.job_start(job, &allocation, r.start_time.unwrap_or(0));
                     tracing::info!(%job, "its step never started: starting it now");
-                    self.runner.launch(job, allocation, start)
+                    self.runner
+                        .launch(job, allocation, start, r.user_name.clone())
                 }
             };
             if completing {
@@ -338,6 +346,10 @@ impl Actor {
                 },
                 _ = tick.tick() => {
                     batch.touched = !self.meta.is_empty();
+                    if self.last_purge.elapsed() >= PURGE_EVERY {
+                        self.last_purge = Instant::now();
+                        self.purge(&mut batch);
+                    }
                 }
             }
             let mut taken = 1;
@@ -586,6 +598,20 @@ impl Actor {
         }
     }
 
+    /// Forget jobs ended more than [`MIN_JOB_AGE_SECS`] ago, through the log like every
+    /// other change, so that a replay forgets exactly the same ones.
+    fn purge(&mut self, batch: &mut Batch) {
+        let ended_before = now_secs() - MIN_JOB_AGE_SECS;
+        if !self.cluster.any_ended_by(ended_before) {
+            return;
+        }
+        match self.record(batch, &Event::Purge { ended_before }) {
+            Ok(Applied::Purged(n)) => tracing::debug!(n, "forgot ended jobs"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "forgetting ended jobs failed"),
+        }
+    }
+
     fn pass(&mut self, batch: &mut Batch) {
         let now = now_secs();
         let decisions = match self.record(batch, &Event::Pass { now }) {
@@ -742,7 +768,12 @@ impl Actor {
             return;
         }
         for (job, allocation, start) in batch.launches {
-            let tx = self.runner.launch(job, allocation, start);
+            let user = self
+                .meta
+                .get(&job.job)
+                .map(|m| m.user.clone())
+                .unwrap_or_default();
+            let tx = self.runner.launch(job, allocation, start, user);
             self.steps.insert(job, tx);
         }
         for (job, signal) in batch.signals {

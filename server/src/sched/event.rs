@@ -43,6 +43,10 @@ pub enum Event {
         job: JobId,
         now: Time,
     },
+    /// Forget jobs that ended at or before this time (their rows stay in the database).
+    Purge {
+        ended_before: Time,
+    },
 }
 
 /// What applying an event returned.
@@ -51,6 +55,8 @@ pub enum Applied {
     Decisions(Vec<Decision>),
     Finished(JobState),
     Cancelled(CancelEffect),
+    /// How many records a purge forgot.
+    Purged(usize),
     Done,
 }
 
@@ -91,6 +97,9 @@ impl Event {
             Event::Requeue { job, now } => {
                 cluster.requeue(*job, *now)?;
                 Applied::Done
+            }
+            Event::Purge { ended_before } => {
+                Applied::Purged(cluster.purge_ended(*ended_before).len())
             }
         })
     }

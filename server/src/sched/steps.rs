@@ -75,13 +75,14 @@ impl StepRunner {
         job: JobId,
         allocation: Allocation,
         start: JobStart,
+        user: String,
     ) -> mpsc::UnboundedSender<StepSignal> {
         let (tx, rx) = mpsc::unbounded_channel();
         let settings = self.settings.clone();
         let store = self.store.clone();
         let actor = self.actor.clone();
         tokio::spawn(async move {
-            let end = match start_step(&settings, &store, job, &allocation, &start).await {
+            let end = match start_step(&settings, &store, job, &allocation, &start, &user).await {
                 Ok(child) => watch(&settings, job, Some(child), rx).await,
                 Err(message) => {
                     tracing::warn!(%job, %message, "the step could not start");
@@ -146,21 +147,42 @@ async fn start_step(
     job: JobId,
     allocation: &Allocation,
     start: &JobStart,
+    user: &str,
 ) -> Result<tokio::process::Child, String> {
-    let row = store
-        .job(job.job as i64, -1)
-        .await
-        .map_err(|e| format!("reading the job failed: {e}"))?;
+    // The row and the user's identity at once: this is on the path to a job's start.
+    // (`user` is the scheduler's word for the owner; empty when it did not know, and
+    // then the row's.)
+    let identity = |name: String| async move {
+        if !settings.drop_privileges || name.is_empty() {
+            return Ok(None);
+        }
+        store
+            .posix_identity(&name)
+            .await
+            .map_err(|e| format!("reading the user's identity failed: {e}"))?
+            .map(Some)
+            .ok_or_else(|| format!("user {name} has no POSIX identity (uid)"))
+    };
+    let (row, early) = tokio::try_join!(
+        async {
+            store
+                .job(job.job as i64, -1)
+                .await
+                .map_err(|e| format!("reading the job failed: {e}"))
+        },
+        identity(user.to_string()),
+    )?;
     let request: JobRequest =
         serde_json::from_str(&row.request).map_err(|e| format!("bad stored request: {e}"))?;
     let submitted: BTreeMap<String, String> =
         serde_json::from_str(&row.environment).unwrap_or_default();
     let (uid, gid, groups, home) = if settings.drop_privileges {
-        let id = store
-            .posix_identity(&row.user_name)
-            .await
-            .map_err(|e| format!("reading the user's identity failed: {e}"))?
-            .ok_or_else(|| format!("user {} has no POSIX identity (uid)", row.user_name))?;
+        let id = match early.filter(|_| row.user_name == user) {
+            Some(id) => id,
+            None => identity(row.user_name.clone())
+                .await?
+                .ok_or_else(|| format!("user {} has no POSIX identity (uid)", row.user_name))?,
+        };
         let groups = id.groups.iter().filter_map(|(_, gid)| *gid).collect();
         (id.uid, id.gid, groups, id.home)
     } else {

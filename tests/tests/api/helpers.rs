@@ -13,7 +13,10 @@ use serde_json::Value;
 /// `atrium <args>` with no `ATRIUM_*` variable of the test environment leaking into
 /// its configuration.
 pub fn atrium_command() -> Command {
-    let mut command = Command::new(atrium_bin());
+    without_atrium_env(Command::new(atrium_bin()))
+}
+
+fn without_atrium_env(mut command: Command) -> Command {
     for (name, _) in std::env::vars() {
         if name.starts_with("ATRIUM_") {
             command.env_remove(name);
@@ -91,7 +94,14 @@ async fn start(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
 
 /// Start `atrium serve` and wait until it listens.
 fn launch(config_path: &Path) -> (Child, mpsc::Receiver<String>, String, Option<String>) {
-    let mut child = atrium_command()
+    // The portal starts with descriptor 9 open and inheritable, as a service manager or
+    // a shell may leave one: no job may ever see it (checked by the job tests).
+    let mut shell = Command::new("/bin/sh");
+    shell
+        .arg("-c")
+        .arg("exec 9</dev/null; exec \"$0\" \"$@\"")
+        .arg(atrium_bin());
+    let mut child = without_atrium_env(shell)
         .arg("--config")
         .arg(config_path)
         .arg("serve")

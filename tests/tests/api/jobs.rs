@@ -168,7 +168,8 @@ impl JobCluster {
     }
 }
 
-const PRINT_ID: &str = "#!/bin/bash\n#SBATCH -J whoami\nid\nenv | sort\n";
+const PRINT_ID: &str =
+    "#!/bin/bash\n#SBATCH -J whoami\nid\nenv | sort\necho \"fds: $(ls /proc/self/fd | tr '\\n' ' ')\"\n";
 
 #[tokio::test]
 async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
@@ -201,6 +202,9 @@ async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
         assert!(out.contains(&expected), "missing {expected} in\n{out}");
     }
     assert!(out.contains("SLURM_CPUS_ON_NODE="), "{out}");
+    // Standard input, output, error and `ls`'s own directory: nothing of the portal's
+    // (its helper started it with descriptor 9 open).
+    assert!(out.contains("fds: 0 1 2 3 \n"), "{out}");
     let meta = std::fs::metadata(&out_path).expect("stat");
     assert_eq!(meta.uid(), 20101, "the output belongs to the user");
     assert_eq!(job["stdout"], out_path.display().to_string());

@@ -5,8 +5,10 @@
 //! administrators see all. Active jobs come from the scheduler; ended ones from the
 //! database.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use actix_web::{web, HttpResponse};
 use scheduler::{JobId, JobState, JobView, Owner, SqueueFilter};
@@ -47,12 +49,13 @@ pub struct Submitted {
     pub job_id: u64,
 }
 
-/// A job or array task.
+/// A job or array task. Fields without a value are left out.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct JobInfo {
     /// `123`, or `123_4` for an array task.
     pub id: String,
     pub job_id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub array_task_id: Option<u32>,
     /// As `squeue` shows it: `123_[5-9%2]` for an array's pending tasks.
     pub display_id: String,
@@ -66,12 +69,17 @@ pub struct JobInfo {
     /// Slurm's two-letter code (`PD`, `R` …).
     pub state_code: String,
     /// Why it is pending (`Priority`, `Resources`, `Dependency` …).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
     pub submit_time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub end_time: Option<String>,
     /// Seconds; absent: unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<u64>,
     /// Seconds run so far (or in all).
     pub time_used: u64,
@@ -79,14 +87,23 @@ pub struct JobInfo {
     pub nodelist: String,
     /// Generic resources per node (`gpu:2`).
     pub gres: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cuda_visible_devices: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     pub restarts: u32,
 }
@@ -169,30 +186,78 @@ pub async fn submit_as(
         body.working_directory,
     )
     .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let home = if state.jobs.drop_privileges {
-        let identity = state
-            .store
-            .posix_identity(&caller.username)
-            .await?
-            .ok_or_else(|| {
-                ApiError::forbidden(format!(
-                    "account {} has no POSIX identity (uid); ask an administrator",
-                    caller.username
-                ))
-            })?;
-        identity.home
-    } else {
-        std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
-    };
-    let workdir = submission::workdir(&sub.request, sub.submit_dir.as_deref(), &home);
-    let groups = state.store.groups_of(caller.user_id).await?;
+    let facts = state.jobs.owners.get(state, caller).await?;
+    let workdir = submission::workdir(&sub.request, sub.submit_dir.as_deref(), &facts.home);
     let owner = Owner {
         user: caller.username.clone(),
-        groups,
+        groups: facts.groups.clone(),
         account: caller.username.clone(),
         other_accounts: Vec::new(),
     };
     Ok(state.scheduler.submit(owner, sub, workdir).await?)
+}
+
+/// What a submission needs to know of its user: the home (the default working
+/// directory) and the groups (for partitions' `AllowGroups`).
+#[derive(Debug)]
+pub struct OwnerFacts {
+    home: PathBuf,
+    groups: Vec<String>,
+    loaded: Instant,
+}
+
+/// [`OwnerFacts`] by user id, kept for a minute: a burst of submissions costs the
+/// database nothing but the jobs themselves. Group changes reach new submissions within
+/// that minute (Slurm's controller caches groups for ten, `GroupUpdateTime`).
+#[derive(Debug, Default)]
+pub struct OwnerCache(Mutex<HashMap<i64, Arc<OwnerFacts>>>);
+
+impl OwnerCache {
+    const TTL: Duration = Duration::from_secs(60);
+    const MAX: usize = 10_000;
+
+    async fn get(&self, state: &AppState, caller: &Principal) -> Result<Arc<OwnerFacts>, ApiError> {
+        if let Some(hit) = self
+            .lock()
+            .get(&caller.user_id)
+            .filter(|f| f.loaded.elapsed() < Self::TTL)
+        {
+            return Ok(hit.clone());
+        }
+        let home = if state.jobs.drop_privileges {
+            let identity = state
+                .store
+                .posix_identity(&caller.username)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::forbidden(format!(
+                        "account {} has no POSIX identity (uid); ask an administrator",
+                        caller.username
+                    ))
+                })?;
+            identity.home
+        } else {
+            std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+        };
+        let facts = Arc::new(OwnerFacts {
+            home,
+            groups: state.store.groups_of(caller.user_id).await?,
+            loaded: Instant::now(),
+        });
+        let mut map = self.lock();
+        if map.len() >= Self::MAX {
+            map.retain(|_, f| f.loaded.elapsed() < Self::TTL);
+        }
+        map.insert(caller.user_id, facts.clone());
+        Ok(facts)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<OwnerFacts>>> {
+        // A panic while holding the lock leaves nothing half-written: a map insert.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// List jobs.
