@@ -433,6 +433,47 @@ async fn cancel_stops_a_running_job_and_time_limits_are_enforced() {
 }
 
 #[tokio::test]
+async fn a_job_over_its_memory_is_ended_as_out_of_memory() {
+    // `tail` keeps a line whole, and /dev/zero has none: it grows until it is stopped.
+    // With a cgroup v2 memory controller the kernel stops it; on cgroup v1 hosts the
+    // supervisor's sampling does. Either way: OUT_OF_MEMORY, and a job under its limit
+    // with the same script shape completes.
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20151).await;
+    let hog = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\n#SBATCH --mem=64M --time=2:00\nhead -c 2G /dev/zero | tail >/dev/null\n",
+        )
+        .await;
+    let small = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\n#SBATCH --mem=64M\nhead -c 1M /dev/zero | tail >/dev/null\n",
+        )
+        .await;
+    let ended = c
+        .wait_for(
+            &alice,
+            &hog,
+            &["OUT_OF_MEMORY", "COMPLETED", "FAILED", "TIMEOUT"],
+            Duration::from_secs(90),
+        )
+        .await;
+    assert_eq!(ended["state"], "OUT_OF_MEMORY", "{ended}");
+    let fine = c
+        .wait_for(
+            &alice,
+            &small,
+            &["COMPLETED", "FAILED", "OUT_OF_MEMORY"],
+            Duration::from_secs(60),
+        )
+        .await;
+    assert_eq!(fine["state"], "COMPLETED", "{fine}");
+    assert_eq!(ended["memory_mb"], 64, "{ended}");
+}
+
+#[tokio::test]
 async fn bad_submissions_are_refused_with_the_reason_and_change_nothing() {
     let c = JobCluster::start(4).await;
     let alice = c.user("alice", 20151).await;
