@@ -43,6 +43,11 @@ pub fn cluster_config(root: &Path, gpus: u32) -> String {
 
 impl JobCluster {
     pub async fn start(gpus: u32) -> JobCluster {
+        Self::start_on(gpus, None).await
+    }
+
+    /// As [`JobCluster::start`], on the database at `database_url` (default: SQLite).
+    pub async fn start_on(gpus: u32, database_url: Option<String>) -> JobCluster {
         let root = tempfile::tempdir().expect("tempdir");
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o711))
             .expect("chmod root");
@@ -54,7 +59,7 @@ impl JobCluster {
         .expect("chmod homes");
         let app = spawn_with(Options {
             extra_config: cluster_config(root.path(), gpus),
-            ..Default::default()
+            database_url,
         })
         .await;
         JobCluster { app, root }
