@@ -66,6 +66,15 @@ pub enum Command {
     /// Run a job step (started by the portal).
     #[command(subcommand, hide = true)]
     Step(StepCommand),
+    /// Work on a user's home, as that user (started by the portal).
+    #[command(subcommand, hide = true)]
+    Home(HomeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HomeCommand {
+    /// Bring DIR (the user's ~/templates) up to date with the starters.
+    Sync { dir: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -183,6 +192,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sacct(args) => crate::client::sacct::run(args).await,
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
+        Command::Home(HomeCommand::Sync { dir }) => crate::storage::sync_command(&dir),
     }
 }
 

@@ -619,6 +619,12 @@ pub struct AccountsConfig {
     pub uid_max: u32,
     /// Home directories are `<home_root>/<username>` unless given.
     pub home_root: PathBuf,
+    /// Create a user's missing home at their login (owned by them, mode 0700; only
+    /// when the portal runs as root).
+    pub create_homes: bool,
+    /// Keep `~/templates` filled from the starters shipped with atrium (files the
+    /// user changed are left alone).
+    pub templates: bool,
 }
 
 impl Default for AccountsConfig {
@@ -627,6 +633,8 @@ impl Default for AccountsConfig {
             uid_min: 20000,
             uid_max: 29999,
             home_root: PathBuf::from("/home"),
+            create_homes: true,
+            templates: true,
         }
     }
 }

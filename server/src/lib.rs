@@ -12,5 +12,6 @@ pub mod launch;
 pub mod metrics;
 pub mod sched;
 pub mod startup;
+pub mod storage;
 pub mod store;
 pub mod telemetry;

@@ -145,6 +145,10 @@ impl Application {
                 drop_privileges: as_root,
                 owners: Default::default(),
             },
+            homes: Arc::new(crate::storage::Homes::new(
+                config.accounts.create_homes,
+                config.accounts.templates,
+            )),
             secure_cookies: config.secure_cookies(),
             config: Arc::new(config),
             store: store.clone(),

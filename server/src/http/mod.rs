@@ -34,6 +34,8 @@ pub struct AppState {
     pub store: Store,
     pub auth: Arc<Authenticator>,
     pub logins: Logins,
+    /// Users' homes and templates, prepared at login.
+    pub homes: Arc<crate::storage::Homes>,
     pub limiter: LoginLimiter,
     pub metrics: Metrics,
     pub secure_cookies: bool,

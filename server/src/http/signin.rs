@@ -85,5 +85,8 @@ pub async fn sign_in(
         .await
         .map_err(|e| Failure::Unavailable(e.into()))?;
     tracing::info!(user = %user.username, client = %addr, source = %user.source, "login");
+    // The home and templates in the background: a login never waits on storage.
+    let (homes, store, who) = (state.homes.clone(), state.store.clone(), user.clone());
+    tokio::spawn(async move { homes.prepare(&store, &who).await });
     Ok((user, login))
 }

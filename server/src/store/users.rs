@@ -350,6 +350,27 @@ impl Store {
         self.change_credentials(update, Vec::new()).await
     }
 
+    /// The starters digest the user's `~/templates` was last synced with.
+    pub async fn templates_digest(&self, user_id: i64) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT templates_digest FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(row) => row.try_get(0)?,
+            None => None,
+        })
+    }
+
+    pub async fn set_templates_digest(&self, user_id: i64, digest: &str) -> Result<()> {
+        sqlx::query("UPDATE users SET templates_digest = $1 WHERE id = $2")
+            .bind(digest)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     pub async fn record_login(&self, user_id: i64, now: i64) -> Result<()> {
         sqlx::query("UPDATE users SET last_login_at = $1 WHERE id = $2")
             .bind(now)

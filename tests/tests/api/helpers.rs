@@ -76,6 +76,11 @@ pub async fn spawn_with(options: Options) -> TestApp {
         config.push_str(&format!("[database]\nurl = \"{url}\"\n"));
     }
     config.push_str(&options.extra_config);
+    if !options.extra_config.contains("[accounts]") {
+        // Logins here must not make homes on this machine (the LDAP fixture's are in
+        // /home): tests that want homes configure [accounts] themselves.
+        config.push_str("[accounts]\ncreate_homes = false\n");
+    }
     std::fs::write(&config_path, config).expect("write config");
     start(data_dir, config_path).await
 }

@@ -27,8 +27,10 @@ pub struct JobUser {
 pub fn cluster_config(root: &Path, gpus: u32) -> String {
     let mut config = format!(
         "[jobs]\nspool_dir = \"{}\"\nkill_grace_seconds = 2\n\
-         [cluster]\nnode_name = \"head\"\ncpus = 16\nmemory_mb = 64000\ndiscover_gpus = false\n",
-        root.join("spool").display()
+         [cluster]\nnode_name = \"head\"\ncpus = 16\nmemory_mb = 64000\ndiscover_gpus = false\n\
+         [accounts]\nhome_root = \"{}\"\n",
+        root.join("spool").display(),
+        root.join("home").display()
     );
     for i in 0..gpus {
         config.push_str(&format!(

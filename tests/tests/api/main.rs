@@ -4,6 +4,7 @@
 mod browser;
 mod cli;
 mod helpers;
+mod homes;
 mod http_basics;
 mod jobs;
 mod jobs_crash;
