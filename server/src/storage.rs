@@ -307,6 +307,32 @@ mod tests {
     }
 
     #[test]
+    fn the_starter_notebooks_are_nbformat_4_with_a_kernel() {
+        let notebooks: Vec<_> = starters()
+            .into_iter()
+            .filter(|(p, _)| p.ends_with(".ipynb"))
+            .collect();
+        assert!(notebooks.len() >= 4, "{notebooks:?}");
+        for (path, data) in notebooks {
+            let nb: serde_json::Value = serde_json::from_slice(&data).expect(&path);
+            assert_eq!(nb["nbformat"], 4, "{path}");
+            assert!(nb["metadata"]["kernelspec"]["name"].is_string(), "{path}");
+            let cells = nb["cells"].as_array().expect("cells");
+            assert!(
+                cells.iter().all(|c| c["id"].is_string()),
+                "{path}: cell ids"
+            );
+            assert!(
+                cells
+                    .iter()
+                    .filter(|c| c["cell_type"] == "code")
+                    .all(|c| c["outputs"].as_array().is_some_and(Vec::is_empty)),
+                "{path}: shipped without outputs"
+            );
+        }
+    }
+
+    #[test]
     fn user_changes_survive_and_untouched_starters_are_updated() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("templates");
