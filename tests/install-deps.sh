@@ -4,11 +4,16 @@
 # Usage: tests/install-deps.sh
 #
 # Idempotent and non-interactive: installs only what is missing and is a fast
-# no-op (no apt-get at all) when everything is already present. Works as root;
+# no-op (no apt-get, no pip) when everything is already present. Works as root;
 # otherwise it uses sudo when available, or prints exactly what to install and
 # exits 1.
 #
-# To add a dependency, append the Debian package name to PACKAGES below.
+# To add a dependency, append the Debian package name to PACKAGES below; Python
+# packages of the session servers (JupyterLab, TensorBoard) go to JUPYTER_PINS.
+#
+# Environment:
+#   ATRIUM_TEST_JUPYTER  the Python virtual environment holding JupyterLab and
+#                        TensorBoard for the session tests (default /opt/atrium-test/jupyter)
 set -euo pipefail
 
 # Debian packages required by the test suite. One per line; keep sorted by purpose.
@@ -27,6 +32,18 @@ PACKAGES=(
     munge               # munged and mungekey for that throwaway Slurm's authentication
     bubblewrap          # the job container runtime the job tests run (server/src/launch)
     python3             # job scripts in tests and starter scripts
+    python3-venv        # the session tests' JupyterLab/TensorBoard environment (ATRIUM_TEST_JUPYTER)
+)
+
+# The session tests' Python environment: JupyterLab, Jupyter Server, the Python kernel and
+# TensorBoard, exactly these versions, from PyPI. Built on Debian's python3 so that the
+# users the tests create can run it (an interpreter under /root, say, is out of their reach).
+JUPYTER_VENV="${ATRIUM_TEST_JUPYTER:-/opt/atrium-test/jupyter}"
+JUPYTER_PINS=(
+    jupyterlab==4.6.6
+    jupyter-server==2.21.1
+    ipykernel==7.4.0
+    tensorboard==2.21.0
 )
 
 # Cargo tools required by the test runner: "binary-name crate-name".
@@ -100,6 +117,49 @@ if is_installed slurmd; then keep_system_service_off slurmd slurmd 'etc/slurm.co
 if is_installed slurmctld; then keep_system_service_off slurmctld slurmctld 'etc/slurm.conf'; fi
 if is_installed munge; then keep_system_service_off munge munged '--socket='; fi
 
+# ensure_jupyter_venv: create $JUPYTER_VENV with $JUPYTER_PINS unless its stamp says it holds
+# exactly them, built on the same interpreter. The stamp is written only after pip succeeded,
+# so an interrupted install is redone from scratch (`venv --clear`) on the next run.
+ensure_jupyter_venv() {
+    local venv=$JUPYTER_VENV python want dir sudo=()
+    python="$(command -v /usr/bin/python3 || command -v python3 || true)"
+    if [[ -z "$python" ]]; then
+        echo "install-deps: python3 not found; cannot create $venv" >&2
+        exit 1
+    fi
+    want="$("$python" -c 'import sys; print(sys.executable, sys.version.split()[0])') ${JUPYTER_PINS[*]}"
+    if [[ -x "$venv/bin/python" && -x "$venv/bin/jupyter-lab" && -x "$venv/bin/tensorboard" \
+        && "$(cat "$venv/.atrium-stamp" 2>/dev/null || true)" == "$want" ]]; then
+        return
+    fi
+    if [[ -e "$venv" && ! -e "$venv/pyvenv.cfg" ]] && [[ -n "$(ls -A "$venv" 2>/dev/null)" ]]; then
+        echo "install-deps: $venv exists and is not a Python virtual environment; set ATRIUM_TEST_JUPYTER elsewhere or remove it" >&2
+        exit 1
+    fi
+    # sudo only where the nearest existing directory is not ours to write.
+    dir=$venv
+    while [[ ! -e "$dir" ]]; do dir="$(dirname "$dir")"; done
+    if [[ ! -w "$dir" ]]; then
+        if [[ "$(id -u)" -ne 0 ]] && command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "install-deps: cannot write $dir; run as root or set ATRIUM_TEST_JUPYTER to a writable path" >&2
+            exit 1
+        fi
+    fi
+    echo "install-deps: creating the Python environment $venv (${JUPYTER_PINS[*]})"
+    # umask 022: the environment must be readable by every test user, whatever ours is.
+    (
+        umask 022
+        "${sudo[@]}" mkdir -p "$venv"
+        "${sudo[@]}" "$python" -m venv --clear "$venv"
+        "${sudo[@]}" "$venv/bin/python" -m pip install --quiet --no-input --disable-pip-version-check \
+            "${JUPYTER_PINS[@]}"
+        printf '%s\n' "$want" | "${sudo[@]}" tee "$venv/.atrium-stamp" >/dev/null
+    )
+}
+ensure_jupyter_venv
+
 for tool in "${CARGO_TOOLS[@]}"; do
     read -r bin crate <<<"$tool"
     if ! command -v "$bin" >/dev/null 2>&1; then
@@ -119,4 +179,4 @@ if [[ -z "$pg_bin" || ! -x "$pg_bin/initdb" ]]; then
     exit 1
 fi
 
-echo "install-deps: all test dependencies present (postgres: $pg_bin)"
+echo "install-deps: all test dependencies present (postgres: $pg_bin, jupyter: $JUPYTER_VENV)"

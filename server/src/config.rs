@@ -11,6 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod sessions;
+pub use sessions::{
+    is_name as is_session_name, EnvironmentConfig, HumanDuration, MountConfig, SessionsConfig,
+    StorageConfig,
+};
+
 /// Prefix of environment overrides. `ATRIUM_LISTEN` sets `listen`;
 /// `ATRIUM_DATABASE__URL` sets `database.url` (a double underscore separates sections).
 pub const ENV_PREFIX: &str = "ATRIUM_";
@@ -107,6 +113,10 @@ pub struct Config {
     pub jobs: JobsConfig,
     pub cluster: ClusterSection,
     pub accounts: AccountsConfig,
+    pub sessions: SessionsConfig,
+    /// What sessions (and jobs that name one) run in; none: this machine's software.
+    pub environments: Vec<EnvironmentConfig>,
+    pub storage: StorageConfig,
 }
 
 /// How batch jobs run.
@@ -444,6 +454,9 @@ impl Default for Config {
             jobs: JobsConfig::default(),
             cluster: ClusterSection::default(),
             accounts: AccountsConfig::default(),
+            sessions: SessionsConfig::default(),
+            environments: Vec::new(),
+            storage: StorageConfig::default(),
         }
     }
 }
@@ -920,6 +933,15 @@ impl Config {
         }
     }
 
+    /// The environments users choose from: the configured ones, or this machine's.
+    pub fn environments(&self) -> Vec<EnvironmentConfig> {
+        if self.environments.is_empty() {
+            vec![EnvironmentConfig::host()]
+        } else {
+            self.environments.clone()
+        }
+    }
+
     /// Whether cookies must carry `Secure`: served over TLS, or behind an https origin.
     pub fn secure_cookies(&self) -> bool {
         self.tls.enabled()
@@ -984,12 +1006,13 @@ impl Config {
                 message,
             })
         };
-        if !matches!(self.jobs.runtime.as_str(), "auto" | "bubblewrap" | "none") {
+        if !sessions::RUNTIMES.contains(&self.jobs.runtime.as_str()) {
             problem(
                 "jobs.runtime",
                 format!(
-                    "{:?} is not one of auto, bubblewrap, none",
-                    self.jobs.runtime
+                    "{:?} is not one of {}",
+                    self.jobs.runtime,
+                    sessions::RUNTIMES.join(", ")
                 ),
             );
         }
@@ -1098,6 +1121,12 @@ impl Config {
             }
         }
         self.cluster.check(&mut problem);
+        sessions::check(
+            &self.sessions,
+            &self.environments,
+            &self.storage,
+            &mut problem,
+        );
         self.accounts.check(&mut problem);
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
             problem(

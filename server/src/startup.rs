@@ -135,9 +135,22 @@ impl Application {
             kill_grace_secs: config.jobs.kill_grace_seconds,
             drop_privileges: as_root,
             cluster_name: config.jobs.cluster_name.clone(),
+            mounts: crate::launch::storage_mounts(&config.storage),
         };
+        let jobs_runtime = settings.runtime.clone();
+        let spool = settings.spool_dir.clone();
         let (scheduler, scheduler_task) =
             Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?;
+        let config = Arc::new(config);
+        let (sessions, culler) = crate::sessions::Sessions::start(
+            store.clone(),
+            scheduler.clone(),
+            config.clone(),
+            &spool,
+            jobs_runtime,
+            as_root,
+        )
+        .await?;
         let state = web::Data::new(AppState {
             scheduler,
             inventory,
@@ -150,7 +163,8 @@ impl Application {
                 config.accounts.templates,
             )),
             secure_cookies: config.secure_cookies(),
-            config: Arc::new(config),
+            sessions,
+            config,
             store: store.clone(),
             auth: auth.clone(),
             logins,
@@ -170,6 +184,7 @@ impl Application {
 
         let background = vec![
             scheduler_task,
+            culler,
             tokio::spawn(auth.clone().watch_epoch(Duration::from_secs(1))),
             tokio::spawn(purge_expired_sessions(store.clone())),
         ];

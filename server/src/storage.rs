@@ -399,3 +399,69 @@ mod tests {
         assert!(!tmp.path().join("escape.txt").exists());
     }
 }
+
+/// The one rule for paths a user names (a TensorBoard log folder, …): a relative path
+/// is taken from their home; the result must lie inside their home or one of `roots`
+/// (project spaces, data sets), with no `..` and nothing that is not text.
+pub fn confine(path: &str, home: &Path, roots: &[PathBuf]) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let path = path.trim();
+    if path.is_empty() {
+        return Err("is empty".into());
+    }
+    if path.contains('\0') || path.chars().any(char::is_control) {
+        return Err("contains control characters".into());
+    }
+    let given = Path::new(path);
+    if given
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        return Err("must not contain '..'".into());
+    }
+    let full = if given.is_absolute() {
+        given.to_path_buf()
+    } else {
+        let rest = given.strip_prefix("~").unwrap_or(given);
+        home.join(rest)
+    };
+    let full: PathBuf = full
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect();
+    if full.starts_with(home) || roots.iter().any(|r| full.starts_with(r)) {
+        Ok(full)
+    } else {
+        Err(format!(
+            "{} is outside your home and project spaces",
+            full.display()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod confine_tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_in_the_users_roots() {
+        let home = Path::new("/home/alice");
+        let roots = vec![PathBuf::from("/projects")];
+        assert_eq!(
+            confine("runs/exp1", home, &roots),
+            Ok(PathBuf::from("/home/alice/runs/exp1"))
+        );
+        assert_eq!(
+            confine("~/tb", home, &roots),
+            Ok(PathBuf::from("/home/alice/tb"))
+        );
+        assert_eq!(
+            confine("/projects/vision/./logs", home, &roots),
+            Ok(PathBuf::from("/projects/vision/logs"))
+        );
+        assert!(confine("/etc", home, &roots).is_err());
+        assert!(confine("/home/alicex/tb", home, &roots).is_err());
+        assert!(confine("runs/../../bob", home, &roots).is_err());
+        assert!(confine("", home, &roots).is_err());
+    }
+}

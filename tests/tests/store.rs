@@ -444,28 +444,149 @@ async fn posix_suite(store: Store) {
 
 #[tokio::test]
 async fn posix_identities_on_sqlite() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = DatabaseUrl::new(format!(
-        "sqlite://{}?mode=rwc",
-        dir.path().join("t.db").display()
-    ));
-    let store = Store::connect(&url, 4).await.expect("connect");
-    store.migrate().await.expect("migrate");
+    let (store, _dir) = on_sqlite().await;
     posix_suite(store).await;
 }
 
 #[tokio::test]
 async fn posix_identities_on_postgres() {
-    let db = fresh_database().await.expect("postgres database");
-    let store = Store::connect(&DatabaseUrl::new(db.url.clone()), 4)
-        .await
-        .expect("connect");
-    store.migrate().await.expect("migrate");
+    let (store, _db) = on_postgres().await;
     posix_suite(store).await;
 }
 
 #[tokio::test]
 async fn store_suite_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    suite(store).await;
+}
+
+#[tokio::test]
+async fn store_suite_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    suite(store).await;
+}
+
+/// Interactive sessions: names unique among running ones, a per-user limit, state
+/// changes, the end recorded once, the routes to restore after a restart.
+async fn sessions_suite(store: Store) {
+    use atrium::store::NewSession;
+    let now = 1_700_000_000_000;
+    store
+        .create_local_user(&local("carol"), now)
+        .await
+        .expect("carol");
+    let new = |name: &'static str| NewSession {
+        user_name: "carol",
+        name,
+        kind: "notebook",
+        environment: "python",
+        gres: "gpu:1",
+        logdir: None,
+        secret: "s3cret",
+    };
+    let a = store
+        .create_session(&new("a"), "/spool/sessions", 2, now)
+        .await
+        .expect("a");
+    assert_eq!(a.state, "pending");
+    assert_eq!(a.socket_dir, format!("/spool/sessions/{}", a.id));
+    let again = store
+        .create_session(&new("a"), "/spool/sessions", 2, now)
+        .await;
+    assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+    let b = store
+        .create_session(&new("b"), "/spool/sessions", 2, now)
+        .await
+        .expect("b");
+    let over = store
+        .create_session(&new("c"), "/spool/sessions", 2, now)
+        .await;
+    assert!(
+        matches!(over, Err(StoreError::Conflict(_))),
+        "the limit: {over:?}"
+    );
+
+    store.set_session_job(a.id, 41).await.expect("job");
+    store
+        .set_session_state(a.id, "starting", now + 1)
+        .await
+        .expect("starting");
+    store
+        .set_session_state(a.id, "ready", now + 2)
+        .await
+        .expect("ready");
+    store
+        .touch_sessions(&[(a.id, now + 10), (b.id, now + 5)])
+        .await
+        .expect("touch");
+    let a_now = store.session(a.id).await.expect("a");
+    assert_eq!(
+        (
+            a_now.state.as_str(),
+            a_now.ready_at,
+            a_now.job_id,
+            a_now.last_activity
+        ),
+        ("ready", Some(now + 2), Some(41), Some(now + 10))
+    );
+    store
+        .stopping_session(a.id, "idle")
+        .await
+        .expect("stopping");
+    assert!(store
+        .end_session(a.id, "stopped", None, now + 20)
+        .await
+        .expect("end"));
+    assert!(!store
+        .end_session(a.id, "failed", Some("later"), now + 30)
+        .await
+        .expect("end once"));
+    let ended = store.session(a.id).await.expect("a");
+    assert_eq!(ended.state, "ended");
+    assert_eq!(
+        ended.end_reason.as_deref(),
+        Some("idle"),
+        "the first reason stays"
+    );
+    assert_eq!(ended.ended_at, Some(now + 20));
+
+    // The name is free again once ended; routes list only sessions not over.
+    let a2 = store
+        .create_session(&new("a"), "/spool/sessions", 2, now + 40)
+        .await
+        .expect("a again");
+    let active: Vec<i64> = store
+        .active_sessions()
+        .await
+        .expect("active")
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(active, vec![b.id, a2.id]);
+    let mine: Vec<i64> = store
+        .sessions_of("carol", 10)
+        .await
+        .expect("mine")
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(mine, vec![a2.id, b.id, a.id]);
+}
+
+#[tokio::test]
+async fn sessions_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    sessions_suite(store).await;
+}
+
+#[tokio::test]
+async fn sessions_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    sessions_suite(store).await;
+}
+
+/// A migrated store on a fresh SQLite file (kept while the directory lives).
+async fn on_sqlite() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = DatabaseUrl::new(format!(
         "sqlite://{}?mode=rwc",
@@ -473,15 +594,15 @@ async fn store_suite_on_sqlite() {
     ));
     let store = Store::connect(&url, 4).await.expect("connect");
     store.migrate().await.expect("migrate");
-    suite(store).await;
+    (store, dir)
 }
 
-#[tokio::test]
-async fn store_suite_on_postgres() {
+/// A migrated store on a fresh PostgreSQL database (kept while the guard lives).
+async fn on_postgres() -> (Store, atrium_tests::support::PgDatabase) {
     let db = fresh_database().await.expect("postgres database");
     let store = Store::connect(&DatabaseUrl::new(db.url.clone()), 4)
         .await
         .expect("connect");
     store.migrate().await.expect("migrate");
-    suite(store).await;
+    (store, db)
 }

@@ -113,6 +113,22 @@ impl JobState {
             JobState::OutOfMemory => "OUT_OF_MEMORY",
         }
     }
+    /// The state named as [`JobState::name`] spells it.
+    pub fn parse(name: &str) -> Option<JobState> {
+        [
+            JobState::Pending,
+            JobState::Running,
+            JobState::Completing,
+            JobState::Completed,
+            JobState::Failed,
+            JobState::Cancelled,
+            JobState::Timeout,
+            JobState::NodeFail,
+            JobState::OutOfMemory,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
     /// Slurm's two-letter code as `squeue` prints it.
     pub fn short(self) -> &'static str {
         match self {

@@ -35,6 +35,9 @@ pub enum ApiError {
     TooManyRequests { retry_after: Duration },
     #[error("{0}")]
     Unavailable(String),
+    /// A session's server did not answer the proxy.
+    #[error("{0}")]
+    BadGateway(String),
     /// The LDAP directory does not answer: logins cannot be checked.
     #[error("the directory is unavailable; try again shortly")]
     DirectoryUnavailable,
@@ -76,6 +79,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyRequests { .. } => "rate_limited",
             Self::Unavailable(_) | Self::DirectoryUnavailable => "unavailable",
+            Self::BadGateway(_) => "bad_gateway",
             Self::Internal(_) => "internal",
         }
     }
@@ -93,6 +97,7 @@ impl ResponseError for ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::LoginRequired { .. } => StatusCode::SEE_OTHER,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -43,6 +43,7 @@ pub struct AppState {
     pub scheduler: crate::sched::Scheduler,
     pub inventory: Arc<crate::sched::inventory::Inventory>,
     pub jobs: JobsRuntime,
+    pub sessions: crate::sessions::Sessions,
 }
 
 /// How this portal runs jobs.
@@ -98,6 +99,10 @@ pub fn configure(cfg: &mut web::ServiceConfig, body_limit: usize) {
     .route("/metrics", web::get().to(health::metrics))
     .route("/static/{file:.*}", web::get().to(assets::serve))
     .service(web::scope("/api/v1").configure(api::configure))
+    .route(
+        "/user/{owner}/{session}{tail:.*}",
+        web::route().to(crate::proxy::handle),
+    )
     .configure(pages::configure)
     .default_service(web::to(not_found));
 }

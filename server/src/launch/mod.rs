@@ -1,6 +1,7 @@
 //! Job steps: the spec the portal writes, the step supervisor (`atrium step run`)
 //! that runs one job detached from the portal, and the trampoline (`atrium step
-//! exec`) that drops to the user's identity and starts the container runtime.
+//! exec`) that drops to the user's identity and starts the container runtime
+//! (`runtime/`: bubblewrap, apptainer, podman, docker or a plain process).
 //!
 //! Each step has a directory `<spool>/<job>` (mode 0711, root) holding `spec.json`
 //! (0600), `state.json` (0600, written atomically by the supervisor),
@@ -20,13 +21,13 @@ mod runtime;
 mod supervisor;
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use scheduler::JobOutcome;
 use serde::{Deserialize, Serialize};
 
-pub use runtime::RuntimeKind;
+pub use runtime::{detect_available, detect_runtime, RuntimeKind};
 pub use supervisor::{exec, run};
 
 /// Everything a step needs, written by the portal as `spec.json`.
@@ -55,6 +56,37 @@ pub struct StepSpec {
     pub runtime: RuntimeKind,
     /// Switch to `uid`/`gid`/`groups` (the portal runs as root).
     pub drop_privileges: bool,
+    /// The container image: an apptainer `.sif` path, an OCI image reference for
+    /// podman/docker, or a root directory for bubblewrap. `None`: the host's `/`.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// Shared storage and other paths bound into the container, in order.
+    #[serde(default)]
+    pub mounts: Vec<Mount>,
+}
+
+/// The environment a job or session runs in when it is not the jobs' default: kept
+/// with the job (as JSON) and applied to its step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Container {
+    pub runtime: RuntimeKind,
+    #[serde(default)]
+    pub image: Option<String>,
+    /// Bound after the shared storage.
+    #[serde(default)]
+    pub mounts: Vec<Mount>,
+    /// Set over the job's environment (e.g. `PATH` to reach the image's software).
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+}
+
+/// A path of the host made visible inside the step's container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mount {
+    pub source: PathBuf,
+    pub target: PathBuf,
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// What the supervisor records.
@@ -147,6 +179,49 @@ impl ProcessIdentity {
     }
 }
 
+impl Mount {
+    /// A configured mount; `read_only` forces it read-only (data sets).
+    pub fn from_config(m: &crate::config::MountConfig, read_only: bool) -> Mount {
+        Mount {
+            source: m.source.clone(),
+            target: m.target.clone().unwrap_or_else(|| m.source.clone()),
+            read_only: read_only || m.read_only,
+        }
+    }
+}
+
+/// The shared storage every step sees: data sets read-only, project spaces as
+/// configured.
+pub fn storage_mounts(storage: &crate::config::StorageConfig) -> Vec<Mount> {
+    let datasets = storage.datasets.iter().map(|m| Mount::from_config(m, true));
+    let projects = storage
+        .projects
+        .iter()
+        .map(|m| Mount::from_config(m, false));
+    datasets.chain(projects).collect()
+}
+
+/// Open `path` for reading only if it is a regular file of `owner`, not a link.
+pub fn open_owned(path: &Path, owner: u32) -> std::io::Result<Option<std::fs::File>> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.uid() != owner {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "not a regular file of the step's user",
+        ));
+    }
+    Ok(Some(file))
+}
+
 /// The portal's uid and gid.
 pub fn current_ids() -> (u32, u32) {
     (
@@ -159,23 +234,6 @@ pub fn current_ids() -> (u32, u32) {
 pub fn ensure_spool(spool: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(spool)?;
     std::fs::set_permissions(spool, std::fs::Permissions::from_mode(0o711))
-}
-
-/// Pick the runtime: `auto`, `bubblewrap` or `none`.
-pub fn detect_runtime(configured: &str) -> Result<RuntimeKind, String> {
-    let bwrap = runtime::find_bwrap();
-    match configured {
-        "auto" => Ok(if bwrap.is_some() {
-            RuntimeKind::Bubblewrap
-        } else {
-            RuntimeKind::Plain
-        }),
-        "bubblewrap" => bwrap
-            .map(|_| RuntimeKind::Bubblewrap)
-            .ok_or_else(|| "bubblewrap is not installed (no bwrap in /usr/bin or /bin)".into()),
-        "none" => Ok(RuntimeKind::Plain),
-        other => Err(format!("unknown runtime \"{other}\"")),
-    }
 }
 
 /// Write `path` whole or not at all (a temporary file renamed over it). Only `durable`

@@ -1,6 +1,10 @@
 //! `atrium step run DIR` (the supervisor, stays root) and `atrium step exec DIR`
 //! (the trampoline: drops privileges, opens the output as the user, execs the
-//! runtime).
+//! container runtime's command). A runtime whose client must stay root (docker)
+//! gets the user's identity only while the trampoline opens the job's files, and
+//! gives it to the container instead.
+//! Must not touch: the database, the scheduler, the runtimes' command lines (those
+//! are `runtime`'s).
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -13,13 +17,16 @@ use nix::unistd::Pid;
 use scheduler::JobOutcome;
 use tokio::signal::unix::{signal, SignalKind};
 
-use super::{read_spec, runtime, write_state, ProcessIdentity, StepSpec, StepState};
+use super::runtime::{ContainerRuntime, Host, StepFiles};
+use super::{read_spec, write_private, write_state, ProcessIdentity, StepSpec, StepState};
 
 /// Exit code of the trampoline when the job could not be set up.
 const SETUP_FAILED: i32 = 121;
 const MEMORY_POLL: Duration = Duration::from_millis(250);
 /// Tells the trampoline which cgroup to join.
 const CGROUP_ENV: &str = "ATRIUM_STEP_CGROUP";
+/// How long removing a step's container may take.
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Run the step in `dir` to its end and record how it ended.
 pub async fn run(dir: &Path) -> anyhow::Result<()> {
@@ -113,7 +120,9 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
         }
     };
     // Nothing of the job outlives it.
+    remove_container(&spec).await;
     let _ = killpg(group, Signal::SIGKILL);
+    let _ = std::fs::remove_file(StepFiles::in_dir(dir).env_file);
     let setup = errors.await.unwrap_or_default();
     if let Some(cg) = &cgroup {
         if cgroup_oom_killed(cg) {
@@ -199,10 +208,38 @@ fn group_rss_kb(pgrp: u32) -> u64 {
     total
 }
 
+/// Remove the step's container, which may outlive its runtime's client when that
+/// was killed; nothing to do for runtimes without one.
+async fn remove_container(spec: &StepSpec) {
+    let runtime = spec.runtime.runtime();
+    let Ok(host) = Host::probe(runtime) else {
+        return;
+    };
+    let Some(argv) = runtime.cleanup_argv(spec, &host) else {
+        return;
+    };
+    let Some((program, args)) = argv.split_first() else {
+        return;
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .env_clear()
+        .envs(runtime.env(spec, &host))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    if spec.drop_privileges && !runtime.needs_root_client() {
+        command.uid(spec.uid).gid(spec.gid);
+    }
+    let _ = tokio::time::timeout(CLEANUP_TIMEOUT, command.status()).await;
+}
+
 /// The trampoline: become the user, enter the working directory, open the output
 /// as the user, and exec the runtime. Returns only on failure.
 pub fn exec(dir: &Path) -> anyhow::Result<()> {
-    let spec = read_spec(dir)?;
+    let mut spec = read_spec(dir)?;
     let fail = |what: String| -> ! {
         eprintln!("{what}");
         std::process::exit(SETUP_FAILED)
@@ -216,11 +253,33 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
             ));
         }
     }
-    if spec.drop_privileges {
-        if let Err(e) = drop_privileges(&spec) {
-            fail(format!("cannot switch to user {}: {e}", spec.user));
+    let runtime: &dyn ContainerRuntime = spec.runtime.runtime();
+    let host = Host::probe(runtime).unwrap_or_else(|e| fail(e));
+    if let Err(e) = runtime.check(&spec) {
+        fail(e);
+    }
+    let files = StepFiles::in_dir(dir);
+    if let Some(text) = runtime.env_file(&spec) {
+        if let Err(e) = write_private(&files.env_file, text.as_bytes(), 0o600, false) {
+            fail(format!("cannot write {}: {e}", files.env_file.display()));
         }
     }
+    // A root client keeps root (real and saved ids) and takes the user's identity
+    // as its effective one only until the job's files are open.
+    let root_client = spec.drop_privileges && runtime.needs_root_client();
+    let saved_groups = if root_client {
+        match assume_user(&spec) {
+            Ok(groups) => Some(groups),
+            Err(e) => fail(format!("cannot act as user {}: {e}", spec.user)),
+        }
+    } else {
+        if spec.drop_privileges {
+            if let Err(e) = drop_privileges(&spec) {
+                fail(format!("cannot switch to user {}: {e}", spec.user));
+            }
+        }
+        None
+    };
     if let Err(e) = std::env::set_current_dir(&spec.workdir) {
         fail(format!(
             "cannot enter the working directory {}: {e}",
@@ -247,19 +306,34 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
             .try_clone()
             .unwrap_or_else(|e| fail(format!("cannot duplicate the output: {e}"))),
     };
-    let script = dir.join("slurm_script");
-    let bwrap = runtime::find_bwrap().unwrap_or_else(|| PathBuf::from("bwrap"));
-    let argv = runtime::argv(&spec, &script, &bwrap, |d| Path::new(d).exists());
+    if let Some(groups) = saved_groups {
+        // The daemon binds the working directory as root: give it the path the user
+        // reached, not one a symbolic link could redirect. (A user who swaps a
+        // directory of that path between now and the daemon's mount can still
+        // redirect it, to a directory whose parents would not let them through;
+        // the container runs as the user, so its own permissions still apply.)
+        match std::env::current_dir() {
+            Ok(real) => spec.workdir = real,
+            Err(e) => fail(format!("cannot resolve the working directory: {e}")),
+        }
+        if let Err(e) = resume_root(&groups) {
+            fail(format!("cannot return to root: {e}"));
+        }
+    }
+    let argv = runtime.argv(&spec, &files, &host);
+    let Some((program, args)) = argv.split_first() else {
+        fail(format!("runtime {} gave no command", runtime.name()));
+    };
     close_inherited_fds();
-    let err = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
+    let err = std::process::Command::new(program)
+        .args(args)
         .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .envs(runtime.env(&spec, &host))
         .stdin(std::process::Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
         .exec();
-    fail(format!("cannot start {}: {err}", argv[0]))
+    fail(format!("cannot start {program}: {err}"))
 }
 
 /// Mark every descriptor above stderr close-on-exec: the portal opens its own that way,
@@ -280,13 +354,39 @@ fn close_inherited_fds() {
     }
 }
 
-fn drop_privileges(spec: &StepSpec) -> nix::Result<()> {
-    use nix::unistd::{getuid, setgid, setgroups, setuid, Gid, Uid};
+/// The user's supplementary groups, their primary group included.
+fn user_groups(spec: &StepSpec) -> Vec<nix::unistd::Gid> {
+    use nix::unistd::Gid;
     let mut groups: Vec<Gid> = spec.groups.iter().map(|g| Gid::from_raw(*g)).collect();
     if !groups.contains(&Gid::from_raw(spec.gid)) {
         groups.push(Gid::from_raw(spec.gid));
     }
-    setgroups(&groups)?;
+    groups
+}
+
+/// Act as the user (effective ids and groups) while the real and saved ids stay
+/// root, so that files are opened with the user's rights; returns the groups to
+/// restore.
+fn assume_user(spec: &StepSpec) -> nix::Result<Vec<nix::unistd::Gid>> {
+    use nix::unistd::{getgroups, setegid, seteuid, setgroups, Gid, Uid};
+    let saved = getgroups()?;
+    setgroups(&user_groups(spec))?;
+    setegid(Gid::from_raw(spec.gid))?;
+    seteuid(Uid::from_raw(spec.uid))?;
+    Ok(saved)
+}
+
+/// Back to root after `assume_user`.
+fn resume_root(groups: &[nix::unistd::Gid]) -> nix::Result<()> {
+    use nix::unistd::{setegid, seteuid, setgroups, Gid, Uid};
+    seteuid(Uid::from_raw(0))?;
+    setegid(Gid::from_raw(0))?;
+    setgroups(groups)
+}
+
+fn drop_privileges(spec: &StepSpec) -> nix::Result<()> {
+    use nix::unistd::{getuid, setgid, setgroups, setuid, Gid, Uid};
+    setgroups(&user_groups(spec))?;
     setgid(Gid::from_raw(spec.gid))?;
     setuid(Uid::from_raw(spec.uid))?;
     if getuid().as_raw() != spec.uid || (spec.uid != 0 && setuid(Uid::from_raw(0)).is_ok()) {

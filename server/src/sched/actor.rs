@@ -734,6 +734,10 @@ impl Actor {
                 scheduler::TimeLimit::Unlimited => None,
             }),
             gpus: view.as_ref().map_or_else(String::new, |v| v.gres.clone()),
+            container: s
+                .container
+                .as_ref()
+                .and_then(|c| serde_json::to_string(c).ok()),
             ..Default::default()
         }
     }

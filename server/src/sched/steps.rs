@@ -28,6 +28,8 @@ pub struct LaunchSettings {
     /// Whether steps switch to the user's uid (the portal runs as root).
     pub drop_privileges: bool,
     pub cluster_name: String,
+    /// Shared storage bound into every step (datasets read-only, project spaces).
+    pub mounts: Vec<launch::Mount>,
 }
 
 /// A signal for a step, relayed to its supervisor.
@@ -211,7 +213,25 @@ async fn start_step(
         time_limit_secs: start.time_limit.map(|t| t as u64),
         node,
     };
-    let env = submission::environment(&request, &submitted, &cx);
+    let mut env = submission::environment(&request, &submitted, &cx);
+    let container: Option<launch::Container> = row
+        .container
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| format!("bad stored container: {e}"))?;
+    let mut mounts = settings.mounts.clone();
+    let (runtime, image) = match container {
+        Some(c) => {
+            for (name, value) in c.env {
+                env.retain(|(n, _)| *n != name);
+                env.push((name, value));
+            }
+            mounts.extend(c.mounts);
+            (c.runtime, c.image)
+        }
+        None => (settings.runtime.clone(), None),
+    };
     let spec = StepSpec {
         job: job.to_string(),
         user: row.user_name.clone(),
@@ -228,8 +248,10 @@ async fn start_step(
         memory_limit_mb: Some(node.memory_mb),
         kill_grace_secs: settings.kill_grace_secs,
         gpu_indices: submission::gpu_indices(node),
-        runtime: settings.runtime.clone(),
+        runtime,
         drop_privileges: settings.drop_privileges,
+        image,
+        mounts,
     };
     let dir = launch::prepare(&settings.spool_dir, &spec)
         .map_err(|e| format!("preparing the step failed: {e}"))?;

@@ -41,6 +41,8 @@ pub struct Submission {
     pub environment: BTreeMap<String, String>,
     /// Where `sbatch` was run (`SLURM_SUBMIT_DIR`); the job runs here unless `-D`.
     pub submit_dir: Option<String>,
+    /// The environment it runs in; `None`: the jobs' runtime on this machine's software.
+    pub container: Option<crate::launch::Container>,
 }
 
 /// Build a submission from a script with `#SBATCH` directives, or from a command
@@ -95,6 +97,7 @@ pub fn build(
         request,
         environment,
         submit_dir,
+        container: None,
     })
 }
 

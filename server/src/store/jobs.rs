@@ -49,6 +49,9 @@ pub struct JobRecord {
     pub stderr_path: Option<String>,
     /// Why the job ended the way it did, for the user (setup errors, lost steps).
     pub message: Option<String>,
+    /// The environment it runs in (`launch::Container` as JSON); `None`: the jobs' runtime
+    /// on this machine's software.
+    pub container: Option<String>,
 }
 
 /// What a job (or array task) got when it started.
@@ -118,7 +121,7 @@ pub struct SchedulerLog {
 const JOB_COLUMNS: &str = "id, task, user_name, account, partition, name, state, reason, \
     array_spec, script, request, environment, workdir, submit_dir, submit_time, start_time, \
     end_time, time_limit, allocation, nodelist, cpus, memory_mb, gpus, exit_code, exit_signal, \
-    stdout_path, stderr_path, message";
+    stdout_path, stderr_path, message, container";
 
 fn job_from_row(row: &AnyRow) -> Result<JobRecord> {
     Ok(JobRecord {
@@ -150,6 +153,7 @@ fn job_from_row(row: &AnyRow) -> Result<JobRecord> {
         stdout_path: row.try_get("stdout_path")?,
         stderr_path: row.try_get("stderr_path")?,
         message: row.try_get("message")?,
+        container: row.try_get("container")?,
     })
 }
 
@@ -160,9 +164,9 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         JobChange::Submitted(j) => sqlx::query(
             "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
              array_spec, script, request, environment, workdir, submit_dir, submit_time, \
-             time_limit, gpus, stdout_path, stderr_path) \
+             time_limit, gpus, stdout_path, stderr_path, container) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19)",
+             $18, $19, $20)",
         )
         .bind(j.id)
         .bind(j.task)
@@ -182,7 +186,8 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         .bind(j.time_limit)
         .bind(&j.gpus)
         .bind(&j.stdout_path)
-        .bind(&j.stderr_path),
+        .bind(&j.stderr_path)
+        .bind(&j.container),
         // One statement for a plain job (its own row) and an array task (a new row
         // copied from the array's row, or the task's row again after a requeue).
         JobChange::Started(s) => sqlx::query(

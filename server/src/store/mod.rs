@@ -5,6 +5,7 @@
 //! values in and get rows out; times are Unix milliseconds.
 
 mod audit;
+mod interactive;
 mod jobs;
 mod sessions;
 mod tokens;
@@ -19,6 +20,7 @@ use sqlx::{AnyPool, Row};
 use crate::config::DatabaseUrl;
 
 pub use audit::{AuditEntry, NewAuditEntry};
+pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
 pub use sessions::LoginSession;
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};

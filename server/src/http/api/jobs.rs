@@ -188,13 +188,15 @@ pub async fn submit_as(
     .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let facts = state.jobs.owners.get(state, caller).await?;
     let workdir = submission::workdir(&sub.request, sub.submit_dir.as_deref(), &facts.home);
-    let owner = Owner {
-        user: caller.username.clone(),
-        groups: facts.groups.clone(),
-        account: caller.username.clone(),
-        other_accounts: Vec::new(),
-    };
-    Ok(state.scheduler.submit(owner, sub, workdir).await?)
+    Ok(state
+        .scheduler
+        .submit(facts.owner(caller), sub, workdir)
+        .await?)
+}
+
+/// The caller as the scheduler knows job owners (groups for `AllowGroups`).
+pub async fn owner_of(state: &AppState, caller: &Principal) -> Result<Owner, ApiError> {
+    Ok(state.jobs.owners.get(state, caller).await?.owner(caller))
 }
 
 /// What a submission needs to know of its user: the home (the default working
@@ -211,6 +213,17 @@ pub struct OwnerFacts {
 /// that minute (Slurm's controller caches groups for ten, `GroupUpdateTime`).
 #[derive(Debug, Default)]
 pub struct OwnerCache(Mutex<HashMap<i64, Arc<OwnerFacts>>>);
+
+impl OwnerFacts {
+    fn owner(&self, caller: &Principal) -> Owner {
+        Owner {
+            user: caller.username.clone(),
+            groups: self.groups.clone(),
+            account: caller.username.clone(),
+            other_accounts: Vec::new(),
+        }
+    }
+}
 
 impl OwnerCache {
     const TTL: Duration = Duration::from_secs(60);

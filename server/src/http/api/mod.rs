@@ -5,6 +5,7 @@ pub mod jobs;
 mod login;
 mod me;
 pub mod output;
+pub mod sessions;
 pub mod tokens;
 
 use actix_web::web;
@@ -21,6 +22,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::delete().to(jobs::cancel))
         .route("/jobs/{id}/output", web::get().to(output::get))
         .route("/jobs/{id}/{action}", web::post().to(jobs::act))
+        .route("/sessions", web::post().to(sessions::start))
+        .route("/sessions", web::get().to(sessions::list))
+        .route("/sessions/{id}", web::get().to(sessions::get))
+        .route("/sessions/{id}", web::delete().to(sessions::stop))
+        .route("/sessions/{id}/progress", web::get().to(sessions::progress))
+        .route("/environments", web::get().to(sessions::environments))
         .route("/partitions", web::get().to(cluster::partitions))
         .route("/nodes", web::get().to(cluster::nodes))
         .route("/openapi.json", web::get().to(openapi))
@@ -38,10 +45,13 @@ pub fn rfc3339(ms: i64) -> String {
 /// The API's OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    info(title = "atrium", description = "Batch jobs, partitions and nodes of an atrium portal."),
+    info(title = "atrium", description = "Batch jobs, interactive sessions, partitions and nodes of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
-          cluster::partitions, cluster::nodes),
+          sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
+          sessions::environments, cluster::partitions, cluster::nodes),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
+                       sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
+                       sessions::EnvironmentList, sessions::EnvironmentInfo,
                        cluster::Partitions, cluster::Nodes)),
     modifiers(&BearerAuth)
 )]

@@ -7,7 +7,6 @@
 //! cannot swap their output for a link or a hard link to someone else's file.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -112,27 +111,6 @@ async fn owner_uid(state: &AppState, user: &str) -> Result<u32, ApiError> {
         .ok_or(ApiError::NotFound)
 }
 
-/// Open `path` for reading only if it is a regular file of `owner`, not a link.
-fn open_owned(path: &Path, owner: u32) -> std::io::Result<Option<std::fs::File>> {
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.uid() != owner {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            "not a regular file of the job's user",
-        ));
-    }
-    Ok(Some(file))
-}
-
 /// The last part of a job's standard output for a page, and the offset to follow it
 /// from; `None` while the job has no output file yet.
 pub struct Tail {
@@ -180,7 +158,7 @@ fn read_from(
         tracing::warn!(path = %path.display(), error = %e, "refusing to serve job output");
         ApiError::forbidden("the output file is not a regular file of the job's user")
     };
-    let Some(mut file) = open_owned(path, owner).map_err(refused)? else {
+    let Some(mut file) = crate::launch::open_owned(path, owner).map_err(refused)? else {
         return Ok((String::new(), offset.unwrap_or(0)));
     };
     let len = file.metadata().map_err(ApiError::internal)?.len();
@@ -262,7 +240,7 @@ impl Follower {
     }
 
     fn read_new(&mut self) -> Vec<u8> {
-        let Ok(Some(mut file)) = open_owned(&self.path, self.owner) else {
+        let Ok(Some(mut file)) = crate::launch::open_owned(&self.path, self.owner) else {
             return Vec::new();
         };
         let mut buf = Vec::new();

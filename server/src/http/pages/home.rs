@@ -35,6 +35,9 @@ struct HomePage {
     display_name: String,
     groups: Vec<String>,
     tokens: Vec<TokenRow>,
+    sessions: Vec<super::sessions::SessionRow>,
+    /// Log folders of the user's TensorBoard sessions, to open again.
+    logdirs: Vec<String>,
     new_token: Option<NewToken>,
     token_error: Option<String>,
     token_max_days: u32,
@@ -83,6 +86,13 @@ async fn home_page(
                 .unwrap_or_else(|| "never".into()),
         })
         .collect();
+    let sessions = super::sessions::rows(state, principal).await?;
+    let mut logdirs: Vec<String> = sessions
+        .iter()
+        .filter_map(|s| s.info.logdir.clone())
+        .collect();
+    logdirs.sort();
+    logdirs.dedup();
     let display_name = if user.display_name.is_empty() {
         user.username.clone()
     } else {
@@ -94,6 +104,8 @@ async fn home_page(
             display_name,
             groups,
             tokens,
+            sessions,
+            logdirs,
             new_token,
             token_error,
             token_max_days: state.config.auth.token_max_days,

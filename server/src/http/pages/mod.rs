@@ -4,6 +4,7 @@ mod cluster;
 mod home;
 mod jobs;
 mod login;
+mod sessions;
 
 use actix_web::{web, HttpResponse};
 use askama::Template;
@@ -24,7 +25,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/new", web::get().to(jobs::new::show))
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
-        .route("/cluster", web::get().to(cluster::show));
+        .route("/cluster", web::get().to(cluster::show))
+        .route("/sessions", web::post().to(sessions::start))
+        // Before `/sessions/{id}`, which would take "new" for an id.
+        .route("/sessions/new", web::get().to(sessions::new_form))
+        .route("/sessions/{id}", web::get().to(sessions::show))
+        .route("/sessions/{id}/stop", web::post().to(sessions::stop))
+        // JupyterLab in hub mode links here (File > Hub Control Panel, restart).
+        .route("/hub/{tail:.*}", web::get().to(sessions::hub_link));
 }
 
 /// A form whose only field is its CSRF token (logout, revoke).

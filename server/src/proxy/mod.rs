@@ -1,0 +1,303 @@
+//! The sessions' reverse proxy: `/user/{owner}/{session}/…` carries HTTP and
+//! websockets to the session's unix socket.
+//!
+//! Only the owner passes (administrators too when `sessions.admin_access`); anyone
+//! else gets 404, as if the session did not exist. The portal's own credentials (its
+//! cookie, a bearer token) never reach the session; the session's secret token is
+//! added here, so the browser never sees it. Bodies and event streams are streamed
+//! both ways, never buffered. Routes come from the sessions service, which rebuilds
+//! them from the database at startup.
+//! Must not touch: SQL, the scheduler, or how sessions start.
+
+mod ws;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use actix_web::http::{header, Method};
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use hyper::body::{Body, Incoming};
+use hyper::client::conn::http1::SendRequest;
+
+use crate::auth::Scope;
+use crate::http::authn::{MaybeUser, SESSION_COOKIE};
+use crate::http::{ApiError, AppState};
+use crate::sessions::upstream::{self, ProxyBody, UpstreamError};
+use crate::sessions::Route;
+
+/// Headers that belong to one connection, not to the message (RFC 9110 §7.6.1).
+fn hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+    )
+}
+
+/// `/user/{owner}/{session}{tail}`: every method.
+pub async fn handle(
+    req: HttpRequest,
+    body: web::Payload,
+    state: web::Data<AppState>,
+    caller: MaybeUser,
+) -> Result<HttpResponse, ApiError> {
+    let route = authorize(&req, &state, caller)?;
+    let tail = req.match_info().get("tail").unwrap_or("");
+    if tail.is_empty() {
+        let query = req.query_string();
+        let to = if query.is_empty() {
+            route.prefix.clone()
+        } else {
+            format!("{}?{query}", route.prefix)
+        };
+        return Ok(HttpResponse::Found()
+            .insert_header((header::LOCATION, to))
+            .finish());
+    }
+    if !route.is_ready() {
+        if req.method() == Method::GET && wants_html(&req) {
+            return Ok(HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, format!("/sessions/{}", route.id)))
+                .finish());
+        }
+        return Err(ApiError::Unavailable(
+            "the session is not ready yet; follow its progress".into(),
+        ));
+    }
+    route.touch();
+    if is_websocket(&req) {
+        return ws::relay(&req, body, route).await;
+    }
+    forward(&req, body, route).await
+}
+
+/// The session the path names, if the caller may use it.
+fn authorize(
+    req: &HttpRequest,
+    state: &AppState,
+    caller: MaybeUser,
+) -> Result<Arc<Route>, ApiError> {
+    let Some(caller) = caller.0 else {
+        if req.method() == Method::GET && wants_html(req) {
+            return Err(ApiError::LoginRequired {
+                next: req
+                    .uri()
+                    .path_and_query()
+                    .map_or_else(|| "/".into(), |p| p.as_str().to_string()),
+            });
+        }
+        return Err(ApiError::Unauthorized);
+    };
+    caller.require(Scope::Sessions)?;
+    let owner = req.match_info().get("owner").unwrap_or("");
+    let name = req.match_info().get("session").unwrap_or("");
+    let route = state
+        .sessions
+        .route(owner, name)
+        .ok_or(ApiError::NotFound)?;
+    if !state
+        .sessions
+        .may_use(&caller.username, caller.is_admin, &route.owner)
+    {
+        return Err(ApiError::NotFound);
+    }
+    Ok(route)
+}
+
+fn wants_html(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"))
+}
+
+fn is_websocket(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// The browser's cookies less the portal's own.
+fn session_cookies(req: &HttpRequest) -> Option<String> {
+    let all = req.headers().get(header::COOKIE)?.to_str().ok()?;
+    let kept: Vec<&str> = all
+        .split(';')
+        .map(str::trim)
+        .filter(|c| {
+            let name = c.split('=').next().unwrap_or("");
+            !(name == SESSION_COOKIE || name.starts_with("atrium_"))
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("; "))
+}
+
+/// The request as the session's server gets it.
+fn upstream_request(
+    req: &HttpRequest,
+    route: &Route,
+    body: ProxyBody,
+) -> Result<hyper::Request<ProxyBody>, ApiError> {
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| req.path().to_string(), |p| p.as_str().to_string());
+    let method = hyper::Method::from_bytes(req.method().as_str().as_bytes())
+        .map_err(|_| ApiError::bad_request("unsupported method"))?;
+    let mut out = hyper::Request::builder().method(method).uri(path);
+    for (name, value) in req.headers() {
+        let n = name.as_str();
+        if hop_by_hop(n) || n == "authorization" || n == "cookie" {
+            continue;
+        }
+        out = out.header(n, value.as_bytes());
+    }
+    if let Some(cookies) = session_cookies(req) {
+        out = out.header("cookie", cookies);
+    }
+    out = out.header("authorization", route.authorization.as_str());
+    if let Some(peer) = req.peer_addr() {
+        out = out.header("x-forwarded-for", peer.ip().to_string());
+    }
+    out.body(body)
+        .map_err(|e| ApiError::bad_request(format!("cannot forward this request: {e}")))
+}
+
+fn has_body(req: &HttpRequest) -> bool {
+    let headers = req.headers();
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
+}
+
+async fn forward(
+    req: &HttpRequest,
+    payload: web::Payload,
+    route: Arc<Route>,
+) -> Result<HttpResponse, ApiError> {
+    let body = if has_body(req) {
+        ProxyBody::Stream(Box::pin(
+            payload.map(|chunk| chunk.map_err(|e| std::io::Error::other(e.to_string()))),
+        ))
+    } else {
+        ProxyBody::Empty
+    };
+    let request = upstream_request(req, &route, body)?;
+    let mut sender = upstream::pooled(&route.socket)
+        .await
+        .map_err(unreachable_session)?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| unreachable_session(UpstreamError::Http(e)))?;
+    let (parts, incoming) = response.into_parts();
+    let status = actix_web::http::StatusCode::from_u16(parts.status.as_u16())
+        .map_err(|_| ApiError::BadGateway("the session answered with a bad status".into()))?;
+    let mut out = HttpResponse::build(status);
+    let mut length: Option<u64> = None;
+    for (name, value) in &parts.headers {
+        let n = name.as_str();
+        if n == "content-length" {
+            length = value.to_str().ok().and_then(|v| v.parse().ok());
+            continue;
+        }
+        if hop_by_hop(n) {
+            continue;
+        }
+        out.append_header((n, value.as_bytes()));
+    }
+    if !parts.headers.contains_key("x-frame-options") {
+        // Jupyter and TensorBoard frame their own pages; the portal's DENY would break them.
+        out.insert_header(("x-frame-options", "SAMEORIGIN"));
+    }
+    if incoming.is_end_stream() {
+        upstream::release(&route.socket.path, sender);
+        return Ok(out.finish());
+    }
+    let relay = Relay {
+        body: incoming,
+        sender: Some(sender),
+        route,
+    };
+    Ok(match length {
+        Some(n) => out.body(actix_web::body::SizedStream::new(n, relay)),
+        None => out.streaming(relay),
+    })
+}
+
+fn unreachable_session(e: UpstreamError) -> ApiError {
+    tracing::warn!(error = %e, "proxying to a session failed");
+    ApiError::BadGateway("the session's server is not answering".into())
+}
+
+/// The session's response body, passed on as it arrives; at its end the connection
+/// goes back to the pool.
+struct Relay {
+    body: Incoming,
+    sender: Option<SendRequest<ProxyBody>>,
+    route: Arc<Route>,
+}
+
+impl Stream for Relay {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.sender = None;
+                    return Poll::Ready(Some(Err(std::io::Error::other(e))));
+                }
+                Poll::Ready(None) => {
+                    if let Some(sender) = this.sender.take() {
+                        upstream::release(&this.route.socket.path, sender);
+                    }
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_portals_cookies_stay_behind() {
+        let req = actix_web::test::TestRequest::default()
+            .insert_header((
+                header::COOKIE,
+                "atrium_session=secret; _xsrf=abc; atrium_csrf=x; username-u=v",
+            ))
+            .to_http_request();
+        assert_eq!(
+            session_cookies(&req).as_deref(),
+            Some("_xsrf=abc; username-u=v")
+        );
+        let only_ours = actix_web::test::TestRequest::default()
+            .insert_header((header::COOKIE, "atrium_session=secret"))
+            .to_http_request();
+        assert_eq!(session_cookies(&only_ours), None);
+    }
+}

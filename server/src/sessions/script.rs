@@ -1,0 +1,214 @@
+//! The batch script that runs a session's server, and the environment it reads.
+//! User-given values (the session name, the log folder) reach the script only through
+//! environment variables, quoted where they are used: nothing a user types is ever
+//! interpolated into shell text. Pure functions, tested with exact output.
+//! Must not touch: processes, the database or the scheduler.
+
+use std::path::Path;
+
+use super::Kind;
+
+/// The socket the server listens on, inside the session's directory.
+pub const SOCKET: &str = "server.sock";
+/// TensorBoard's unix-socket launcher, written into the session's directory.
+pub const TENSORBOARD_LAUNCHER: &str = "tensorboard_unix.py";
+pub const TENSORBOARD_LAUNCHER_SOURCE: &str = include_str!("tensorboard_unix.py");
+
+/// What the script is built from.
+#[derive(Debug, Clone)]
+pub struct ScriptInput<'a> {
+    pub kind: Kind,
+    /// Kernelspecs JupyterLab may offer; empty: all installed.
+    pub kernels: &'a [String],
+    /// The environment's own server command (`{socket}`, `{base_url}`, `{logdir}`).
+    pub command: Option<&'a [String]>,
+}
+
+/// Single-quote `s` for `sh`.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The script's text.
+pub fn script(input: &ScriptInput<'_>) -> String {
+    let mut out = String::from("#!/bin/sh\n");
+    out.push_str(&format!(
+        "# atrium {} session: its server listens on $ATRIUM_SESSION_SOCKET.\n",
+        input.kind.as_str()
+    ));
+    if let Some(command) = input.command {
+        let words: Vec<String> = command.iter().map(|w| placeholders(w)).collect();
+        out.push_str(&format!("exec {}\n", words.join(" ")));
+        return out;
+    }
+    match input.kind {
+        Kind::Notebook | Kind::Terminal => {
+            out.push_str("exec jupyter lab --no-browser \\\n");
+            out.push_str("  --sock=\"$ATRIUM_SESSION_SOCKET\" --sock-mode=0600 \\\n");
+            out.push_str("  --ServerApp.base_url=\"$ATRIUM_BASE_URL\" \\\n");
+            // Requests come through the portal under its own host name.
+            out.push_str("  --ServerApp.allow_remote_access=True \\\n");
+            // JupyterLab's hub mode: the page gets no token, and File > Hub Control
+            // Panel leads back to the portal (`/hub/…` redirects there).
+            out.push_str("  --ServerApp.tornado_settings=hub_prefix=/hub/ \\\n");
+            out.push_str("  --ServerApp.tornado_settings=hub_host= \\\n");
+            out.push_str("  --ServerApp.tornado_settings=user=\"$USER\" \\\n");
+            out.push_str("  --ServerApp.root_dir=\"$HOME\" \\\n");
+            out.push_str("  --ServerApp.terminals_enabled=True \\\n");
+            out.push_str("  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \\\n");
+            out.push_str("  --LabApp.news_url=None");
+            for k in input.kernels {
+                out.push_str(&format!(
+                    " \\\n  --KernelSpecManager.allowed_kernelspecs={}",
+                    sh_quote(k)
+                ));
+            }
+            out.push('\n');
+        }
+        Kind::Tensorboard => {
+            out.push_str(&format!(
+                "exec python3 \"$ATRIUM_SESSION_DIR/{TENSORBOARD_LAUNCHER}\" \\\n"
+            ));
+            out.push_str("  --sock \"$ATRIUM_SESSION_SOCKET\" --logdir \"$ATRIUM_LOGDIR\" \\\n");
+            out.push_str("  --path_prefix \"${ATRIUM_BASE_URL%/}\"\n");
+        }
+    }
+    out
+}
+
+/// An administrator's command word, single-quoted, with its placeholders turned into
+/// the variables that hold them.
+fn placeholders(word: &str) -> String {
+    let mut out = String::new();
+    let mut rest = word;
+    let mut literal = String::new();
+    let flush = |literal: &mut String, out: &mut String| {
+        if !literal.is_empty() {
+            out.push_str(&sh_quote(literal));
+            literal.clear();
+        }
+    };
+    while !rest.is_empty() {
+        let found = [
+            ("{socket}", "\"$ATRIUM_SESSION_SOCKET\""),
+            ("{base_url}", "\"$ATRIUM_BASE_URL\""),
+            ("{logdir}", "\"$ATRIUM_LOGDIR\""),
+        ]
+        .into_iter()
+        .find(|(p, _)| rest.starts_with(p));
+        match found {
+            Some((p, var)) => {
+                flush(&mut literal, &mut out);
+                out.push_str(var);
+                rest = &rest[p.len()..];
+            }
+            None => {
+                let c = rest.chars().next().unwrap_or_default();
+                literal.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    flush(&mut literal, &mut out);
+    if out.is_empty() {
+        out.push_str("''");
+    }
+    out
+}
+
+/// The variables the script reads.
+pub fn environment(
+    dir: &Path,
+    base_url: &str,
+    secret: &str,
+    logdir: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("ATRIUM_SESSION_DIR".into(), dir.display().to_string()),
+        (
+            "ATRIUM_SESSION_SOCKET".into(),
+            dir.join(SOCKET).display().to_string(),
+        ),
+        ("ATRIUM_BASE_URL".into(), base_url.to_string()),
+        ("JUPYTER_TOKEN".into(), secret.to_string()),
+        (
+            "JUPYTER_RUNTIME_DIR".into(),
+            dir.join("runtime").display().to_string(),
+        ),
+    ];
+    if let Some(l) = logdir {
+        env.push(("ATRIUM_LOGDIR".into(), l.to_string()));
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notebook_runs_jupyterlab_on_the_socket_with_only_the_chosen_kernels() {
+        let kernels = vec!["python3".to_string(), "ir".to_string()];
+        let s = script(&ScriptInput {
+            kind: Kind::Notebook,
+            kernels: &kernels,
+            command: None,
+        });
+        assert!(s.starts_with("#!/bin/sh\n"));
+        assert!(s.contains("exec jupyter lab --no-browser"));
+        assert!(s.contains("--sock=\"$ATRIUM_SESSION_SOCKET\" --sock-mode=0600"));
+        assert!(s.contains("--ServerApp.base_url=\"$ATRIUM_BASE_URL\""));
+        assert!(
+            s.contains("--ServerApp.tornado_settings=hub_prefix=/hub/"),
+            "{s}"
+        );
+        assert!(s.contains("--KernelSpecManager.allowed_kernelspecs='python3'"));
+        assert!(s.contains("--KernelSpecManager.allowed_kernelspecs='ir'"));
+    }
+
+    #[test]
+    fn tensorboard_reads_its_folder_from_the_environment() {
+        let s = script(&ScriptInput {
+            kind: Kind::Tensorboard,
+            kernels: &[],
+            command: None,
+        });
+        assert!(s.contains("--logdir \"$ATRIUM_LOGDIR\""), "{s}");
+        assert!(s.contains("--path_prefix \"${ATRIUM_BASE_URL%/}\""), "{s}");
+    }
+
+    #[test]
+    fn an_administrators_command_is_quoted_with_placeholders_as_variables() {
+        let command = vec![
+            "/opt/bin/server".to_string(),
+            "--unix={socket}".to_string(),
+            "it's".to_string(),
+            "{base_url}x".to_string(),
+        ];
+        let s = script(&ScriptInput {
+            kind: Kind::Notebook,
+            kernels: &[],
+            command: Some(&command),
+        });
+        assert!(
+            s.ends_with(
+                "exec '/opt/bin/server' '--unix='\"$ATRIUM_SESSION_SOCKET\" 'it'\\''s' \"$ATRIUM_BASE_URL\"'x'\n"
+            ),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn environment_names_the_socket_and_token() {
+        let env = environment(
+            Path::new("/run/s/7"),
+            "/user/a/b/",
+            "sec",
+            Some("/home/a/tb"),
+        );
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("ATRIUM_SESSION_SOCKET"), Some("/run/s/7/server.sock"));
+        assert_eq!(get("JUPYTER_TOKEN"), Some("sec"));
+        assert_eq!(get("ATRIUM_LOGDIR"), Some("/home/a/tb"));
+    }
+}

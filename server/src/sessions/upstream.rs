@@ -1,0 +1,171 @@
+//! HTTP/1.1 to a session's server over its unix socket: one-shot requests for the
+//! portal's own checks (readiness, kernel activity), and a pool of kept-alive
+//! connections per proxy worker thread.
+//!
+//! A session's directory belongs to its user, who could put anything there: a
+//! connection is made only to a socket that is owned by that user (checked with
+//! `lstat`, so a symbolic link planted in its place is refused).
+//! Must not touch: authentication, the database or the scheduler.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Frame;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+
+/// The request body of pooled connections: nothing, or the browser's body streamed as
+/// it arrives. Connections are driven on the proxy worker's own thread, so the body
+/// need not be `Send` (the browser's body is not).
+pub enum ProxyBody {
+    Empty,
+    Stream(Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>>>>),
+}
+
+impl hyper::body::Body for ProxyBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        match self.get_mut() {
+            ProxyBody::Empty => Poll::Ready(None),
+            ProxyBody::Stream(s) => s
+                .as_mut()
+                .poll_next(cx)
+                .map(|o| o.map(|r| r.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, ProxyBody::Empty)
+    }
+}
+
+/// Idle connections kept per socket and worker thread.
+const MAX_IDLE: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("the session's socket is not there yet")]
+    NoSocket,
+    #[error("{0} is not a socket of the session's user")]
+    NotTheirs(PathBuf),
+    #[error("connecting to the session failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the session's server answered badly: {0}")]
+    Http(#[from] hyper::Error),
+    #[error("the session's server did not answer in time")]
+    Timeout,
+}
+
+/// Where a session's server listens and whose it must be.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Socket {
+    pub path: PathBuf,
+    /// The uid that must own the socket (`None`: not checked; single-user mode).
+    pub owner: Option<u32>,
+}
+
+impl Socket {
+    /// Connect, after checking what the path is.
+    pub async fn connect(&self) -> Result<UnixStream, UpstreamError> {
+        let meta = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(UpstreamError::NoSocket)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !meta.file_type().is_socket() || self.owner.is_some_and(|uid| meta.uid() != uid) {
+            return Err(UpstreamError::NotTheirs(self.path.clone()));
+        }
+        Ok(UnixStream::connect(&self.path).await?)
+    }
+}
+
+/// One request on a fresh connection, for the portal's own checks: the status and up
+/// to `limit` bytes of the body.
+pub async fn get(
+    socket: &Socket,
+    path_and_query: &str,
+    authorization: &str,
+    timeout: Duration,
+    limit: usize,
+) -> Result<(hyper::StatusCode, Bytes), UpstreamError> {
+    let work = async {
+        let stream = socket.connect().await?;
+        let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let req = hyper::Request::get(path_and_query)
+            .header(hyper::header::HOST, "localhost")
+            .header(hyper::header::AUTHORIZATION, authorization)
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| UpstreamError::Io(std::io::Error::other(e)))?;
+        let res = sender.send_request(req).await?;
+        let status = res.status();
+        let body = http_body_util::Limited::new(res.into_body(), limit)
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        Ok((status, body))
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| UpstreamError::Timeout)?
+}
+
+thread_local! {
+    static POOL: RefCell<HashMap<PathBuf, Vec<SendRequest<ProxyBody>>>> = RefCell::new(HashMap::new());
+}
+
+/// A kept-alive connection to `socket` for this worker thread: an idle one that is
+/// still open, or a new one. Must be called on a worker with a local task set (the
+/// connection is driven by a local task, so bodies need not be `Send`).
+pub async fn pooled(socket: &Socket) -> Result<SendRequest<ProxyBody>, UpstreamError> {
+    loop {
+        let idle = POOL.with(|p| p.borrow_mut().get_mut(&socket.path).and_then(Vec::pop));
+        match idle {
+            Some(mut sender) => {
+                if sender.ready().await.is_ok() {
+                    return Ok(sender);
+                }
+            }
+            None => break,
+        }
+    }
+    let stream = socket.connect().await?;
+    let (sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
+    tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+/// Give a connection whose last response was read to the end back to the pool.
+pub fn release(path: &Path, sender: SendRequest<ProxyBody>) {
+    if sender.is_closed() {
+        return;
+    }
+    POOL.with(|p| {
+        let mut pool = p.borrow_mut();
+        let idle = pool.entry(path.to_path_buf()).or_default();
+        if idle.len() < MAX_IDLE {
+            idle.push(sender);
+        }
+    });
+}

@@ -1,0 +1,375 @@
+//! Following one session from its queued job to its end: progress for the page and
+//! the event stream, readiness (the server answers on its socket), the warning before
+//! the time limit, and what is recorded when it ends.
+//! Must not touch: HTTP types or SQL (through the store only).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use scheduler::{JobId, JobState, SqueueFilter, TimeLimit};
+
+use super::{portal, upstream, Kind, Progress, Route, Sessions};
+use crate::auth::now_ms;
+use crate::sched::SchedError;
+use crate::store::SessionRecord;
+
+/// How often a starting session's socket is tried: start → ready is on this path.
+const PROBE_EVERY: Duration = Duration::from_millis(15);
+const QUEUED_EVERY: Duration = Duration::from_millis(250);
+const RUNNING_EVERY: Duration = Duration::from_millis(500);
+/// Lines of the server's log shown when it fails.
+const LOG_LINES: usize = 25;
+
+fn url(route_prefix: &str, kind: Kind) -> String {
+    format!("{route_prefix}{}", kind.landing())
+}
+
+/// The first progress of a session being followed.
+pub(super) fn initial(record: &SessionRecord, prefix: &str, kind: Kind) -> Progress {
+    match record.state.as_str() {
+        "ready" => Progress {
+            progress: 100,
+            message: "Ready".into(),
+            ready: true,
+            url: Some(url(prefix, kind)),
+            state: "ready".into(),
+            ..Default::default()
+        },
+        state => Progress {
+            progress: 5,
+            message: "Queued".into(),
+            state: state.to_string(),
+            ..Default::default()
+        },
+    }
+}
+
+/// The last word on a session that is over.
+pub(super) fn final_progress(record: &SessionRecord) -> Progress {
+    let reason = record.end_reason.as_deref().unwrap_or("ended");
+    let failed = reason == "failed";
+    let message = match reason {
+        "stopped" => "Stopped".to_string(),
+        "idle" => "Stopped after being idle".to_string(),
+        "time_limit" => "Stopped at its time limit".to_string(),
+        "cancelled" => "Cancelled".to_string(),
+        "failed" => format!(
+            "Failed: {}",
+            record
+                .message
+                .as_deref()
+                .and_then(|m| m.lines().next())
+                .unwrap_or("the server ended")
+        ),
+        _ => "Ended".to_string(),
+    };
+    Progress {
+        progress: 100,
+        message,
+        ready: false,
+        url: None,
+        state: "ended".into(),
+        failed,
+        warning: None,
+        log: failed.then(|| record.message.clone()).flatten(),
+    }
+}
+
+/// Follow the session until it ends, then record how.
+pub(super) async fn follow(sessions: Sessions, route: Arc<Route>, custom: bool) {
+    let Some(job) = route.job else { return };
+    let end = run(&sessions, &route, job, custom).await;
+    finish(&sessions, &route, end).await;
+}
+
+/// How the job ended, as far as the watcher saw.
+struct End {
+    state: JobState,
+    message: Option<String>,
+}
+
+async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> End {
+    let store = &sessions.inner.store;
+    let scheduler = &sessions.inner.scheduler;
+    let ready_timeout = sessions.inner.config.sessions.ready_timeout.0;
+    let warning = sessions.inner.config.sessions.time_limit_warning.0;
+    let probe = route.kind.probe(&route.prefix, custom);
+    let mut starting_since: Option<tokio::time::Instant> = None;
+    let mut warned = false;
+    let mut last_queue_look: Option<tokio::time::Instant> = None;
+    loop {
+        let view = match scheduler.job(&portal(), job).await {
+            Ok(v) => v,
+            Err(SchedError::NotFound) => {
+                // Forgotten by the scheduler: the row has the end.
+                let row = store.job(job.job as i64, -1).await.ok();
+                return End {
+                    state: row
+                        .as_ref()
+                        .and_then(|r| JobState::parse(&r.state))
+                        .unwrap_or(JobState::Failed),
+                    message: row.and_then(|r| r.message),
+                };
+            }
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        match view.state {
+            JobState::Pending => {
+                if last_queue_look.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                    last_queue_look = Some(tokio::time::Instant::now());
+                    let position = queue_position(sessions, job, &view.partition).await;
+                    let reason = view.reason.map(|r| r.name().to_string());
+                    let mut message = match position {
+                        Some(p) => format!("Queued: position {p}"),
+                        None => "Queued".to_string(),
+                    };
+                    if let Some(r) = &reason {
+                        message.push_str(&format!(" (waiting for {r})"));
+                    }
+                    set(route, 10, &message, "pending");
+                }
+                tokio::time::sleep(QUEUED_EVERY).await;
+            }
+            JobState::Running if !route.is_ready() => {
+                let since = *starting_since.get_or_insert_with(|| {
+                    let id = route.id;
+                    let store = store.clone();
+                    tokio::spawn(async move {
+                        let _ = store.set_session_state(id, "starting", now_ms()).await;
+                    });
+                    set(
+                        route,
+                        40,
+                        &format!(
+                            "Allocated {} on {}; starting the container",
+                            if view.gres.is_empty() {
+                                "CPUs".to_string()
+                            } else {
+                                view.gres.clone()
+                            },
+                            view.nodelist
+                        ),
+                        "starting",
+                    );
+                    tokio::time::Instant::now()
+                });
+                match upstream::get(
+                    &route.socket,
+                    &probe,
+                    &route.authorization,
+                    Duration::from_secs(5),
+                    0,
+                )
+                .await
+                {
+                    Ok((status, _)) if status.as_u16() < 500 => {
+                        if let Err(e) = store.set_session_state(route.id, "ready", now_ms()).await {
+                            tracing::error!(session = route.id, error = %e, "recording a ready session failed");
+                        }
+                        route.touch();
+                        route.set_progress(Progress {
+                            progress: 100,
+                            message: "Ready".into(),
+                            ready: true,
+                            url: Some(url(&route.prefix, route.kind)),
+                            state: "ready".into(),
+                            ..Default::default()
+                        });
+                        tracing::info!(session = route.id, user = %route.owner, "session ready");
+                        continue;
+                    }
+                    Err(upstream::UpstreamError::NoSocket) => {}
+                    _ => {
+                        if route.progress().progress < 70 {
+                            set(route, 70, server_wait_message(route.kind), "starting");
+                        }
+                    }
+                }
+                if since.elapsed() > ready_timeout {
+                    let message = format!(
+                        "its server did not answer within {}",
+                        humantime::format_duration(ready_timeout)
+                    );
+                    let _ = store.stopping_session(route.id, "failed").await;
+                    let _ = scheduler.cancel(&portal(), job).await;
+                    let _ = store
+                        .end_session(route.id, "failed", Some(&message), now_ms())
+                        .await;
+                }
+                tokio::time::sleep(PROBE_EVERY).await;
+            }
+            JobState::Running => {
+                if let (false, Some(start), TimeLimit::Seconds(limit)) =
+                    (warned, view.start_time, view.time_limit)
+                {
+                    let left = (start + limit as i64) - now_ms() / 1000;
+                    if left <= warning.as_secs() as i64 {
+                        warned = true;
+                        let mut p = route.progress();
+                        p.warning = Some(format!(
+                            "This session reaches its time limit in {}: save your work.",
+                            humantime::format_duration(Duration::from_secs(left.max(0) as u64))
+                        ));
+                        route.set_progress(p);
+                    }
+                }
+                tokio::time::sleep(RUNNING_EVERY).await;
+            }
+            JobState::Completing => {
+                if route.progress().state != "stopping" {
+                    let mut p = route.progress();
+                    p.state = "stopping".into();
+                    p.ready = false;
+                    p.message = "Stopping".into();
+                    route.set_progress(p);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            state => {
+                let row = store.job(job.job as i64, -1).await.ok();
+                return End {
+                    state,
+                    message: row.and_then(|r| r.message),
+                };
+            }
+        }
+    }
+}
+
+fn server_wait_message(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Tensorboard => "Waiting for TensorBoard",
+        _ => "Waiting for Jupyter",
+    }
+}
+
+fn set(route: &Route, progress: u8, message: &str, state: &str) {
+    let mut p = route.progress();
+    if p.progress == progress && p.message == message && p.state == state {
+        return;
+    }
+    p.progress = progress;
+    p.message = message.to_string();
+    p.state = state.to_string();
+    route.set_progress(p);
+}
+
+/// 1-based place among the partition's pending jobs (in the scheduler's order).
+async fn queue_position(sessions: &Sessions, job: JobId, partition: &str) -> Option<usize> {
+    let filter = SqueueFilter {
+        partition: Some(partition.to_string()),
+        states: vec![JobState::Pending],
+        ..Default::default()
+    };
+    let queue = sessions.inner.scheduler.squeue(filter).await.ok()?;
+    let mut pending: Vec<_> = queue.iter().collect();
+    pending.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.submit_time.cmp(&b.submit_time))
+    });
+    pending.iter().position(|v| v.id == job).map(|p| p + 1)
+}
+
+/// Record the end, tell the followers, and drop the route.
+async fn finish(sessions: &Sessions, route: &Route, end: End) {
+    let store = &sessions.inner.store;
+    let record = store.session(route.id).await.ok();
+    let asked = record.as_ref().and_then(|r| r.end_reason.clone());
+    let was_ready = record.as_ref().is_some_and(|r| r.ready_at.is_some());
+    let reason = match (asked.as_deref(), end.state) {
+        (Some(r), _) => r.to_string(),
+        (None, JobState::Timeout) => "time_limit".into(),
+        (None, JobState::Cancelled) => "cancelled".into(),
+        (None, _) if !was_ready => "failed".into(),
+        (None, JobState::Completed) => "ended".into(),
+        (None, _) => "failed".into(),
+    };
+    let dir = route
+        .socket
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let message = if reason == "failed" {
+        let why = record
+            .as_ref()
+            .and_then(|r| r.message.clone())
+            .or(end.message)
+            .unwrap_or_else(|| format!("its job ended {}", end.state.name()));
+        let log = log_tail(&dir.join("session.log"), route.socket.owner);
+        Some(match log {
+            Some(log) if !log.trim().is_empty() => format!("{why}\n\n{log}"),
+            _ => why,
+        })
+    } else {
+        None
+    };
+    if let Err(e) = store
+        .end_session(route.id, &reason, message.as_deref(), now_ms())
+        .await
+    {
+        tracing::error!(session = route.id, error = %e, "recording the end of a session failed");
+    }
+    tracing::info!(session = route.id, user = %route.owner, %reason, "session ended");
+    sessions.forget(route);
+    let record = store.session(route.id).await.ok();
+    let last = match record {
+        Some(r) => final_progress(&r),
+        None => Progress {
+            progress: 100,
+            message: "Ended".into(),
+            state: "ended".into(),
+            ..Default::default()
+        },
+    };
+    route.set_progress(last);
+    if dir.starts_with(&sessions.inner.socket_root) && dir != sessions.inner.socket_root {
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "removing a session's directory failed");
+        }
+    }
+}
+
+/// The end of the server's log, read without following links and only from a plain
+/// file of the session's user (the directory is theirs to change).
+fn log_tail(path: &Path, owner: Option<u32>) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let owner = owner.unwrap_or_else(|| crate::launch::current_ids().0);
+    let mut f = crate::launch::open_owned(path, owner).ok()??;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(8192))).ok()?;
+    let mut buf = Vec::new();
+    f.take(8192).read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(LOG_LINES);
+    Some(lines[from..].join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_tail_refuses_links() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("session.log");
+        let lines: Vec<String> = (0..40).map(|i| format!("line {i}")).collect();
+        std::fs::write(&log, lines.join("\n")).expect("write");
+        let me = crate::launch::current_ids().0;
+        let tail = log_tail(&log, Some(me)).expect("tail");
+        assert!(
+            tail.starts_with("line 15\n") && tail.ends_with("line 39"),
+            "{tail}"
+        );
+        let link = dir.path().join("link.log");
+        std::os::unix::fs::symlink(&log, &link).expect("symlink");
+        assert_eq!(log_tail(&link, Some(me)), None);
+        assert_eq!(log_tail(&log, Some(u32::MAX - 7)), None);
+    }
+}

@@ -1,0 +1,267 @@
+//! Interactive sessions: what the proxy needs to reach each one (socket directory,
+//! secret) and where it stands. The scheduler owns the job behind a session; this
+//! table links to it by `job_id`.
+//! Must not touch: processes, the scheduler, or HTTP.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{opt_i64, Result, Store, StoreError};
+
+/// One session row. Times are Unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub id: i64,
+    pub user_name: String,
+    pub name: String,
+    /// `notebook`, `terminal` or `tensorboard`.
+    pub kind: String,
+    pub environment: String,
+    pub job_id: Option<i64>,
+    /// What was asked for, as `--gres` spells it (`gpu:2`), empty for none.
+    pub gres: String,
+    pub logdir: Option<String>,
+    pub socket_dir: String,
+    pub secret: String,
+    /// `pending`, `starting`, `ready`, `stopping` or `ended`.
+    pub state: String,
+    /// Why it ended: `stopped`, `idle`, `time_limit`, `failed`, `cancelled`.
+    pub end_reason: Option<String>,
+    pub message: Option<String>,
+    pub created_at: i64,
+    pub ready_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    pub last_activity: Option<i64>,
+}
+
+/// A session about to be submitted.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub user_name: &'a str,
+    pub name: &'a str,
+    pub kind: &'a str,
+    pub environment: &'a str,
+    pub gres: &'a str,
+    pub logdir: Option<&'a str>,
+    pub secret: &'a str,
+}
+
+const COLUMNS: &str = "id, user_name, name, kind, environment, job_id, gres, logdir, socket_dir, \
+    secret, state, end_reason, message, created_at, ready_at, ended_at, last_activity";
+
+fn from_row(row: &AnyRow) -> Result<SessionRecord> {
+    Ok(SessionRecord {
+        id: row.try_get("id")?,
+        user_name: row.try_get("user_name")?,
+        name: row.try_get("name")?,
+        kind: row.try_get("kind")?,
+        environment: row.try_get("environment")?,
+        job_id: opt_i64(row, "job_id")?,
+        gres: row.try_get("gres")?,
+        logdir: row.try_get("logdir")?,
+        socket_dir: row.try_get("socket_dir")?,
+        secret: row.try_get("secret")?,
+        state: row.try_get("state")?,
+        end_reason: row.try_get("end_reason")?,
+        message: row.try_get("message")?,
+        created_at: row.try_get("created_at")?,
+        ready_at: opt_i64(row, "ready_at")?,
+        ended_at: opt_i64(row, "ended_at")?,
+        last_activity: opt_i64(row, "last_activity")?,
+    })
+}
+
+impl Store {
+    /// Record a new session (state `pending`) with its socket directory
+    /// `<socket_root>/<id>`, unless the user has `max_active` sessions already or one of
+    /// this name that has not ended (`Conflict`).
+    #[tracing::instrument(skip_all, fields(user = new.user_name, name = new.name), err)]
+    pub async fn create_session(
+        &self,
+        new: &NewSession<'_>,
+        socket_root: &str,
+        max_active: i64,
+        now: i64,
+    ) -> Result<SessionRecord> {
+        let mut tx = self.pool.begin().await?;
+        // Writing first serializes starts of the same user: SQLite takes its write lock
+        // (a read first could not be upgraded while another writer commits), and
+        // PostgreSQL locks the user's row until commit, so the count below is exact.
+        sqlx::query("UPDATE users SET updated_at = updated_at WHERE username = $1")
+            .bind(new.user_name)
+            .execute(&mut *tx)
+            .await?;
+        let active: i64 = sqlx::query(
+            "SELECT COUNT(*) AS n FROM sessions WHERE user_name = $1 AND ended_at IS NULL",
+        )
+        .bind(new.user_name)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+        if active >= max_active {
+            return Err(StoreError::Conflict(format!(
+                "you have {active} sessions already, the most allowed; stop one first"
+            )));
+        }
+        let row = sqlx::query(&format!(
+            "INSERT INTO sessions (user_name, name, kind, environment, gres, logdir, socket_dir, \
+             secret, state, created_at, last_activity) \
+             VALUES ($1, $2, $3, $4, $5, $6, '', $7, 'pending', $8, $8) RETURNING {COLUMNS}"
+        ))
+        .bind(new.user_name)
+        .bind(new.name)
+        .bind(new.kind)
+        .bind(new.environment)
+        .bind(new.gres)
+        .bind(new.logdir)
+        .bind(new.secret)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| {
+            StoreError::conflict_on_unique(
+                e,
+                format!("you already have a session named {:?}", new.name),
+            )
+        })?;
+        let mut record = from_row(&row)?;
+        record.socket_dir = format!("{}/{}", socket_root.trim_end_matches('/'), record.id);
+        sqlx::query("UPDATE sessions SET socket_dir = $2 WHERE id = $1")
+            .bind(record.id)
+            .bind(&record.socket_dir)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    /// Link a session to the job that runs it.
+    #[tracing::instrument(skip_all, fields(id, job_id), err)]
+    pub async fn set_session_job(&self, id: i64, job_id: i64) -> Result<()> {
+        sqlx::query("UPDATE sessions SET job_id = $2 WHERE id = $1")
+            .bind(id)
+            .bind(job_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Move a session that has not ended to `state` (`ready` also records when).
+    #[tracing::instrument(skip_all, fields(id, state), err)]
+    pub async fn set_session_state(&self, id: i64, state: &str, now: i64) -> Result<()> {
+        sqlx::query(
+            "UPDATE sessions SET state = $2, \
+             ready_at = CASE WHEN $2 = 'ready' THEN COALESCE(ready_at, $3) ELSE ready_at END \
+             WHERE id = $1 AND ended_at IS NULL",
+        )
+        .bind(id)
+        .bind(state)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// End a session, once; a reason given when it was asked to stop is kept.
+    #[tracing::instrument(skip_all, fields(id, reason), err)]
+    pub async fn end_session(
+        &self,
+        id: i64,
+        reason: &str,
+        message: Option<&str>,
+        now: i64,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE sessions SET state = 'ended', end_reason = COALESCE(end_reason, $2), \
+             message = COALESCE($3, message), ended_at = $4 WHERE id = $1 AND ended_at IS NULL",
+        )
+        .bind(id)
+        .bind(reason)
+        .bind(message)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Record why a session is being stopped, before its job is cancelled.
+    #[tracing::instrument(skip_all, fields(id, reason), err)]
+    pub async fn stopping_session(&self, id: i64, reason: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE sessions SET state = 'stopping', end_reason = COALESCE(end_reason, $2) \
+             WHERE id = $1 AND ended_at IS NULL",
+        )
+        .bind(id)
+        .bind(reason)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Keep the last activity of sessions seen active.
+    #[tracing::instrument(skip_all, fields(n = seen.len()), err)]
+    pub async fn touch_sessions(&self, seen: &[(i64, i64)]) -> Result<()> {
+        if seen.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        for (id, at) in seen {
+            sqlx::query(
+                "UPDATE sessions SET last_activity = $2 \
+                 WHERE id = $1 AND (last_activity IS NULL OR last_activity < $2)",
+            )
+            .bind(*id)
+            .bind(*at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn session(&self, id: i64) -> Result<SessionRecord> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM sessions WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        from_row(&row)
+    }
+
+    /// Sessions that have not ended: the proxy's routes after a restart.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn active_sessions(&self) -> Result<Vec<SessionRecord>> {
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM sessions WHERE ended_at IS NULL ORDER BY id"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(from_row)
+        .collect()
+    }
+
+    /// A user's sessions, newest first: those not ended, and the last `ended` ended ones.
+    #[tracing::instrument(skip_all, fields(user), err)]
+    pub async fn sessions_of(&self, user: &str, ended: i64) -> Result<Vec<SessionRecord>> {
+        let mut rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM sessions WHERE user_name = $1 AND ended_at IS NULL ORDER BY id DESC"
+        ))
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        if ended > 0 {
+            rows.extend(
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM sessions WHERE user_name = $1 AND ended_at IS NOT NULL \
+                     ORDER BY id DESC LIMIT $2"
+                ))
+                .bind(user)
+                .bind(ended)
+                .fetch_all(&self.pool)
+                .await?,
+            );
+        }
+        rows.iter().map(from_row).collect()
+    }
+}

@@ -1,0 +1,691 @@
+//! Interactive sessions end to end: the real portal runs real Jupyter Server (with
+//! ipykernel) and TensorBoard as the user, in bubblewrap, behind its proxy.
+//! The Python environment comes from `tests/install-deps.sh` (`ATRIUM_TEST_JUPYTER`).
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use atrium_tests::support::jupyter::{self, WsProtocol};
+use reqwest::header::HeaderMap;
+use reqwest::Url;
+use serde_json::{json, Value};
+
+use crate::helpers::{eventually, spawn_with, Options, TestApp};
+use crate::jobs::cluster_config;
+
+const PASSWORD: &str = "password-of-some-length";
+/// Jupyter's own start on two busy cores, plus the container.
+const READY_WITHIN: Duration = Duration::from_secs(90);
+const KERNEL_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A portal with declared GPUs, homes and a spool under a private root, and a
+/// `python` environment running JupyterLab from the test environment in bubblewrap.
+pub struct SessionCluster {
+    pub app: TestApp,
+    pub root: tempfile::TempDir,
+    spool: PathBuf,
+}
+
+/// A logged-in user: their cookie jar (for the proxy and websockets) and a token.
+pub struct SessionUser {
+    pub home: PathBuf,
+    pub jar: Arc<reqwest::cookie::Jar>,
+    pub client: reqwest::Client,
+    pub csrf: String,
+}
+
+impl SessionCluster {
+    /// `None` (after saying why) when the Jupyter environment is missing outside CI.
+    pub async fn start(gpus: u32, sessions: &str) -> Option<SessionCluster> {
+        let venv = jupyter::venv_or_skip("sessions").expect("jupyter environment")?;
+        let root = tempfile::tempdir().expect("tempdir");
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o711))
+            .expect("chmod root");
+        std::fs::create_dir(root.path().join("home")).expect("homes");
+        std::fs::set_permissions(
+            root.path().join("home"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod homes");
+        let mut config = cluster_config(root.path(), gpus);
+        config.push_str(&format!(
+            "[[environments]]\nname = \"python\"\ndescription = \"Python 3 with JupyterLab\"\n\
+             runtime = \"bubblewrap\"\nkernels = [\"python3\"]\n\
+             env = {{ PATH = \"{}/bin:/usr/local/bin:/usr/bin:/bin\" }}\n\
+             [sessions]\n{sessions}\n",
+            venv.display()
+        ));
+        let app = spawn_with(Options {
+            extra_config: config,
+            database_url: None,
+        })
+        .await;
+        let spool = root.path().join("spool");
+        Some(SessionCluster { app, root, spool })
+    }
+
+    /// A local user whose home the portal creates at their first login.
+    pub async fn user(&self, name: &str, uid: u32) -> SessionUser {
+        let uid_s = uid.to_string();
+        let out = self.app.cli(
+            &["user", "add", name, "--uid", &uid_s, "--gid", &uid_s],
+            &format!("{PASSWORD}\n"),
+        );
+        assert!(
+            out.status.success(),
+            "user add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.login(name).await
+    }
+
+    /// Log in through the API; the cookie lands in the user's jar.
+    pub async fn login(&self, name: &str) -> SessionUser {
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        let client = reqwest::Client::builder()
+            .cookie_provider(jar.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        let res = client
+            .post(self.app.url("/api/v1/login"))
+            .json(&json!({"username": name, "password": PASSWORD}))
+            .send()
+            .await
+            .expect("login");
+        assert_eq!(res.status(), 200, "login of {name}");
+        let body: Value = res.json().await.expect("json");
+        let home = self.root.path().join("home").join(name);
+        SessionUser {
+            home,
+            jar,
+            client,
+            csrf: body["csrf_token"].as_str().expect("csrf").to_string(),
+        }
+    }
+
+    /// `POST /api/v1/sessions` as the user's browser would (cookie + CSRF header).
+    pub async fn start_session(&self, user: &SessionUser, body: Value) -> reqwest::Response {
+        user.client
+            .post(self.app.url("/api/v1/sessions"))
+            .header("x-csrf-token", &user.csrf)
+            .json(&body)
+            .send()
+            .await
+            .expect("start session")
+    }
+
+    /// Start a session and follow its progress stream until it is ready; returns
+    /// the session and every progress event seen.
+    pub async fn ready_session(&self, user: &SessionUser, body: Value) -> (Value, Vec<Value>) {
+        let res = self.start_session(user, body).await;
+        let status = res.status();
+        let started: Value = res.json().await.expect("json");
+        assert_eq!(status, 201, "start: {started}\n{}", self.log_tail());
+        let id = started["id"].as_i64().expect("id");
+        let events = self.follow(user, id, |e| e["ready"] == true).await;
+        let last = events.last().cloned().unwrap_or_default();
+        assert_eq!(
+            last["ready"],
+            true,
+            "not ready: {events:?}\n{}",
+            self.log_tail()
+        );
+        (self.session(user, id).await, events)
+    }
+
+    /// Read the progress stream of session `id` until `stop` says so (or it ends).
+    pub async fn follow(
+        &self,
+        user: &SessionUser,
+        id: i64,
+        stop: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        use futures_util::StreamExt;
+        let res = user
+            .client
+            .get(self.app.url(&format!("/api/v1/sessions/{id}/progress")))
+            .send()
+            .await
+            .expect("progress");
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            res.headers()["content-type"].to_str().expect("type"),
+            "text/event-stream"
+        );
+        assert_eq!(res.headers()["x-accel-buffering"], "no");
+        let mut stream = res.bytes_stream();
+        let mut events = Vec::new();
+        let mut buffer = String::new();
+        let deadline = tokio::time::Instant::now() + READY_WITHIN;
+        loop {
+            let next = tokio::time::timeout_at(deadline, stream.next()).await;
+            let Ok(Some(Ok(chunk))) = next else { break };
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let event: String = buffer.drain(..end + 2).collect();
+                if let Some(data) = event.strip_prefix("data: ") {
+                    let v: Value = serde_json::from_str(data.trim()).expect("event json");
+                    let done = stop(&v) || v["state"] == "ended";
+                    events.push(v);
+                    if done {
+                        return events;
+                    }
+                }
+            }
+        }
+        events
+    }
+
+    pub async fn session(&self, user: &SessionUser, id: i64) -> Value {
+        let res = user
+            .client
+            .get(self.app.url(&format!("/api/v1/sessions/{id}")))
+            .send()
+            .await
+            .expect("session");
+        assert_eq!(res.status(), 200);
+        res.json().await.expect("json")
+    }
+
+    /// The session's base URL through the proxy.
+    pub fn base(&self, session: &Value) -> Url {
+        let prefix = format!(
+            "/user/{}/{}/",
+            session["user"].as_str().expect("user"),
+            session["name"].as_str().expect("name")
+        );
+        Url::parse(&self.app.url(&prefix)).expect("url")
+    }
+
+    fn log_tail(&self) -> String {
+        let log = self.app.log();
+        log[log.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl SessionUser {
+    /// Headers for the Jupyter helpers: the portal's cookie only.
+    pub fn headers(&self, base: &Url) -> HeaderMap {
+        jupyter::cookie_headers(&self.jar, base)
+    }
+}
+
+impl Drop for SessionCluster {
+    /// Stop every session's step still running (the portal may be gone by now).
+    fn drop(&mut self) {
+        stop_steps(&self.spool);
+    }
+}
+
+/// SIGTERM every step supervisor of this spool: each stops its session's processes.
+fn stop_steps(spool: &Path) {
+    let want = spool.display().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(" step run ") && text.contains(&want) {
+            if let Some(pid) = e.file_name().to_str() {
+                let _ = std::process::Command::new("kill")
+                    .args(["-TERM", pid])
+                    .status();
+            }
+        }
+    }
+}
+
+/// Run `code` on a new kernel of the session; returns its stdout.
+async fn run_code(user: &SessionUser, base: &Url, code: &str) -> String {
+    let headers = user.headers(base);
+    let kernel = jupyter::start_kernel(&user.client, base, &headers)
+        .await
+        .expect("kernel");
+    jupyter::execute(
+        base,
+        &headers,
+        &kernel,
+        code,
+        WsProtocol::V1,
+        KERNEL_DEADLINE,
+    )
+    .await
+    .expect("execute")
+}
+
+/// Whether `uid` can read `path` (a child process switched to that uid tries).
+fn readable_by(path: &Path, uid: u32) -> bool {
+    std::process::Command::new("/bin/cat")
+        .arg(path)
+        .uid(uid)
+        .gid(uid)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("cat")
+        .success()
+}
+
+#[tokio::test]
+async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_crash() {
+    let Some(mut c) = SessionCluster::start(4, "").await else {
+        return;
+    };
+    let alice = c.user("alice", 20401).await;
+    let bob = c.user("bob", 20402).await;
+
+    // Start, following progress to ready.
+    let (session, events) = c
+        .ready_session(&alice, json!({"gpus": 1, "environment": "python"}))
+        .await;
+    assert_eq!(session["state"], "ready", "{session}");
+    assert_eq!(session["name"], "default");
+    assert_eq!(session["gres"], "gpu:1");
+    assert_eq!(session["url"], "/user/alice/default/lab");
+    let progress: Vec<i64> = events
+        .iter()
+        .filter_map(|e| e["progress"].as_i64())
+        .collect();
+    assert!(progress.windows(2).all(|w| w[0] <= w[1]), "{events:?}");
+    assert_eq!(progress.last(), Some(&100));
+    let id = session["id"].as_i64().expect("id");
+
+    // A kernel through the proxy, over its websocket, in both framings.
+    let base = c.base(&session);
+    let headers = alice.headers(&base);
+    let kernel = jupyter::start_kernel(&alice.client, &base, &headers)
+        .await
+        .expect("kernel");
+    for protocol in [WsProtocol::Legacy, WsProtocol::V1] {
+        let out = jupyter::execute(
+            &base,
+            &headers,
+            &kernel,
+            "print(6*7)",
+            protocol,
+            KERNEL_DEADLINE,
+        )
+        .await
+        .expect("execute");
+        assert_eq!(out.trim(), "42", "{protocol:?}");
+    }
+    let who = jupyter::execute(
+        &base,
+        &headers,
+        &kernel,
+        "import os; print(os.getuid(), os.environ.get('HOME'), 'JUPYTER_TOKEN' in os.environ)",
+        WsProtocol::V1,
+        KERNEL_DEADLINE,
+    )
+    .await
+    .expect("execute");
+    assert_eq!(
+        who.trim(),
+        format!("20401 {} True", alice.home.display()),
+        "the kernel runs as alice in her home"
+    );
+
+    // The session's secret never reaches the browser: JupyterLab's page does not carry it.
+    let secret = jupyter::execute(
+        &base,
+        &headers,
+        &kernel,
+        "import os; print(os.environ['JUPYTER_TOKEN'])",
+        WsProtocol::V1,
+        KERNEL_DEADLINE,
+    )
+    .await
+    .expect("execute");
+    let lab = alice
+        .client
+        .get(base.join("lab").expect("url"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("lab page");
+    assert_eq!(lab.status(), 200);
+    let html = lab.text().await.expect("html");
+    assert!(html.contains("jupyter-config-data"), "{html:.300}");
+    assert!(
+        !html.contains(secret.trim()),
+        "the lab page leaks the session token"
+    );
+
+    // A notebook saved through the contents API lands in her home, as hers.
+    let nb = jupyter::notebook(&["print('saved')"]);
+    jupyter::save_notebook(&alice.client, &base, &headers, "hello.ipynb", &nb)
+        .await
+        .expect("save");
+    let saved = alice.home.join("hello.ipynb");
+    let meta = std::fs::metadata(&saved).expect("saved notebook on disk");
+    assert_eq!((meta.uid(), meta.gid()), (20401, 20401));
+    let home = std::fs::metadata(&alice.home).expect("home");
+    assert_eq!(home.mode() & 0o777, 0o700, "the home is private");
+    assert!(readable_by(&saved, 20401));
+    assert!(
+        !readable_by(&saved, 20402),
+        "bob cannot read alice's notebook"
+    );
+    eventually("~/templates is filled", Duration::from_secs(30), || {
+        let dir = alice.home.join("templates");
+        async move { dir.join("notebooks").is_dir() }
+    })
+    .await;
+
+    // Nobody else passes the proxy: bob gets 404, a stranger must log in.
+    let res = bob
+        .client
+        .get(base.join("api/status").expect("url"))
+        .send()
+        .await
+        .expect("bob");
+    assert_eq!(res.status(), 404);
+    let res = reqwest::Client::new()
+        .get(base.join("api/kernels").expect("url"))
+        .send()
+        .await
+        .expect("anonymous");
+    assert_eq!(res.status(), 401);
+    let res = bob
+        .client
+        .get(c.app.url(&format!("/api/v1/sessions/{id}")))
+        .send()
+        .await
+        .expect("bob api");
+    assert_eq!(res.status(), 404);
+
+    // kill -9 the portal and start it again: the notebook and its kernel live on,
+    // and the proxy finds them again.
+    c.app.kill9();
+    c.app.restart();
+    let alice = c.login("alice").await;
+    let base = c.base(&session);
+    let headers = alice.headers(&base);
+    let again = jupyter::execute(
+        &base,
+        &headers,
+        &kernel,
+        "print(6*7)",
+        WsProtocol::V1,
+        KERNEL_DEADLINE,
+    )
+    .await
+    .expect("the same kernel answers after the restart");
+    assert_eq!(again.trim(), "42");
+    let after = c.session(&alice, id).await;
+    assert_eq!(after["state"], "ready");
+
+    // Stop: the session ends and its slices are free at once.
+    let res = alice
+        .client
+        .delete(c.app.url(&format!("/api/v1/sessions/{id}")))
+        .header("x-csrf-token", &alice.csrf)
+        .send()
+        .await
+        .expect("stop");
+    assert_eq!(res.status(), 202);
+    let ended = c.follow(&alice, id, |_| false).await;
+    let last = ended.last().expect("an event");
+    assert_eq!(last["state"], "ended", "{ended:?}");
+    let stopped = c.session(&alice, id).await;
+    assert_eq!(stopped["end_reason"], "stopped", "{stopped}");
+    let res = alice
+        .client
+        .get(base.join("api/status").expect("url"))
+        .send()
+        .await
+        .expect("after stop");
+    assert_eq!(res.status(), 404);
+    // The name is free again: a new session starts at once.
+    let res = c
+        .start_session(
+            &alice,
+            json!({"gpus": 4, "environment": "python", "kind": "terminal"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201, "all four GPUs are free again");
+}
+
+#[tokio::test]
+async fn two_gpu_sessions_get_disjoint_devices_and_bad_requests_change_nothing() {
+    let Some(c) = SessionCluster::start(4, "").await else {
+        return;
+    };
+    let alice = c.user("alice", 20411).await;
+
+    // Bad input: a 400 naming the field, and no session.
+    for (body, field) in [
+        (json!({"kind": "spreadsheet"}), "kind"),
+        (json!({"environment": "nope"}), "environment"),
+        (json!({"name": "../x"}), "name"),
+        (json!({"hours": 0}), "hours"),
+        (json!({"kind": "tensorboard", "logdir": "/etc"}), "logdir"),
+        (json!({"gpus": 1, "slice": "a;b"}), "slice"),
+    ] {
+        let res = c.start_session(&alice, body.clone()).await;
+        assert_eq!(res.status(), 400, "{body}");
+        let err: Value = res.json().await.expect("json");
+        assert_eq!(err["error"], "bad_request");
+        assert!(
+            err["message"].as_str().unwrap_or("").starts_with(field),
+            "{body}: {err}"
+        );
+    }
+    let res = c.start_session(&alice, json!({"bogus": 1})).await;
+    assert_eq!(res.status(), 400);
+    let list: Value = alice
+        .client
+        .get(c.app.url("/api/v1/sessions"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
+
+    let (a, _) = c
+        .ready_session(
+            &alice,
+            json!({"name": "a", "gpus": 2, "environment": "python"}),
+        )
+        .await;
+    let (b, _) = c
+        .ready_session(
+            &alice,
+            json!({"name": "b", "gpus": 2, "environment": "python"}),
+        )
+        .await;
+    // Same name again while it runs: a conflict.
+    let res = c.start_session(&alice, json!({"name": "a"})).await;
+    assert_eq!(res.status(), 409);
+
+    let code = "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])";
+    let mut seen = Vec::new();
+    for s in [&a, &b] {
+        let out = run_code(&alice, &c.base(s), code).await;
+        let devices: BTreeSet<String> = out.trim().split(',').map(str::to_string).collect();
+        assert_eq!(devices.len(), 2, "{out}");
+        assert_eq!(
+            s["cuda_visible_devices"]
+                .as_str()
+                .map(|d| d.split(',').count()),
+            Some(2),
+            "{s}"
+        );
+        seen.push(devices);
+    }
+    assert!(seen[0].is_disjoint(&seen[1]), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_session_stops_at_its_time_limit_after_a_warning() {
+    let Some(c) = SessionCluster::start(0, "time_limit_warning = \"30s\"").await else {
+        return;
+    };
+    let alice = c.user("alice", 20421).await;
+    // 40 seconds: time to start Jupyter, then the warning, then the end.
+    let res = c
+        .start_session(
+            &alice,
+            json!({"environment": "python", "hours": 40.0 / 3600.0}),
+        )
+        .await;
+    let started: Value = res.json().await.expect("json");
+    let id = started["id"].as_i64().expect("id");
+    assert_eq!(started["time_limit"], 40, "{started}");
+    let events = c.follow(&alice, id, |_| false).await;
+    assert!(
+        events.iter().any(|e| e["ready"] == true),
+        "it was ready first: {events:?}"
+    );
+    let warned = events.iter().position(|e| {
+        e["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("time limit"))
+    });
+    let ended = events.iter().position(|e| e["state"] == "ended");
+    assert!(
+        matches!((warned, ended), (Some(w), Some(e)) if w < e),
+        "a warning, then the end: {events:?}"
+    );
+    let s = c.session(&alice, id).await;
+    assert_eq!(s["end_reason"], "time_limit", "{s}");
+}
+
+#[tokio::test]
+async fn idle_sessions_stop_but_a_busy_kernel_keeps_its_session() {
+    let Some(c) = SessionCluster::start(0, "idle_timeout = \"8s\"\ncull_interval = \"1s\"").await
+    else {
+        return;
+    };
+    let alice = c.user("alice", 20431).await;
+    let (busy, _) = c
+        .ready_session(&alice, json!({"name": "busy", "environment": "python"}))
+        .await;
+    let (idle, _) = c
+        .ready_session(&alice, json!({"name": "idle", "environment": "python"}))
+        .await;
+    // The busy one computes, with no browser attached.
+    let base = c.base(&busy);
+    let headers = alice.headers(&base);
+    let kernel = jupyter::start_kernel(&alice.client, &base, &headers)
+        .await
+        .expect("kernel");
+    jupyter::kernel_busy_for(
+        &base,
+        &headers,
+        &kernel,
+        Duration::from_secs(300),
+        WsProtocol::V1,
+        KERNEL_DEADLINE,
+    )
+    .await
+    .expect("busy");
+
+    let idle_id = idle["id"].as_i64().expect("id");
+    let events = c.follow(&alice, idle_id, |_| false).await;
+    assert_eq!(
+        events.last().map(|e| e["state"].clone()),
+        Some(json!("ended")),
+        "{events:?}"
+    );
+    let idle_now = c.session(&alice, idle_id).await;
+    assert_eq!(idle_now["end_reason"], "idle", "{idle_now}");
+    // The idle one was idle longer than the timeout; the busy one as long: still there.
+    let busy_now = c.session(&alice, busy["id"].as_i64().expect("id")).await;
+    assert_eq!(busy_now["state"], "ready", "{busy_now}");
+}
+
+#[tokio::test]
+async fn tensorboard_serves_its_page_through_the_proxy() {
+    let Some(c) = SessionCluster::start(0, "").await else {
+        return;
+    };
+    let alice = c.user("alice", 20441).await;
+    let (tb, _) = c
+        .ready_session(
+            &alice,
+            json!({"name": "tb", "kind": "tensorboard", "environment": "python", "logdir": "runs"}),
+        )
+        .await;
+    assert_eq!(tb["logdir"], format!("{}/runs", alice.home.display()));
+    assert_eq!(tb["url"], "/user/alice/tb/");
+    let base = c.base(&tb);
+    let page = alice.client.get(base.clone()).send().await.expect("page");
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.expect("html");
+    assert!(html.to_lowercase().contains("tensorboard"), "{html:.300}");
+    let env = alice
+        .client
+        .get(base.join("data/environment").expect("url"))
+        .send()
+        .await
+        .expect("environment");
+    assert_eq!(env.status(), 200);
+    let env: Value = env.json().await.expect("json");
+    assert!(
+        env["data_location"]
+            .as_str()
+            .is_some_and(|l| l.ends_with("/runs")),
+        "{env}"
+    );
+}
+
+#[tokio::test]
+async fn chromium_starts_a_notebook_from_the_page_and_reaches_jupyterlab() {
+    use atrium_tests::support::browser;
+    use fantoccini::Locator;
+    let Some(c) = SessionCluster::start(1, "").await else {
+        return;
+    };
+    let _alice = c.user("alice", 20451).await;
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("open login");
+    for (id, text) in [("username", "alice"), ("password", PASSWORD)] {
+        let input = b.find(Locator::Id(id)).await.expect(id);
+        input.send_keys(text).await.expect("type");
+    }
+    b.find(Locator::Id("login-submit"))
+        .await
+        .expect("submit")
+        .click()
+        .await
+        .expect("click");
+    b.wait()
+        .for_element(Locator::Id("new-session"))
+        .await
+        .expect("home page")
+        .click()
+        .await
+        .expect("click start");
+    b.wait()
+        .for_element(Locator::Id("start"))
+        .await
+        .expect("start form")
+        .click()
+        .await
+        .expect("start");
+    // The progress page opens the session once ready: JupyterLab's shell appears.
+    b.wait()
+        .at_most(READY_WITHIN)
+        .for_element(Locator::Css(".jp-LabShell"))
+        .await
+        .expect("JupyterLab");
+    let url = b.current_url().await.expect("url");
+    assert!(url.path().starts_with("/user/alice/default/lab"), "{url}");
+    if let Ok(dir) = std::env::var("SCREENSHOT_DIR") {
+        b.screenshot(Path::new(&dir).join("jupyterlab.png"))
+            .await
+            .expect("screenshot");
+    }
+    b.close().await.expect("close");
+}
