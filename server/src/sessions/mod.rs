@@ -64,7 +64,7 @@ impl Kind {
     fn landing(self) -> &'static str {
         match self {
             Kind::Notebook => "lab",
-            Kind::Terminal => "lab/terminals/1",
+            Kind::Terminal => "lab/workspaces/terminal",
             Kind::Tensorboard => "",
         }
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::BodyExt;
 use hyper::body::Frame;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
@@ -95,12 +95,34 @@ impl Socket {
     }
 }
 
-/// One request on a fresh connection, for the portal's own checks: the status and up
-/// to `limit` bytes of the body.
+/// One GET on a fresh connection, for the portal's own checks: the status and up to
+/// `limit` bytes of the body.
 pub async fn get(
     socket: &Socket,
     path_and_query: &str,
     authorization: &str,
+    timeout: Duration,
+    limit: usize,
+) -> Result<(hyper::StatusCode, Bytes), UpstreamError> {
+    send(
+        socket,
+        hyper::Method::GET,
+        path_and_query,
+        authorization,
+        None,
+        timeout,
+        limit,
+    )
+    .await
+}
+
+/// One request on a fresh connection, with an optional JSON body.
+pub async fn send(
+    socket: &Socket,
+    method: hyper::Method,
+    path_and_query: &str,
+    authorization: &str,
+    json: Option<Bytes>,
     timeout: Duration,
     limit: usize,
 ) -> Result<(hyper::StatusCode, Bytes), UpstreamError> {
@@ -110,10 +132,17 @@ pub async fn get(
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        let req = hyper::Request::get(path_and_query)
+        let mut req = hyper::Request::builder()
+            .method(method)
+            .uri(path_and_query)
             .header(hyper::header::HOST, "localhost")
-            .header(hyper::header::AUTHORIZATION, authorization)
-            .body(Empty::<Bytes>::new())
+            .header(hyper::header::AUTHORIZATION, authorization);
+        if json.is_some() {
+            req = req.header(hyper::header::CONTENT_TYPE, "application/json");
+        }
+        let body = http_body_util::Full::new(json.unwrap_or_default());
+        let req = req
+            .body(body)
             .map_err(|e| UpstreamError::Io(std::io::Error::other(e)))?;
         let res = sender.send_request(req).await?;
         let status = res.status();

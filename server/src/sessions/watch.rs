@@ -167,6 +167,9 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                 .await
                 {
                     Ok((status, _)) if status.as_u16() < 500 => {
+                        if route.kind == Kind::Terminal && !custom {
+                            open_on_a_terminal(route).await;
+                        }
                         if let Err(e) = store.set_session_state(route.id, "ready", now_ms()).await {
                             tracing::error!(session = route.id, error = %e, "recording a ready session failed");
                         }
@@ -236,6 +239,42 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                     message: row.and_then(|r| r.message),
                 };
             }
+        }
+    }
+}
+
+/// A terminal session opens JupyterLab on a terminal: its `terminal` workspace has
+/// one, in the main area.
+async fn open_on_a_terminal(route: &Route) {
+    let workspace = serde_json::json!({
+        "data": {
+            "layout-restorer:data": {
+                "main": {
+                    "dock": {"type": "tab-area", "currentIndex": 0, "widgets": ["terminal:1"]},
+                    "current": "terminal:1"
+                }
+            },
+            "terminal:1": {"data": {"name": "1"}}
+        },
+        "metadata": {"id": "terminal"}
+    });
+    let result = upstream::send(
+        &route.socket,
+        hyper::Method::PUT,
+        &format!("{}lab/api/workspaces/terminal", route.prefix),
+        &route.authorization,
+        Some(workspace.to_string().into()),
+        Duration::from_secs(5),
+        0,
+    )
+    .await;
+    match result {
+        Ok((status, _)) if status.is_success() => {}
+        Ok((status, _)) => {
+            tracing::warn!(session = route.id, %status, "the terminal workspace was refused")
+        }
+        Err(e) => {
+            tracing::warn!(session = route.id, error = %e, "setting up the terminal workspace failed")
         }
     }
 }

@@ -444,14 +444,29 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
         .await
         .expect("after stop");
     assert_eq!(res.status(), 404);
-    // The name is free again: a new session starts at once.
-    let res = c
-        .start_session(
+    // The name is free again, and all four GPUs: a terminal session starts at once and
+    // opens JupyterLab on a terminal.
+    let (term, _) = c
+        .ready_session(
             &alice,
             json!({"gpus": 4, "environment": "python", "kind": "terminal"}),
         )
         .await;
-    assert_eq!(res.status(), 201, "all four GPUs are free again");
+    assert_eq!(term["url"], "/user/alice/default/lab/workspaces/terminal");
+    let base = c.base(&term);
+    let workspace: Value = alice
+        .client
+        .get(base.join("lab/api/workspaces/terminal").expect("url"))
+        .send()
+        .await
+        .expect("workspace")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        workspace["data"]["terminal:1"]["data"]["name"], "1",
+        "{workspace}"
+    );
 }
 
 #[tokio::test]
