@@ -127,7 +127,12 @@ impl Application {
             .with_context(|| format!("creating the spool directory {}", spool_dir.display()))?;
         let runtime = crate::launch::detect_runtime(&config.jobs.runtime)
             .map_err(|e| anyhow::anyhow!("jobs.runtime: {e}"))?;
-        tracing::info!(?runtime, spool = %spool_dir.display(), "jobs run in this container runtime");
+        tracing::info!(
+            ?runtime,
+            available = ?crate::launch::detect_available(),
+            spool = %spool_dir.display(),
+            "jobs run in this container runtime"
+        );
         let settings = LaunchSettings {
             spool_dir,
             exe: std::env::current_exe().context("locating the atrium binary")?,

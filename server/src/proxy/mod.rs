@@ -74,9 +74,19 @@ pub async fn handle(
             "the session is not ready yet; follow its progress".into(),
         ));
     }
-    route.touch();
     if is_websocket(&req) {
+        if !same_origin(&req) {
+            return Err(ApiError::forbidden(
+                "a websocket from another origin is refused",
+            ));
+        }
+        route.touch();
         return ws::relay(&req, body, route).await;
+    }
+    // What a person does counts as activity: pages, saves, runs. JupyterLab's own
+    // polling (GET requests of an open tab) does not, or no tab would ever be idle.
+    if req.method() != Method::GET || wants_html(&req) {
+        route.touch();
     }
     forward(&req, body, route).await
 }
@@ -119,6 +129,20 @@ fn wants_html(req: &HttpRequest) -> bool {
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("text/html"))
+}
+
+/// A browser's websocket from a page of this portal: its `Origin` names the host the
+/// request was sent to. (Clients that send no `Origin` are not browsers.)
+fn same_origin(req: &HttpRequest) -> bool {
+    let Some(origin) = req.headers().get(header::ORIGIN) else {
+        return true;
+    };
+    let host = req.connection_info().host().to_string();
+    origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(&host))
 }
 
 fn is_websocket(req: &HttpRequest) -> bool {
@@ -282,6 +306,22 @@ impl Stream for Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn websockets_only_from_this_origin() {
+        let req = |origin: &str| {
+            actix_web::test::TestRequest::default()
+                .insert_header((header::HOST, "portal.example.org"))
+                .insert_header((header::ORIGIN, origin))
+                .to_http_request()
+        };
+        assert!(same_origin(&req("https://portal.example.org")));
+        assert!(!same_origin(&req("https://evil.example.net")));
+        assert!(!same_origin(&req("null")));
+        assert!(same_origin(
+            &actix_web::test::TestRequest::default().to_http_request()
+        ));
+    }
 
     #[test]
     fn the_portals_cookies_stay_behind() {

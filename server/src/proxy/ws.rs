@@ -1,7 +1,7 @@
 //! Websockets through the proxy: the session's server is reached first (so that the
 //! subprotocol it picks, such as Jupyter's `v1.kernel.websocket.jupyter.org`, is the one
-//! the browser gets), then messages are relayed both ways as they come, each one
-//! counting as activity.
+//! the browser gets), then messages are relayed both ways as they come, each data
+//! message counting as activity (pings do not).
 
 use std::sync::Arc;
 
@@ -95,7 +95,12 @@ pub(super) async fn relay(
     let inbound_route = route.clone();
     actix_web::rt::spawn(async move {
         while let Some(Ok(msg)) = messages.next().await {
-            inbound_route.touch();
+            if matches!(
+                msg,
+                actix_ws::AggregatedMessage::Text(_) | actix_ws::AggregatedMessage::Binary(_)
+            ) {
+                inbound_route.touch();
+            }
             let out = match msg {
                 actix_ws::AggregatedMessage::Text(t) => Message::Text(t.to_string().into()),
                 actix_ws::AggregatedMessage::Binary(b) => Message::Binary(b),
@@ -122,7 +127,9 @@ pub(super) async fn relay(
         let mut close = None;
         while let Some(msg) = from_server.next().await {
             let Ok(msg) = msg else { break };
-            route.touch();
+            if matches!(msg, Message::Text(_) | Message::Binary(_)) {
+                route.touch();
+            }
             let sent = match msg {
                 Message::Text(t) => session.text(t.as_str().to_owned()).await,
                 Message::Binary(b) => session.binary(b).await,
