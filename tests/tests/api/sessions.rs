@@ -56,6 +56,8 @@ impl SessionCluster {
             "[[environments]]\nname = \"python\"\ndescription = \"Python 3 with JupyterLab\"\n\
              runtime = \"bubblewrap\"\nkernels = [\"python3\"]\n\
              env = {{ PATH = \"{}/bin:/usr/local/bin:/usr/bin:/bin\" }}\n\
+             [[environments]]\nname = \"broken\"\nruntime = \"bubblewrap\"\n\
+             command = [\"/bin/sh\", \"-c\", \"echo no server for $0; exit 3\", \"{{socket}}\"]\n\
              [sessions]\n{sessions}\n",
             venv.display()
         ));
@@ -618,6 +620,36 @@ async fn idle_sessions_stop_but_a_busy_kernel_keeps_its_session() {
     // The idle one was idle longer than the timeout; the busy one as long: still there.
     let busy_now = c.session(&alice, busy["id"].as_i64().expect("id")).await;
     assert_eq!(busy_now["state"], "ready", "{busy_now}");
+}
+
+#[tokio::test]
+async fn a_server_that_dies_before_it_is_ready_fails_with_its_log_and_the_name_is_free() {
+    let Some(c) = SessionCluster::start(0, "").await else {
+        return;
+    };
+    let alice = c.user("alice", 20461).await;
+    let res = c
+        .start_session(&alice, json!({"name": "nb", "environment": "broken"}))
+        .await;
+    assert_eq!(res.status(), 201);
+    let started: Value = res.json().await.expect("json");
+    let id = started["id"].as_i64().expect("id");
+    let events = c.follow(&alice, id, |_| false).await;
+    let last = events.last().expect("events");
+    assert_eq!(last["state"], "ended", "{events:?}");
+    assert_eq!(last["failed"], true, "{last}");
+    let log = last["log"].as_str().unwrap_or("");
+    assert!(
+        log.contains("no server for"),
+        "the log tail is shown: {last}"
+    );
+    let s = c.session(&alice, id).await;
+    assert_eq!(s["end_reason"], "failed", "{s}");
+    // The user can start again at once, under the same name.
+    let res = c
+        .start_session(&alice, json!({"name": "nb", "environment": "broken"}))
+        .await;
+    assert_eq!(res.status(), 201);
 }
 
 #[tokio::test]
