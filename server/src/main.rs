@@ -4,9 +4,45 @@
 
 use clap::Parser;
 
+/// glibc's allocator raises its mmap threshold to the size of the largest block freed,
+/// so after one password hash (argon2's 19 MiB) such blocks stay in the heap for good:
+/// the portal's resident memory grew by tens of MiB with the first logins. A fixed
+/// threshold gives them back at once.
+const MALLOC_TUNABLE: &str = "glibc.malloc.mmap_threshold=131072";
+
+/// Run the portal again with [`MALLOC_TUNABLE`] in `GLIBC_TUNABLES` (read by glibc at
+/// start only), unless it is there. Same process, same descriptors; nothing has run yet.
+fn with_allocator_tuned() {
+    use std::os::unix::process::CommandExt;
+    let current = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+    if current.contains("glibc.malloc.mmap_threshold") {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let tunables = if current.is_empty() {
+        MALLOC_TUNABLE.to_string()
+    } else {
+        format!("{current}:{MALLOC_TUNABLE}")
+    };
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
+    let err = std::process::Command::new(exe)
+        .arg0(argv0)
+        .args(args)
+        .env("GLIBC_TUNABLES", tunables)
+        .exec();
+    // Not fatal: the portal runs, with more memory.
+    eprintln!("atrium: could not tune the allocator ({err}); going on");
+}
+
 fn main() -> std::process::ExitCode {
     let args = atrium::client::dispatch_argv0(std::env::args_os().collect());
     let cli = atrium::cli::Cli::parse_from(args);
+    if matches!(cli.command, atrium::cli::Command::Serve) {
+        with_allocator_tuned();
+    }
     let mut builder = if cli.single_threaded() {
         tokio::runtime::Builder::new_current_thread()
     } else {

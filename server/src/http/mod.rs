@@ -99,10 +99,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, body_limit: usize) {
     .route("/metrics", web::get().to(health::metrics))
     .route("/static/{file:.*}", web::get().to(assets::serve))
     .service(web::scope("/api/v1").configure(api::configure))
-    .route(
-        "/user/{owner}/{session}{tail:.*}",
-        web::route().to(crate::proxy::handle),
-    )
+    .service(web::scope("/user").default_service(web::to(crate::proxy::handle)))
     .configure(pages::configure)
     .default_service(web::to(not_found));
 }

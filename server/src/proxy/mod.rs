@@ -51,8 +51,8 @@ pub async fn handle(
     state: web::Data<AppState>,
     caller: MaybeUser,
 ) -> Result<HttpResponse, ApiError> {
-    let route = authorize(&req, &state, caller)?;
-    let tail = req.match_info().get("tail").unwrap_or("");
+    let (owner, name, tail) = split_path(req.path()).ok_or(ApiError::NotFound)?;
+    let route = authorize(&req, &state, caller, owner, name)?;
     if tail.is_empty() {
         let query = req.query_string();
         let to = if query.is_empty() {
@@ -92,10 +92,25 @@ pub async fn handle(
 }
 
 /// The session the path names, if the caller may use it.
+/// `/user/{owner}/{session}{tail}` → its three parts (the tail empty or from `/`). The
+/// path is split here rather than by a route pattern: a plain prefix match is cheaper
+/// than the router's regular expression on every proxied request.
+fn split_path(path: &str) -> Option<(&str, &str, &str)> {
+    let rest = path.strip_prefix("/user/")?;
+    let (owner, rest) = rest.split_once('/')?;
+    let (name, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    (!owner.is_empty() && !name.is_empty()).then_some((owner, name, tail))
+}
+
 fn authorize(
     req: &HttpRequest,
     state: &AppState,
     caller: MaybeUser,
+    owner: &str,
+    name: &str,
 ) -> Result<Arc<Route>, ApiError> {
     let Some(caller) = caller.0 else {
         if req.method() == Method::GET && wants_html(req) {
@@ -109,8 +124,6 @@ fn authorize(
         return Err(ApiError::Unauthorized);
     };
     caller.require(Scope::Sessions)?;
-    let owner = req.match_info().get("owner").unwrap_or("");
-    let name = req.match_info().get("session").unwrap_or("");
     let route = state
         .sessions
         .route(owner, name)
@@ -306,6 +319,25 @@ impl Stream for Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxied_paths_split_into_owner_session_and_tail() {
+        assert_eq!(
+            split_path("/user/alice/default/lab/tree"),
+            Some(("alice", "default", "/lab/tree"))
+        );
+        assert_eq!(
+            split_path("/user/alice/default/"),
+            Some(("alice", "default", "/"))
+        );
+        assert_eq!(
+            split_path("/user/alice/default"),
+            Some(("alice", "default", ""))
+        );
+        assert_eq!(split_path("/user/alice/"), None);
+        assert_eq!(split_path("/user/alice"), None);
+        assert_eq!(split_path("/users/alice/x"), None);
+    }
 
     #[test]
     fn websockets_only_from_this_origin() {
