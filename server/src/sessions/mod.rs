@@ -262,11 +262,8 @@ impl Sessions {
         std::fs::set_permissions(&socket_root, std::fs::Permissions::from_mode(0o711))?;
         let mut environments = Vec::new();
         for e in config.environments() {
-            let runtime = match e.runtime.as_str() {
-                "" | "auto" => jobs_runtime.clone(),
-                other => launch::detect_runtime(other)
-                    .map_err(|m| anyhow::anyhow!("environment {}: {m}", e.name))?,
-            };
+            let runtime = environment_runtime(&e, &jobs_runtime)
+                .map_err(|m| anyhow::anyhow!("environment {}: {m}", e.name))?;
             tracing::info!(environment = %e.name, ?runtime, image = ?e.image, "session environment");
             environments.push(Environment { config: e, runtime });
         }
@@ -729,6 +726,28 @@ impl Identity {
     }
 }
 
+/// The runtime of an environment: the one it names, or for `auto` the one its image
+/// calls for (a `.sif` apptainer, a directory bubblewrap, an OCI image podman or else
+/// docker), and without an image the jobs' own.
+fn environment_runtime(
+    e: &EnvironmentConfig,
+    jobs_runtime: &RuntimeKind,
+) -> Result<RuntimeKind, String> {
+    match (e.runtime.as_str(), e.image.as_deref()) {
+        ("" | "auto", None) => Ok(jobs_runtime.clone()),
+        ("" | "auto", Some(image)) if image.ends_with(".sif") => {
+            launch::detect_runtime("apptainer")
+        }
+        ("" | "auto", Some(image)) if Path::new(image).is_dir() => {
+            launch::detect_runtime("bubblewrap")
+        }
+        ("" | "auto", Some(_)) => {
+            launch::detect_runtime("podman").or_else(|_| launch::detect_runtime("docker"))
+        }
+        (named, _) => launch::detect_runtime(named),
+    }
+}
+
 /// `/user/<owner>/<name>/`.
 pub fn prefix(owner: &str, name: &str) -> String {
     format!("/user/{owner}/{name}/")
@@ -787,6 +806,22 @@ fn prepare_dir(dir: &Path, kind: Kind, id: &Identity, chown: bool) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_environment_without_an_image_runs_in_the_jobs_runtime() {
+        let mut e = EnvironmentConfig::host();
+        assert_eq!(
+            environment_runtime(&e, &RuntimeKind::Bubblewrap),
+            Ok(RuntimeKind::Bubblewrap)
+        );
+        e.runtime = "none".into();
+        assert_eq!(
+            environment_runtime(&e, &RuntimeKind::Bubblewrap),
+            Ok(RuntimeKind::Plain)
+        );
+        e.runtime = "lxc".into();
+        assert!(environment_runtime(&e, &RuntimeKind::Plain).is_err());
+    }
 
     #[test]
     fn gres_from_gpus_and_slices() {
