@@ -74,12 +74,17 @@ pub async fn handle(
             "the session is not ready yet; follow its progress".into(),
         ));
     }
+    // The session's server skips its own origin and XSRF checks for the requests the
+    // proxy signs with its token: the proxy checks instead. A browser names the page's
+    // origin on websockets and on every request that changes something.
+    if (is_websocket(&req) || !matches!(*req.method(), Method::GET | Method::HEAD))
+        && !same_origin(&req)
+    {
+        return Err(ApiError::forbidden(
+            "a request from another site's page is refused",
+        ));
+    }
     if is_websocket(&req) {
-        if !same_origin(&req) {
-            return Err(ApiError::forbidden(
-                "a websocket from another origin is refused",
-            ));
-        }
         route.touch();
         return ws::relay(&req, body, route).await;
     }

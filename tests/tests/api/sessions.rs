@@ -396,6 +396,16 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
         .await
         .expect("anonymous");
     assert_eq!(res.status(), 401);
+    // A page of another site cannot make alice's browser act on her session.
+    let res = alice
+        .client
+        .post(base.join("api/kernels").expect("url"))
+        .header("origin", "https://evil.example.net")
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("cross-site post");
+    assert_eq!(res.status(), 403);
     let res = bob
         .client
         .get(c.app.url(&format!("/api/v1/sessions/{id}")))
