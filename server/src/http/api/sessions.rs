@@ -175,6 +175,59 @@ pub async fn session_info(state: &AppState, record: SessionRecord) -> SessionInf
     }
 }
 
+/// Start a session as `caller` and write it to the audit log: the one path for the API
+/// and the pages.
+pub async fn start_audited(
+    state: &AppState,
+    req: &HttpRequest,
+    caller: &Principal,
+    request: StartRequest,
+) -> Result<SessionRecord, ApiError> {
+    let owner = super::jobs::owner_of(state, caller).await?;
+    let record = state.sessions.launch(owner, request).await?;
+    let detail = serde_json::json!({"name": record.name, "kind": record.kind, "gres": record.gres});
+    state
+        .audit(
+            req,
+            &caller.username,
+            "session.start",
+            &record.id.to_string(),
+            detail,
+        )
+        .await?;
+    Ok(record)
+}
+
+/// Stop session `id` for `caller` (its owner: `stopped`; an administrator: `cancelled`)
+/// and write it to the audit log: the one path for the API and the pages.
+pub async fn stop_audited(
+    state: &AppState,
+    req: &HttpRequest,
+    caller: &Principal,
+    id: i64,
+) -> Result<(), ApiError> {
+    let record = state
+        .sessions
+        .get(&caller.username, caller.is_admin, id)
+        .await?;
+    let reason = if record.user_name == caller.username {
+        "stopped"
+    } else {
+        "cancelled"
+    };
+    state.sessions.stop(id, reason).await?;
+    let detail = serde_json::json!({"user": record.user_name, "name": record.name});
+    state
+        .audit(
+            req,
+            &caller.username,
+            "session.stop",
+            &id.to_string(),
+            detail,
+        )
+        .await
+}
+
 /// Start a session.
 #[utoipa::path(post, path = "/api/v1/sessions", request_body = StartSession,
     responses((status = 201, body = SessionInfo), (status = 400, description = "a bad field, named"),
@@ -187,31 +240,16 @@ pub async fn start(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Sessions)?;
     let body = body.into_inner();
-    let owner = super::jobs::owner_of(&state, &caller).await?;
-    let record = state
-        .sessions
-        .launch(
-            owner,
-            StartRequest {
-                name: body.name,
-                kind: body.kind,
-                environment: body.environment,
-                gpus: body.gpus,
-                slice: body.slice,
-                hours: body.hours,
-                logdir: body.logdir,
-            },
-        )
-        .await?;
-    state
-        .audit(
-            &req,
-            &caller.username,
-            "session.start",
-            &record.id.to_string(),
-            serde_json::json!({"name": record.name, "kind": record.kind, "gres": record.gres}),
-        )
-        .await?;
+    let request = StartRequest {
+        name: body.name,
+        kind: body.kind,
+        environment: body.environment,
+        gpus: body.gpus,
+        slice: body.slice,
+        hours: body.hours,
+        logdir: body.logdir,
+    };
+    let record = start_audited(&state, &req, &caller, request).await?;
     let id = record.id;
     Ok(HttpResponse::Created()
         .insert_header(("Location", format!("/api/v1/sessions/{id}")))
@@ -287,25 +325,7 @@ pub async fn stop(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Sessions)?;
     let id = parse_id(&id)?;
-    let record = state
-        .sessions
-        .get(&caller.username, caller.is_admin, id)
-        .await?;
-    let reason = if record.user_name == caller.username {
-        "stopped"
-    } else {
-        "cancelled"
-    };
-    state.sessions.stop(id, reason).await?;
-    state
-        .audit(
-            &req,
-            &caller.username,
-            "session.stop",
-            &id.to_string(),
-            serde_json::json!({"user": record.user_name, "name": record.name}),
-        )
-        .await?;
+    stop_audited(&state, &req, &caller, id).await?;
     let record = state
         .sessions
         .get(&caller.username, caller.is_admin, id)

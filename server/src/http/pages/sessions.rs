@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::auth::{Principal, Scope};
-use crate::http::api::sessions::{session_info, SessionInfo};
+use crate::http::api::sessions::{session_info, start_audited, stop_audited, SessionInfo};
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
 use crate::sessions::{SessionError, StartRequest};
@@ -187,7 +187,6 @@ pub async fn start(
         let e = "gpus: must be a whole number".to_string();
         return new_page(&state, &me, form, Some(e), StatusCode::BAD_REQUEST);
     }
-    let owner = crate::http::api::jobs::owner_of(&state, &me).await?;
     let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
     let request = StartRequest {
         name: text(&form.name),
@@ -198,32 +197,14 @@ pub async fn start(
         hours,
         logdir: text(&form.logdir),
     };
-    match state.sessions.launch(owner, request).await {
-        Ok(record) => {
-            state
-                .audit(
-                    &req,
-                    &me.username,
-                    "session.start",
-                    &record.id.to_string(),
-                    serde_json::json!({"name": record.name, "kind": record.kind, "gres": record.gres}),
-                )
-                .await?;
-            Ok(HttpResponse::SeeOther()
-                .insert_header((header::LOCATION, format!("/sessions/{}", record.id)))
-                .finish())
-        }
-        Err(e @ (SessionError::Invalid { .. } | SessionError::Conflict(_))) => new_page(
-            &state,
-            &me,
-            form,
-            Some(e.to_string()),
-            StatusCode::BAD_REQUEST,
-        ),
-        Err(SessionError::Scheduler(crate::sched::SchedError::Rejected(m))) => {
+    match start_audited(&state, &req, &me, request).await {
+        Ok(record) => Ok(HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, format!("/sessions/{}", record.id)))
+            .finish()),
+        Err(ApiError::BadRequest(m) | ApiError::Conflict(m)) => {
             new_page(&state, &me, form, Some(m), StatusCode::BAD_REQUEST)
         }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(e),
     }
 }
 
@@ -276,27 +257,10 @@ pub async fn stop(
         return csrf_refused();
     }
     me.require(Scope::Sessions)?;
-    let id = id.into_inner();
-    let record = match state.sessions.get(&me.username, me.is_admin, id).await {
-        Ok(r) => r,
-        Err(SessionError::NotFound) => return not_found_page(),
-        Err(e) => return Err(e.into()),
-    };
-    let reason = if record.user_name == me.username {
-        "stopped"
-    } else {
-        "cancelled"
-    };
-    state.sessions.stop(id, reason).await?;
-    state
-        .audit(
-            &req,
-            &me.username,
-            "session.stop",
-            &id.to_string(),
-            serde_json::json!({"user": record.user_name, "name": record.name}),
-        )
-        .await?;
+    match stop_audited(&state, &req, &me, id.into_inner()).await {
+        Err(ApiError::NotFound) => return not_found_page(),
+        other => other?,
+    }
     Ok(HttpResponse::SeeOther()
         .insert_header((header::LOCATION, "/#sessions"))
         .finish())
