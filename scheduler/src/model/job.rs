@@ -113,21 +113,21 @@ impl JobState {
             JobState::OutOfMemory => "OUT_OF_MEMORY",
         }
     }
+    /// Every state, in Slurm's order.
+    pub const ALL: [JobState; 9] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Completing,
+        JobState::Completed,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::Timeout,
+        JobState::NodeFail,
+        JobState::OutOfMemory,
+    ];
     /// The state named as [`JobState::name`] spells it.
     pub fn parse(name: &str) -> Option<JobState> {
-        [
-            JobState::Pending,
-            JobState::Running,
-            JobState::Completing,
-            JobState::Completed,
-            JobState::Failed,
-            JobState::Cancelled,
-            JobState::Timeout,
-            JobState::NodeFail,
-            JobState::OutOfMemory,
-        ]
-        .into_iter()
-        .find(|s| s.name() == name)
+        JobState::ALL.into_iter().find(|s| s.name() == name)
     }
     /// Slurm's two-letter code as `squeue` prints it.
     pub fn short(self) -> &'static str {

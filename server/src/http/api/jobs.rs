@@ -348,7 +348,7 @@ fn parse_states(s: Option<&str>) -> Result<(Vec<JobState>, bool), ApiError> {
         if word.eq_ignore_ascii_case("all") {
             return Ok((Vec::new(), true));
         }
-        let state = ALL_STATES
+        let state = JobState::ALL
             .iter()
             .find(|st| {
                 st.name().eq_ignore_ascii_case(word) || st.short().eq_ignore_ascii_case(word)
@@ -358,18 +358,6 @@ fn parse_states(s: Option<&str>) -> Result<(Vec<JobState>, bool), ApiError> {
     }
     Ok((out, false))
 }
-
-pub(crate) const ALL_STATES: [JobState; 9] = [
-    JobState::Pending,
-    JobState::Running,
-    JobState::Completing,
-    JobState::Completed,
-    JobState::Failed,
-    JobState::Cancelled,
-    JobState::Timeout,
-    JobState::NodeFail,
-    JobState::OutOfMemory,
-];
 
 fn parse_id(raw: &str) -> Result<JobId, ApiError> {
     raw.parse::<JobId>().map_err(|_| ApiError::NotFound)
@@ -502,7 +490,7 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
     } else {
         JobId::new(r.id as u64)
     };
-    let state = ALL_STATES.iter().find(|s| s.name() == r.state);
+    let state = JobState::parse(&r.state);
     let allocation: Option<scheduler::Allocation> = r
         .allocation
         .as_deref()

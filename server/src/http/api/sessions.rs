@@ -409,7 +409,7 @@ pub async fn environments(
         .map(|e| EnvironmentInfo {
             name: e.config.name.clone(),
             description: e.config.description.clone(),
-            runtime: format!("{:?}", e.runtime).to_lowercase(),
+            runtime: e.runtime.name().to_string(),
             image: e.config.image.clone(),
             kernels: e.config.kernels.clone(),
         })

@@ -4,11 +4,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
-use scheduler::SqueueFilter;
+use scheduler::{JobState, SqueueFilter};
 
 use super::JobRow;
 use crate::auth::Scope;
-use crate::http::api::jobs::{from_record, from_view, ALL_STATES};
+use crate::http::api::jobs::{from_record, from_view};
 use crate::http::authn::PageUser;
 use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
@@ -40,7 +40,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
         .collect();
     let ended = JobFilter {
         user: Some(me.username.clone()),
-        states: ALL_STATES
+        states: JobState::ALL
             .iter()
             .filter(|s| s.is_terminal())
             .map(|s| s.name().to_string())
