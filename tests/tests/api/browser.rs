@@ -6,13 +6,14 @@ use crate::helpers::spawn_app;
 use atrium_tests::support::{browser, Browser};
 
 /// Replace the text of the input with id `id` by `text`.
-async fn fill(b: &Browser, id: &str, text: &str) {
+pub async fn fill(b: &Browser, id: &str, text: &str) {
     let input = b.find(Locator::Id(id)).await.expect(id);
     input.clear().await.expect("clear");
     input.send_keys(text).await.expect("type");
 }
 
-async fn submit_login(b: &Browser, username: &str, password: &str) {
+/// Log in through the form of the page the browser shows.
+pub async fn submit_login(b: &Browser, username: &str, password: &str) {
     fill(b, "username", username).await;
     fill(b, "password", password).await;
     b.find(Locator::Id("login-submit"))

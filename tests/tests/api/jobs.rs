@@ -24,6 +24,21 @@ pub struct JobUser {
     pub home: PathBuf,
 }
 
+/// A temporary root for a test cluster (0711, so users reach what is theirs below it)
+/// with `home/` (0755) for the users' homes.
+pub fn private_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o711))
+        .expect("chmod root");
+    std::fs::create_dir(root.path().join("home")).expect("homes");
+    std::fs::set_permissions(
+        root.path().join("home"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod homes");
+    root
+}
+
 pub fn cluster_config(root: &Path, gpus: u32) -> String {
     let mut config = format!(
         "[jobs]\nspool_dir = \"{}\"\nkill_grace_seconds = 2\n\
@@ -50,15 +65,7 @@ impl JobCluster {
 
     /// As [`JobCluster::start`], on the database at `database_url` (default: SQLite).
     pub async fn start_on(gpus: u32, database_url: Option<String>) -> JobCluster {
-        let root = tempfile::tempdir().expect("tempdir");
-        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o711))
-            .expect("chmod root");
-        std::fs::create_dir(root.path().join("home")).expect("homes");
-        std::fs::set_permissions(
-            root.path().join("home"),
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .expect("chmod homes");
+        let root = private_root();
         let app = spawn_with(Options {
             extra_config: cluster_config(root.path(), gpus),
             database_url,

@@ -3,7 +3,7 @@
 //! The Python environment comes from `tests/install-deps.sh` (`ATRIUM_TEST_JUPYTER`).
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use reqwest::Url;
 use serde_json::{json, Value};
 
 use crate::helpers::{eventually, spawn_with, Options, TestApp};
-use crate::jobs::cluster_config;
+use crate::jobs::{cluster_config, private_root};
 
 const PASSWORD: &str = "password-of-some-length";
 /// Jupyter's own start on two busy cores, plus the container.
@@ -42,15 +42,7 @@ impl SessionCluster {
     /// `None` (after saying why) when the Jupyter environment is missing outside CI.
     pub async fn start(gpus: u32, sessions: &str) -> Option<SessionCluster> {
         let venv = jupyter::venv_or_skip("sessions").expect("jupyter environment")?;
-        let root = tempfile::tempdir().expect("tempdir");
-        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o711))
-            .expect("chmod root");
-        std::fs::create_dir(root.path().join("home")).expect("homes");
-        std::fs::set_permissions(
-            root.path().join("home"),
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .expect("chmod homes");
+        let root = private_root();
         let mut config = cluster_config(root.path(), gpus);
         config.push_str(&format!(
             "[[environments]]\nname = \"python\"\ndescription = \"Python 3 with JupyterLab\"\n\
@@ -707,16 +699,7 @@ async fn chromium_starts_a_notebook_from_the_page_and_reaches_jupyterlab() {
     let _alice = c.user("alice", 20451).await;
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("open login");
-    for (id, text) in [("username", "alice"), ("password", PASSWORD)] {
-        let input = b.find(Locator::Id(id)).await.expect(id);
-        input.send_keys(text).await.expect("type");
-    }
-    b.find(Locator::Id("login-submit"))
-        .await
-        .expect("submit")
-        .click()
-        .await
-        .expect("click");
+    crate::browser::submit_login(&b, "alice", PASSWORD).await;
     b.wait()
         .for_element(Locator::Id("new-session"))
         .await
