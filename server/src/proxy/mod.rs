@@ -77,14 +77,13 @@ pub async fn handle(
     // The session's server skips its own origin and XSRF checks for the requests the
     // proxy signs with its token: the proxy checks instead. A browser names the page's
     // origin on websockets and on every request that changes something.
-    if (is_websocket(&req) || !matches!(*req.method(), Method::GET | Method::HEAD))
-        && !same_origin(&req)
-    {
+    let websocket = is_websocket(&req);
+    if (websocket || !matches!(*req.method(), Method::GET | Method::HEAD)) && !same_origin(&req) {
         return Err(ApiError::forbidden(
             "a request from another site's page is refused",
         ));
     }
-    if is_websocket(&req) {
+    if websocket {
         route.touch();
         return ws::relay(&req, body, route).await;
     }
