@@ -8,8 +8,8 @@
 #   --proxy-only      the proxy figures alone: no session starts, no memory with sessions
 #   --without-atrium  the upstream directly and through CHP only (atrium is not built)
 #
-# 1. HTTP through the proxy: wrk (2 threads, CONNECTIONS connections, WRK_SECONDS s) on
-#    GET /user/bench/s/bench against tests/src/bin/bench-upstream (13-byte answers, one
+# 1. HTTP through the proxy: wrk (WRK_THREADS threads, CONNECTIONS connections, WRK_SECONDS
+#    s) on GET /user/bench/s/bench against tests/src/bin/bench-upstream (13-byte answers, one
 #    thread): directly over TCP, through CHP (route /user/bench/s -> the upstream's TCP
 #    port: CHP cannot reach unix sockets) and through atrium (a session whose command is
 #    bench-upstream on the session's unix socket, authenticated by an API token with the
@@ -31,7 +31,7 @@
 #    back; a POST answered 5xx is retried and reported (NOTE). A failure in 3 or 4 is
 #    reported (FAILED) after the figures, and the script exits with 1.
 #
-# Sizes (environment): CONNECTIONS=8 WS_CONNECTIONS=8 WRK_SECONDS=10 LATENCY_SECONDS=5
+# Sizes (environment): WRK_THREADS=2 CONNECTIONS=8 WS_CONNECTIONS=8 WRK_SECONDS=10 LATENCY_SECONDS=5
 # ROUNDS=3 STARTS=5 JUPYTER_SESSIONS=10 QUIET_WAIT=60 (seconds to wait for a calm machine).
 # BENCH_ATRIUM_BIN, BENCH_UPSTREAM_BIN, BENCH_WS_BIN name binaries to use instead of
 # building them (cargo build --release). KEEP_WORK=1 keeps the temporary directory.
@@ -59,6 +59,7 @@ for arg in "$@"; do
     esac
 done
 
+WRK_THREADS=${WRK_THREADS:-2}
 CONNECTIONS=${CONNECTIONS:-8}
 WS_CONNECTIONS=${WS_CONNECTIONS:-8}
 WRK_SECONDS=${WRK_SECONDS:-10}
@@ -85,7 +86,7 @@ die() {
     exit 1
 }
 say() { echo "== $*" >&2; }
-for tool in wrk curl node npm python3; do
+for tool in wrk curl node python3; do
     command -v "$tool" >/dev/null || die "$tool is missing: tests/install-deps.sh installs it"
 done
 
@@ -148,6 +149,7 @@ node_dir="$repo/target/bench-node"
 chp_pkg="$node_dir/node_modules/configurable-http-proxy/package.json"
 if [[ ! -f "$chp_pkg" ]] || ! grep -q "\"version\": \"$CHP_VERSION\"" "$chp_pkg"; then
     say "installing configurable-http-proxy@$CHP_VERSION into target/bench-node (npm)"
+    command -v npm >/dev/null || die "npm is missing: tests/install-deps.sh installs it"
     mkdir -p "$node_dir"
     npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error "configurable-http-proxy@$CHP_VERSION" >&2 ||
         die "npm install configurable-http-proxy@$CHP_VERSION failed"
@@ -567,15 +569,15 @@ ws_run() {
 
 say "warming up (${targets[*]})"
 for t in "${targets[@]}"; do
-    wrk -t2 -c"$CONNECTIONS" -d2s ${auth_args[$t]:+-H "${auth_args[$t]}"} "${url[$t]}" >/dev/null
+    wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d2s ${auth_args[$t]:+-H "${auth_args[$t]}"} "${url[$t]}" >/dev/null
 done
 
 declare -A samples # samples[metric.target] = newline-separated values per round
 add() { samples[$1.$2]+="$3"$'\n'; }
 for ((r = 1; r <= ROUNDS; r++)); do
     for t in "${targets[@]}"; do
-        say "round $r/$ROUNDS: $t: HTTP wrk -t2 -c$CONNECTIONS -d${WRK_SECONDS}s"
-        res=$(wrk_run "$t" 2 "$CONNECTIONS" "$WRK_SECONDS")
+        say "round $r/$ROUNDS: $t: HTTP wrk -t$WRK_THREADS -c$CONNECTIONS -d${WRK_SECONDS}s"
+        res=$(wrk_run "$t" "$WRK_THREADS" "$CONNECTIONS" "$WRK_SECONDS")
         read -r rps p50 p99 <<<"$res"
         echo "   $rps requests/s, p50 $p50 ms, p99 $p99 ms" >&2
         add rps "$t" "$rps"; add p50 "$t" "$p50"; add p99 "$t" "$p99"
@@ -707,7 +709,7 @@ echo "uname: $(uname -a)"
 echo "nproc: $(nproc); memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $(. /etc/os-release; echo "$PRETTY_NAME")"
 echo "load average (1/5/15 min): start $load_start; end $load_end"
 echo "versions: configurable-http-proxy $CHP_VERSION on node $(node --version), wrk $(wrk -v 2>&1 | awk 'NR == 1 {print $2}'), atrium ${atrium_version:-not run}"
-echo "sizes: CONNECTIONS=$CONNECTIONS WS_CONNECTIONS=$WS_CONNECTIONS WRK_SECONDS=$WRK_SECONDS LATENCY_SECONDS=$LATENCY_SECONDS ROUNDS=$ROUNDS STARTS=$STARTS JUPYTER_SESSIONS=$JUPYTER_SESSIONS"
+echo "sizes: WRK_THREADS=$WRK_THREADS CONNECTIONS=$CONNECTIONS WS_CONNECTIONS=$WS_CONNECTIONS WRK_SECONDS=$WRK_SECONDS LATENCY_SECONDS=$LATENCY_SECONDS ROUNDS=$ROUNDS STARTS=$STARTS JUPYTER_SESSIONS=$JUPYTER_SESSIONS"
 echo "upstream: bench-upstream (1 thread), GET $path/bench -> 13 bytes; direct and CHP over TCP, atrium over the session's unix socket"
 [[ -z "$atrium_off" ]] || echo "atrium: UNAVAILABLE: $atrium_off"
 echo
@@ -715,9 +717,9 @@ f() { echo "${fig[$1.$2]:--}"; }
 echo "| metric (median over $ROUNDS rounds) | direct | CHP $CHP_VERSION | atrium | atrium/CHP |"
 echo "|---|---|---|---|---|"
 row3() { printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$(ratio "$4" "$3")"; }
-row3 "HTTP requests/s, wrk -t2 -c$CONNECTIONS" "$(f rps direct)" "$(f rps chp)" "$(f rps atrium)"
-row3 "HTTP p50 (ms), wrk -t2 -c$CONNECTIONS" "$(f p50 direct)" "$(f p50 chp)" "$(f p50 atrium)"
-row3 "HTTP p99 (ms), wrk -t2 -c$CONNECTIONS" "$(f p99 direct)" "$(f p99 chp)" "$(f p99 atrium)"
+row3 "HTTP requests/s, wrk -t$WRK_THREADS -c$CONNECTIONS" "$(f rps direct)" "$(f rps chp)" "$(f rps atrium)"
+row3 "HTTP p50 (ms), wrk -t$WRK_THREADS -c$CONNECTIONS" "$(f p50 direct)" "$(f p50 chp)" "$(f p50 atrium)"
+row3 "HTTP p99 (ms), wrk -t$WRK_THREADS -c$CONNECTIONS" "$(f p99 direct)" "$(f p99 chp)" "$(f p99 atrium)"
 row3 "added p50 (ms), -c$CONNECTIONS: proxied − direct" "-" "$(minus "$(f p50 chp)" "$(f p50 direct)")" "$(minus "$(f p50 atrium)" "$(f p50 direct)")"
 row3 "added p99 (ms), -c$CONNECTIONS: proxied − direct" "-" "$(minus "$(f p99 chp)" "$(f p99 direct)")" "$(minus "$(f p99 atrium)" "$(f p99 direct)")"
 row3 "HTTP p50 (ms), one connection (wrk -t1 -c1)" "$(f p50_1 direct)" "$(f p50_1 chp)" "$(f p50_1 atrium)"
