@@ -41,6 +41,10 @@ pub struct JobView {
     pub nodelist: String,
     /// `gpu:4`, `gpu:1g.10gb:2`, `shard:2` per node, or empty.
     pub gres: String,
+    /// GPUs in thousandths of a whole GPU over all nodes, a MIG instance or a shard
+    /// counting its fraction: of the slices given once the job has started, else of
+    /// the largest it may be given. What accounting charges.
+    pub gpu_milli: u64,
     pub allocation: Option<Allocation>,
     pub exit: Option<crate::model::JobOutcome>,
     pub restarts: u32,
@@ -160,6 +164,11 @@ impl Cluster {
                 .map_or(TimeLimit::Unlimited, TimeLimit::Seconds),
             time_used: used,
             nodes: shape.key.nodes,
+            gpu_milli: if j.alloc.is_empty() {
+                shape.gpu_milli
+            } else {
+                self.allocated_gpu_milli(j)
+            },
             nodelist: compress_hostlist(&names),
             gres,
             allocation: (!j.alloc.is_empty()).then(|| self.allocation_of(j)),

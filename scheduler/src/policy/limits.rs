@@ -154,16 +154,21 @@ impl Cluster {
     /// Billing units per second of a running job.
     fn billing_rate(&self, job: &Job) -> f64 {
         let b = &self.cfg.fairshare.billing;
-        let mut cpus = 0u64;
-        let mut gpu_milli = 0u64;
-        for a in &job.alloc {
-            cpus += u64::from(a.res.cpus);
-            for &s in &a.slices {
-                let c = self.inv.nodes[a.node as usize].slices[s as usize].class;
-                gpu_milli += u64::from(self.inv.classes[c as usize].weight_milli);
-            }
-        }
-        b.gpu * gpu_milli as f64 / 1000.0 + b.cpu * cpus as f64
+        let cpus: u64 = job.alloc.iter().map(|a| u64::from(a.res.cpus)).sum();
+        b.gpu * self.allocated_gpu_milli(job) as f64 / 1000.0 + b.cpu * cpus as f64
+    }
+
+    /// The weights of the slices a job was given, in milli-GPUs.
+    pub(crate) fn allocated_gpu_milli(&self, job: &Job) -> u64 {
+        job.alloc
+            .iter()
+            .flat_map(|a| {
+                a.slices.iter().map(|&s| {
+                    let c = self.inv.nodes[a.node as usize].slices[s as usize].class;
+                    u64::from(self.inv.classes[c as usize].weight_milli)
+                })
+            })
+            .sum()
     }
 
     /// Changes a set of limits at run time. Pending jobs above new limits wait

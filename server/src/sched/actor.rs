@@ -687,6 +687,7 @@ impl Actor {
             cpus: allocation.nodes.iter().map(|n| i64::from(n.cpus)).sum(),
             memory_mb: allocation.nodes.iter().map(|n| n.memory_mb as i64).sum(),
             gpus: view.as_ref().map_or_else(String::new, |v| v.gres.clone()),
+            gpu_milli: view.as_ref().map_or(0, |v| v.gpu_milli as i64),
             stdout_path: stdout.display().to_string(),
             stderr_path: stderr.map(|p| p.display().to_string()),
         }

@@ -66,6 +66,8 @@ pub struct JobStart {
     pub cpus: i64,
     pub memory_mb: i64,
     pub gpus: String,
+    /// GPUs given, in thousandths of a whole GPU (MIG instances and shards weighted).
+    pub gpu_milli: i64,
     pub stdout_path: String,
     pub stderr_path: Option<String>,
 }
@@ -194,15 +196,16 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
             "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
              array_spec, script, request, environment, workdir, submit_dir, submit_time, \
              start_time, time_limit, allocation, nodelist, cpus, memory_mb, gpus, stdout_path, \
-             stderr_path) \
+             stderr_path, gpu_milli) \
              SELECT id, $2, user_name, account, partition, name, 'RUNNING', NULL, NULL, '', \
-             '{}', '{}', workdir, submit_dir, submit_time, $3, $4, $5, $6, $7, $8, $9, $10, $11 \
+             '{}', '{}', workdir, submit_dir, submit_time, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+             $12 \
              FROM jobs WHERE id = $1 AND task = -1 \
              ON CONFLICT (id, task) DO UPDATE SET state = 'RUNNING', reason = NULL, \
              start_time = excluded.start_time, end_time = NULL, time_limit = excluded.time_limit, \
              allocation = excluded.allocation, nodelist = excluded.nodelist, \
              cpus = excluded.cpus, memory_mb = excluded.memory_mb, gpus = excluded.gpus, \
-             stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, \
+             gpu_milli = excluded.gpu_milli, stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, \
              exit_code = NULL, exit_signal = NULL, message = NULL",
         )
         .bind(s.id)
@@ -215,7 +218,8 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         .bind(s.memory_mb)
         .bind(&s.gpus)
         .bind(&s.stdout_path)
-        .bind(&s.stderr_path),
+        .bind(&s.stderr_path)
+        .bind(s.gpu_milli),
         JobChange::Ended {
             id,
             task,

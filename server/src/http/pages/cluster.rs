@@ -357,6 +357,7 @@ mod tests {
             nodes: 1,
             nodelist: String::new(),
             gres: "gpu:1".into(),
+            gpu_milli: 1000,
             allocation: (!slices.is_empty()).then(|| Allocation {
                 nodes: vec![NodeAllocation {
                     node: "node1".into(),
