@@ -606,3 +606,306 @@ async fn on_postgres() -> (Store, atrium_tests::support::PgDatabase) {
     store.migrate().await.expect("migrate");
     (store, db)
 }
+
+/// Accounting: only the part of each run inside the range counts (running jobs up to
+/// `now`), GPU-seconds weighted by slice size, and the filters and sums by user,
+/// group, account and day.
+async fn accounting_suite(store: Store) {
+    use atrium::store::{
+        Bucket, JobChange, JobRecord, JobStart, NewSession, UsageFilter, UsageKey,
+    };
+    const H: i64 = 3_600_000;
+    // The range: ten hours from 20:00 UTC, across midnight.
+    let t = 1_741_032_000_000; // 2025-03-03T20:00:00Z
+    let mut users = Vec::new();
+    for name in ["alice", "bob", "carol"] {
+        users.push(
+            store
+                .create_local_user(&local(name), t)
+                .await
+                .expect("user"),
+        );
+    }
+    let ml = store.ensure_group("ml", "local", t).await.expect("ml");
+    let cv = store.ensure_group("cv", "local", t).await.expect("cv");
+    store.add_member(users[0].id, ml).await.expect("member");
+    store.add_member(users[1].id, ml).await.expect("member");
+    store.add_member(users[1].id, cv).await.expect("member");
+
+    // (id, user, account, partition, start, end, gpu_milli, cpus)
+    let runs: [(i64, &str, &str, &str, Option<i64>, Option<i64>, i64, i64); 8] = [
+        (
+            1,
+            "alice",
+            "alice",
+            "gpu",
+            Some(t - 2 * H),
+            Some(t + H),
+            2000,
+            4,
+        ), // 1 h inside
+        (
+            2,
+            "alice",
+            "proj",
+            "short",
+            Some(t + 2 * H),
+            Some(t + 4 * H),
+            1000,
+            2,
+        ), // 2 h
+        (
+            3,
+            "bob",
+            "bob",
+            "gpu",
+            Some(t + 9 * H),
+            Some(t + 12 * H),
+            500,
+            1,
+        ), // 1 h, a MIG slice
+        (
+            4,
+            "bob",
+            "bob",
+            "gpu",
+            Some(t - 5 * H),
+            Some(t - H),
+            1000,
+            1,
+        ), // before
+        (5, "carol", "carol", "gpu", Some(t + 5 * H), None, 1000, 8), // running: 2 h to now
+        (
+            6,
+            "carol",
+            "carol",
+            "gpu",
+            Some(t + 11 * H),
+            Some(t + 12 * H),
+            1000,
+            1,
+        ), // after
+        (7, "carol", "carol", "gpu", None, None, 0, 0),               // never started
+        (
+            8,
+            "alice",
+            "alice",
+            "gpu",
+            Some(t + 3 * H),
+            Some(t + 3 * H + H / 2),
+            1000,
+            2,
+        ), // a session, 30 min
+    ];
+    let mut changes = Vec::new();
+    for (id, user, account, partition, start, end, gpu_milli, cpus) in runs {
+        changes.push(JobChange::Submitted(Box::new(JobRecord {
+            id,
+            task: -1,
+            user_name: user.into(),
+            account: account.into(),
+            partition: partition.into(),
+            name: format!("job{id}"),
+            state: "PENDING".into(),
+            submit_time: t - 6 * H,
+            gpus: format!("gpu:{}", gpu_milli / 1000),
+            request: "{}".into(),
+            environment: "{}".into(),
+            ..JobRecord::default()
+        })));
+        if let Some(start_time) = start {
+            changes.push(JobChange::Started(Box::new(JobStart {
+                id,
+                task: -1,
+                start_time,
+                time_limit: Some(86_400),
+                allocation: "{}".into(),
+                nodelist: "node1".into(),
+                cpus,
+                memory_mb: 1024 * cpus,
+                gpus: format!("gpu:{}", gpu_milli / 1000),
+                gpu_milli,
+                stdout_path: "/dev/null".into(),
+                stderr_path: None,
+            })));
+        }
+        if let Some(end_time) = end {
+            changes.push(JobChange::Ended {
+                id,
+                task: -1,
+                state: "COMPLETED".into(),
+                end_time,
+                exit_code: Some(0),
+                exit_signal: None,
+                reason: None,
+                message: None,
+            });
+        }
+    }
+    store
+        .commit_scheduler_batch(&[], &changes)
+        .await
+        .expect("jobs");
+    let session = store
+        .create_session(
+            &NewSession {
+                user_name: "alice",
+                name: "lab",
+                kind: "notebook",
+                environment: "python",
+                gres: "gpu:1",
+                logdir: None,
+                secret: "s",
+            },
+            "/spool/sessions",
+            4,
+            t,
+        )
+        .await
+        .expect("session");
+    store.set_session_job(session.id, 8).await.expect("job");
+
+    let all = UsageFilter {
+        from: t,
+        to: t + 10 * H,
+        now: t + 7 * H,
+        ..UsageFilter::default()
+    };
+    let records = store.usage_records(&all, 100, 0).await.expect("records");
+    let ids: Vec<i64> = records.iter().map(|r| r.id).collect();
+    assert_eq!(
+        ids,
+        [1, 2, 8, 5, 3],
+        "by start time; outside the range left out"
+    );
+    let hours: Vec<f64> = records.iter().map(|r| r.gpu_seconds() / 3600.0).collect();
+    assert_eq!(hours, [2.0, 2.0, 0.5, 2.0, 0.5]);
+    let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(kinds, ["job", "job", "session", "job", "job"]);
+    assert_eq!(records[0].cpu_seconds(), 4.0 * 3600.0);
+    assert_eq!(records[3].end_time, None);
+    assert_eq!(
+        (records[3].wall_seconds(), records[0].memory_mb),
+        (7200.0, 4096)
+    );
+    let page: Vec<i64> = store
+        .usage_records(&all, 2, 2)
+        .await
+        .expect("page")
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(page, [8, 5]);
+
+    let total = store.usage_total(&all).await.expect("total");
+    assert_eq!(total.jobs, 5);
+    assert_eq!(total.gpu_seconds, 7.0 * 3600.0);
+    assert_eq!(total.cpu_seconds, (4.0 + 4.0 + 1.0 + 16.0 + 1.0) * 3600.0);
+    assert_eq!(total.wall_seconds, 6.5 * 3600.0);
+
+    let by = |key| store.usage_by(&all, key);
+    let gpu_hours = |rows: Vec<atrium::store::UsageRow>| -> Vec<(String, i64, f64)> {
+        rows.into_iter()
+            .map(|r| (r.key, r.usage.jobs, r.usage.gpu_seconds / 3600.0))
+            .collect()
+    };
+    assert_eq!(
+        gpu_hours(by(UsageKey::User).await.expect("by user")),
+        [
+            ("alice".to_string(), 3, 4.5),
+            ("carol".into(), 1, 2.0),
+            ("bob".into(), 1, 0.5)
+        ]
+    );
+    assert_eq!(
+        gpu_hours(by(UsageKey::Group).await.expect("by group")),
+        [("ml".to_string(), 4, 5.0), ("cv".into(), 1, 0.5)],
+        "carol is in no group; bob counts in both of his"
+    );
+    assert_eq!(
+        gpu_hours(by(UsageKey::Account).await.expect("by account")),
+        [
+            ("alice".to_string(), 2, 2.5),
+            ("carol".into(), 1, 2.0),
+            ("proj".into(), 1, 2.0),
+            ("bob".into(), 1, 0.5)
+        ]
+    );
+
+    // Filters.
+    let only = |f: UsageFilter| {
+        let store = store.clone();
+        async move {
+            let mut ids: Vec<i64> = store
+                .usage_records(&f, 100, 0)
+                .await
+                .expect("records")
+                .iter()
+                .map(|r| r.id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let with = |edit: fn(&mut UsageFilter)| {
+        let mut f = all.clone();
+        edit(&mut f);
+        f
+    };
+    assert_eq!(
+        only(with(|f| f.user = Some("alice".into()))).await,
+        [1, 2, 8]
+    );
+    assert_eq!(
+        only(with(|f| f.group = Some("ml".into()))).await,
+        [1, 2, 3, 8]
+    );
+    assert_eq!(only(with(|f| f.group = Some("cv".into()))).await, [3]);
+    assert_eq!(only(with(|f| f.account = Some("proj".into()))).await, [2]);
+    assert_eq!(
+        only(with(|f| f.partition = Some("short".into()))).await,
+        [2]
+    );
+    assert!(only(with(|f| f.group = Some("nobody".into())))
+        .await
+        .is_empty());
+    // A job ending exactly where the range begins used nothing in it.
+    assert_eq!(
+        only(with(|f| f.from = 1_741_028_400_000)).await,
+        [1, 2, 3, 5, 8]
+    );
+
+    // By day: 20:00–24:00 on the 3rd, 00:00–06:00 on the 4th.
+    let days = store
+        .usage_by_bucket(&all, Bucket::Day, None)
+        .await
+        .expect("days");
+    let per_day: Vec<(i64, f64)> = days
+        .iter()
+        .map(|b| (b.start, b.usage.gpu_seconds / 3600.0))
+        .collect();
+    assert_eq!(
+        per_day,
+        [(1_740_960_000_000, 4.5), (1_741_046_400_000, 2.5)],
+        "job 5 runs 01:00-03:00 on the 4th, job 3 05:00-06:00"
+    );
+    let per_user = store
+        .usage_by_bucket(&all, Bucket::Month, Some(UsageKey::User))
+        .await
+        .expect("months");
+    let sum: f64 = per_user.iter().map(|b| b.usage.gpu_seconds).sum();
+    assert_eq!(sum, total.gpu_seconds);
+    assert_eq!(per_user.len(), 3);
+}
+
+#[tokio::test]
+async fn accounting_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    accounting_suite(store).await;
+}
+
+#[tokio::test]
+async fn accounting_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    accounting_suite(store).await;
+}

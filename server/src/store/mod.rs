@@ -4,6 +4,7 @@
 //! Must not touch: HTTP, password hashing, policy decisions. Callers pass domain
 //! values in and get rows out; times are Unix milliseconds.
 
+mod accounting;
 mod audit;
 mod interactive;
 mod jobs;
@@ -19,6 +20,10 @@ use sqlx::{AnyPool, Row};
 
 use crate::config::DatabaseUrl;
 
+pub use accounting::{
+    bucket_bounds, Bucket, BucketUsage, Usage, UsageFilter, UsageKey, UsageRecord, UsageRow,
+    MAX_BUCKETS,
+};
 pub use audit::{AuditEntry, NewAuditEntry};
 pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
