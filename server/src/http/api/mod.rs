@@ -1,5 +1,6 @@
 //! The JSON API under `/api/v1`, one file per resource.
 
+pub mod accounting;
 mod cluster;
 pub mod jobs;
 mod login;
@@ -30,6 +31,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/environments", web::get().to(sessions::environments))
         .route("/partitions", web::get().to(cluster::partitions))
         .route("/nodes", web::get().to(cluster::nodes))
+        .route("/accounting", web::get().to(accounting::get))
+        .route("/accounting/chart.svg", web::get().to(accounting::chart))
         .route("/openapi.json", web::get().to(openapi))
         .default_service(web::to(|| async {
             Err::<(), _>(super::ApiError::NotFound)
@@ -45,14 +48,17 @@ pub fn rfc3339(ms: i64) -> String {
 /// The API's OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    info(title = "atrium", description = "Batch jobs, interactive sessions, partitions and nodes of an atrium portal."),
+    info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes and usage accounting of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
-          sessions::environments, cluster::partitions, cluster::nodes),
+          sessions::environments, cluster::partitions, cluster::nodes,
+          accounting::get, accounting::chart),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
-                       cluster::Partitions, cluster::Nodes)),
+                       cluster::Partitions, cluster::Nodes,
+                       crate::accounting::answer::Accounting, crate::accounting::answer::Totals,
+                       crate::accounting::answer::JobUsage, crate::accounting::answer::KeyUsage)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

@@ -1,5 +1,6 @@
 //! Server-rendered pages (askama), one struct per page next to its handler.
 
+mod accounting;
 mod cluster;
 mod home;
 mod jobs;
@@ -26,6 +27,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
         .route("/cluster", web::get().to(cluster::show))
+        .route("/accounting", web::get().to(accounting::show))
         .route("/sessions", web::post().to(sessions::start))
         // Before `/sessions/{id}`, which would take "new" for an id.
         .route("/sessions/new", web::get().to(sessions::new_form))
