@@ -30,8 +30,38 @@ pub struct JobInfo {
     pub nodes: u32,
     pub nodelist: String,
     pub cpus: Option<u64>,
+    pub memory_mb: Option<u64>,
+    /// Generic resources per node (`gpu:2`).
+    pub gres: String,
     pub exit_code: Option<i64>,
     pub signal: Option<i64>,
+    /// RFC 3339.
+    pub submit_time: String,
+    pub start_time: Option<String>,
+    pub end_time: Option<String>,
+    /// Seconds; `None`: unlimited.
+    pub time_limit: Option<u64>,
+}
+
+#[cfg(test)]
+impl JobInfo {
+    /// Job 17 of alice, `train`, on one node `head`, for tests.
+    pub fn sample(state: &str, code: &str) -> JobInfo {
+        JobInfo {
+            id: "17".into(),
+            job_id: 17,
+            display_id: "17".into(),
+            name: "train".into(),
+            user: "alice".into(),
+            account: "lab".into(),
+            partition: "gpu".into(),
+            state: state.into(),
+            state_code: code.into(),
+            nodes: 1,
+            nodelist: "head".into(),
+            ..JobInfo::default()
+        }
+    }
 }
 
 /// `GET /jobs`: one page.

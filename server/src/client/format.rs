@@ -1,5 +1,6 @@
 //! Slurm's text output, as pure functions: field widths and truncation, its time
-//! formats, and the default `squeue`, `sinfo` and `sacct` lines. Owns no IO.
+//! formats, and the default `squeue` and `sinfo` lines (`sacct`'s columns are in
+//! [`super::sacct_fields`]). Owns no IO.
 
 use super::api::{JobInfo, PartitionInfo};
 
@@ -215,77 +216,12 @@ pub fn sinfo_lines(partitions: &[PartitionInfo], header: bool) -> Result<Vec<Str
     Ok(lines)
 }
 
-/// `sacct`'s default columns: `JobID JobName Partition Account AllocCPUS State ExitCode`.
-const SACCT_COLUMNS: [(&str, usize, Align); 7] = [
-    ("JobID", 12, Align::Left),
-    ("JobName", 10, Align::Right),
-    ("Partition", 10, Align::Right),
-    ("Account", 10, Align::Right),
-    ("AllocCPUS", 10, Align::Right),
-    ("State", 10, Align::Right),
-    ("ExitCode", 8, Align::Right),
-];
-
-fn sacct_row(cells: [&str; 7]) -> String {
-    cells
-        .iter()
-        .zip(SACCT_COLUMNS)
-        .map(|(cell, (_, width, align))| sacct_field(cell, width, align) + " ")
-        .collect()
-}
-
-/// `sacct`'s two header lines: names, then dashes.
-pub fn sacct_header() -> [String; 2] {
-    let names = SACCT_COLUMNS.map(|(name, _, _)| name);
-    let dashes: String = SACCT_COLUMNS
-        .iter()
-        .map(|(_, width, _)| "-".repeat(*width) + " ")
-        .collect();
-    [sacct_row(names), dashes]
-}
-
-/// `ExitCode` as `sacct` prints it: `code:signal`.
-pub fn exit_code(job: &JobInfo) -> String {
-    format!("{}:{}", job.exit_code.unwrap_or(0), job.signal.unwrap_or(0))
-}
-
-/// One job in `sacct`'s default format.
-pub fn sacct_line(job: &JobInfo) -> String {
-    let cpus = if job.state == "PENDING" {
-        0
-    } else {
-        job.cpus.unwrap_or(0)
-    };
-    sacct_row([
-        &job.id,
-        &job.name,
-        &job.partition,
-        &job.account,
-        &cpus.to_string(),
-        &job.state,
-        &exit_code(job),
-    ])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn job(state: &str, code: &str) -> JobInfo {
-        JobInfo {
-            id: "17".into(),
-            job_id: 17,
-            display_id: "17".into(),
-            name: "train".into(),
-            user: "alice".into(),
-            account: "lab".into(),
-            partition: "gpu".into(),
-            state: state.into(),
-            state_code: code.into(),
-            nodes: 1,
-            nodelist: "head".into(),
-            ..JobInfo::default()
-        }
+        JobInfo::sample(state, code)
     }
 
     #[test]
@@ -399,36 +335,5 @@ mod tests {
                 "interactive-a100*    up 1-00:00:00      1  alloc head",
             ]
         );
-    }
-
-    #[test]
-    fn sacct_prints_slurm_columns_and_exit_codes() {
-        assert_eq!(
-            sacct_header(),
-            [
-                "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode ",
-                "------------ ---------- ---------- ---------- ---------- ---------- -------- ",
-            ]
-        );
-        let mut done = job("COMPLETED", "CD");
-        done.cpus = Some(4);
-        done.exit_code = Some(0);
-        assert_eq!(
-            sacct_line(&done),
-            "17                train        gpu        lab          4  COMPLETED      0:0 "
-        );
-        let mut killed = job("CANCELLED", "CA");
-        killed.id = "17_3".into();
-        killed.exit_code = Some(0);
-        killed.signal = Some(15);
-        killed.cpus = Some(2);
-        assert_eq!(exit_code(&killed), "0:15");
-        assert!(sacct_line(&killed).starts_with("17_3         "));
-        let mut failed = job("OUT_OF_MEMORY", "OOM");
-        failed.exit_code = Some(137);
-        assert_eq!(exit_code(&failed), "137:0");
-        assert!(sacct_line(&failed).contains("OUT_OF_ME+"));
-        let pending = job("PENDING", "PD");
-        assert_eq!(exit_code(&pending), "0:0");
     }
 }

@@ -7,6 +7,7 @@
 pub mod api;
 pub mod format;
 pub mod sacct;
+pub mod sacct_fields;
 pub mod sbatch;
 pub mod scancel;
 pub mod sinfo;

@@ -1,11 +1,11 @@
 //! `atrium sacct`: jobs from the accounting records (over or not), by default the
-//! caller's since local midnight, in Slurm's default columns.
+//! caller's since local midnight, in Slurm's default columns or those of `--format`.
 
 use clap::Args;
 use jiff::{civil, Timestamp, Zoned};
 
 use super::api::JobInfo;
-use super::format::{sacct_header, sacct_line};
+use super::sacct_fields::{header, line, parse_format, Layout, DEFAULT_FORMAT};
 use super::squeue::job_matches;
 use super::{connect, failed, print_lines, split_list, SlurmError};
 
@@ -19,6 +19,29 @@ pub struct SacctArgs {
     /// Jobs since this time (YYYY-MM-DD[THH:MM[:SS]], today, now[-N{seconds|minutes|hours|days|weeks}]).
     #[arg(short = 'S', long = "starttime")]
     pub starttime: Option<String>,
+    /// Jobs eligible (submitted) before this time; same formats as -S.
+    #[arg(short = 'E', long = "endtime")]
+    pub endtime: Option<String>,
+    /// Only jobs of these accounts (comma-separated).
+    #[arg(short = 'A', long = "accounts")]
+    pub accounts: Option<String>,
+    /// Only jobs of these partitions (comma-separated).
+    #[arg(short = 'r', long = "partition")]
+    pub partition: Option<String>,
+    /// Only jobs in these states (names or codes, comma-separated: CD,F,CA,R,PD …).
+    #[arg(short = 's', long = "state")]
+    pub state: Option<String>,
+    /// The columns, comma-separated, each optionally %WIDTH: JobID, JobName, User,
+    /// Account, Partition, State, ExitCode, Submit, Start, End, Elapsed, ElapsedRaw,
+    /// AllocCPUS, ReqMem, AllocTRES, NNodes, NodeList, Timelimit.
+    #[arg(short = 'o', long = "format")]
+    pub format: Option<String>,
+    /// Fields separated by `|`, each followed by one.
+    #[arg(short = 'p', long, conflicts_with = "parsable2")]
+    pub parsable: bool,
+    /// Fields separated by `|`, none after the last.
+    #[arg(short = 'P', long)]
+    pub parsable2: bool,
     /// This user's jobs.
     #[arg(short = 'u', long = "user", conflicts_with = "allusers")]
     pub user: Option<String>,
@@ -71,14 +94,21 @@ pub fn parse_start(text: &str, now: &Zoned) -> Result<Timestamp, String> {
         .map_err(|_| bad())
 }
 
-/// The `GET /jobs` query: every state; `since` (Unix seconds) from `-S`, else local
-/// midnight unless `-j` names jobs; the given user, or the caller (`me`) unless `-a`.
+/// The `GET /jobs` query: the `-s` states, else every state; `since` (Unix seconds)
+/// from `-S`, else local midnight unless `-j` names jobs; the given user, or the
+/// caller (`me`) unless `-a`.
 pub fn query(
     args: &SacctArgs,
     me: Option<&str>,
     now: &Zoned,
 ) -> Result<Vec<(&'static str, String)>, String> {
-    let mut q = vec![("state", "all".to_string())];
+    let states = args.state.as_deref().map(split_list).unwrap_or_default();
+    let states = if states.is_empty() {
+        "all".to_string()
+    } else {
+        states.join(",")
+    };
+    let mut q = vec![("state", states)];
     let since = match (&args.starttime, &args.jobs) {
         (Some(start), _) => Some(parse_start(start, now)?),
         (None, Some(_)) => None,
@@ -93,25 +123,72 @@ pub fn query(
     Ok(q)
 }
 
+/// What the portal's query cannot ask: `-E`, `-A`, `-r` and `-j`.
+pub struct Selection {
+    before: Option<Timestamp>,
+    accounts: Option<Vec<String>>,
+    partitions: Option<Vec<String>>,
+    ids: Option<Vec<String>>,
+}
+
+impl Selection {
+    pub fn of(args: &SacctArgs, now: &Zoned) -> Result<Selection, String> {
+        Ok(Selection {
+            before: args
+                .endtime
+                .as_deref()
+                .map(|t| parse_start(t, now))
+                .transpose()?,
+            accounts: args.accounts.as_deref().map(split_list),
+            partitions: args.partition.as_deref().map(split_list),
+            ids: args.jobs.as_deref().map(split_list),
+        })
+    }
+
+    pub fn keeps(&self, job: &JobInfo) -> bool {
+        let submitted = job.submit_time.parse::<Timestamp>().ok();
+        self.before
+            .is_none_or(|before| submitted.is_some_and(|s| s < before))
+            && self
+                .accounts
+                .as_ref()
+                .is_none_or(|a| a.contains(&job.account))
+            && self
+                .partitions
+                .as_ref()
+                .is_none_or(|p| p.contains(&job.partition))
+            && self.ids.as_ref().is_none_or(|ids| job_matches(job, ids))
+    }
+}
+
 pub async fn run(args: SacctArgs) -> anyhow::Result<()> {
+    let fields = parse_format(args.format.as_deref().unwrap_or(DEFAULT_FORMAT))
+        .map_err(|e| SlurmError::new(CMD, e))?;
+    let layout = match (args.parsable, args.parsable2) {
+        (_, true) => Layout::Parsable2,
+        (true, false) => Layout::Parsable,
+        _ => Layout::Fixed,
+    };
+    let now = Zoned::now();
+    let selection = Selection::of(&args, &now).map_err(|e| SlurmError::new(CMD, e))?;
     let portal = connect(CMD)?;
     let me = if args.allusers || args.user.is_some() {
         None
     } else {
         Some(portal.username().await.map_err(failed(CMD))?)
     };
-    let q = query(&args, me.as_deref(), &Zoned::now()).map_err(|e| SlurmError::new(CMD, e))?;
-    let ids = args.jobs.as_deref().map(split_list);
+    let q = query(&args, me.as_deref(), &now).map_err(|e| SlurmError::new(CMD, e))?;
     let jobs: Vec<JobInfo> = portal.jobs(&q).await.map_err(failed(CMD))?;
     let header = if args.noheader {
         Vec::new()
     } else {
-        sacct_header().into_iter().collect()
+        header(&fields, layout)
     };
+    let tz = now.time_zone().clone();
     let lines = jobs
         .iter()
-        .filter(|j| ids.as_ref().is_none_or(|ids| job_matches(j, ids)))
-        .map(sacct_line);
+        .filter(|j| selection.keeps(j))
+        .map(|j| line(&fields, j, &tz, layout));
     print_lines(header.into_iter().chain(lines))?;
     Ok(())
 }
@@ -168,6 +245,40 @@ mod tests {
                 ("user", "alice".into())
             ]
         );
+    }
+
+    #[test]
+    fn states_are_asked_of_the_portal_and_the_rest_selected_here() {
+        let args = SacctArgs {
+            state: Some("CD, F".into()),
+            endtime: Some("2025-03-10".into()),
+            accounts: Some("lab,ml".into()),
+            partition: Some("gpu".into()),
+            ..SacctArgs::default()
+        };
+        assert_eq!(
+            query(&args, Some("alice"), &now()).expect("query")[0],
+            ("state", "CD,F".to_string())
+        );
+        let sel = Selection::of(&args, &now()).expect("selection");
+        let job = |account: &str, partition: &str, submitted: &str| JobInfo {
+            account: account.into(),
+            partition: partition.into(),
+            submit_time: submitted.into(),
+            ..JobInfo::default()
+        };
+        assert!(sel.keeps(&job("lab", "gpu", "2025-03-09T22:59:59Z")));
+        assert!(
+            !sel.keeps(&job("lab", "gpu", "2025-03-09T23:00:00Z")),
+            "-E is local midnight"
+        );
+        assert!(!sel.keeps(&job("other", "gpu", "2025-03-01T00:00:00Z")));
+        assert!(!sel.keeps(&job("ml", "cpu", "2025-03-01T00:00:00Z")));
+        let bad = SacctArgs {
+            endtime: Some("soon".into()),
+            ..SacctArgs::default()
+        };
+        assert!(Selection::of(&bad, &now()).is_err());
     }
 
     #[test]
