@@ -632,8 +632,18 @@ async fn accounting_suite(store: Store) {
     store.add_member(users[1].id, ml).await.expect("member");
     store.add_member(users[1].id, cv).await.expect("member");
 
-    // (id, user, account, partition, start, end, gpu_milli, cpus)
-    let runs: [(i64, &str, &str, &str, Option<i64>, Option<i64>, i64, i64); 8] = [
+    /// (id, user, account, partition, start, end, gpu_milli, cpus)
+    type Run = (
+        i64,
+        &'static str,
+        &'static str,
+        &'static str,
+        Option<i64>,
+        Option<i64>,
+        i64,
+        i64,
+    );
+    let runs: [Run; 8] = [
         (
             1,
             "alice",

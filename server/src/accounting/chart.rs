@@ -68,11 +68,16 @@ impl Stacks {
     }
 }
 
-/// The chart as an SVG document.
+/// The chart as an SVG document. A panic of the drawing library is an error, not
+/// the end of the server's worker.
 pub fn render(stacks: &Stacks, bucket: Bucket, by: &str) -> Result<String, String> {
-    let mut svg = String::new();
-    draw(&mut svg, stacks, bucket, by).map_err(|e| e.to_string())?;
-    Ok(svg)
+    let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut svg = String::new();
+        draw(&mut svg, stacks, bucket, by)
+            .map(|()| svg)
+            .map_err(|e| e.to_string())
+    }));
+    drawn.unwrap_or_else(|_| Err("the chart could not be drawn".into()))
 }
 
 fn draw(
@@ -121,7 +126,10 @@ fn draw(
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .max_light_lines(0)
+        // One light line per step, white: none shows (no count of light lines
+        // is safe with a single bucket).
+        .max_light_lines(1)
+        .light_line_style(WHITE)
         .x_labels(n.min(16))
         .x_label_formatter(&|x| match x {
             SegmentValue::CenterOf(day) | SegmentValue::Exact(day) => short(day),
@@ -223,6 +231,13 @@ mod tests {
         assert!(svg.contains("&lt;ml&amp;cv&gt;"), "{svg}");
         assert!(!svg.contains("<ml&cv>"), "{svg}");
         assert!(svg.contains("01-01"), "{svg}");
+        let one_day = render(
+            &Stacks::of(&bounds[..2], &[usage(0, "ml", 0.001)]),
+            Bucket::Day,
+            "group",
+        )
+        .expect("one bucket");
+        assert!(one_day.contains(">\nml\n<"), "{one_day}");
         let empty = render(&Stacks::of(&bounds, &[]), Bucket::Month, "user").expect("svg");
         assert!(empty.contains("no usage in this range"), "{empty}");
     }

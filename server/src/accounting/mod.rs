@@ -83,7 +83,8 @@ pub struct Query {
     pub offset: i64,
     /// `format=csv` (`Some(true)`) or `format=json`, when given.
     pub csv: Option<bool>,
-    /// The chart's buckets.
+    /// The chart's buckets: as asked, else days for a range of up to three months,
+    /// else months.
     pub bucket: Bucket,
 }
 
@@ -117,7 +118,7 @@ impl Query {
             csv: None,
             bucket: Bucket::Day,
         };
-        let (mut from, mut to) = (None, None);
+        let (mut from, mut to, mut chosen_bucket) = (None, None, None);
         for (name, value) in pairs {
             let Some(field) = PARAMS.iter().find(|p| **p == name.as_str()) else {
                 return Err(bad("query", format!("unknown parameter \"{name}\"")));
@@ -166,7 +167,7 @@ impl Query {
                     }
                 }
                 _ => {
-                    q.bucket = match value {
+                    chosen_bucket = Some(match value {
                         "day" => Bucket::Day,
                         "week" => Bucket::Week,
                         "month" => Bucket::Month,
@@ -176,7 +177,7 @@ impl Query {
                                 format!("\"{other}\" is not day, week or month"),
                             ))
                         }
-                    }
+                    })
                 }
             }
         }
@@ -192,10 +193,16 @@ impl Query {
             return Err(bad("to", "must be after from"));
         }
         if let GroupBy::Bucket(b) = q.group_by {
-            q.bucket = b;
+            chosen_bucket = Some(b);
         }
+        // Without a choice: days for up to three months, else months.
+        q.bucket = chosen_bucket.unwrap_or(if q.filter.to - q.filter.from <= 92 * 86_400_000 {
+            Bucket::Day
+        } else {
+            Bucket::Month
+        });
         let buckets = crate::store::bucket_bounds(q.filter.from, q.filter.to, q.bucket).len();
-        if buckets > crate::store::MAX_BUCKETS {
+        if chosen_bucket.is_some() && buckets > crate::store::MAX_BUCKETS {
             return Err(bad(
                 "bucket",
                 format!(

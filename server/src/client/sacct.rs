@@ -178,7 +178,9 @@ pub async fn run(args: SacctArgs) -> anyhow::Result<()> {
         Some(portal.username().await.map_err(failed(CMD))?)
     };
     let q = query(&args, me.as_deref(), &now).map_err(|e| SlurmError::new(CMD, e))?;
-    let jobs: Vec<JobInfo> = portal.jobs(&q).await.map_err(failed(CMD))?;
+    let mut jobs: Vec<JobInfo> = portal.jobs(&q).await.map_err(failed(CMD))?;
+    // Oldest first, as sacct lists them (the portal lists the newest first).
+    jobs.sort_by_key(|j| (j.job_id, j.array_task_id));
     let header = if args.noheader {
         Vec::new()
     } else {

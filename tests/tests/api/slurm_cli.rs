@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::helpers::atrium_bin;
 use crate::jobs::JobCluster;
 
-fn client(
+pub fn client(
     c: &JobCluster,
     token: &str,
     cwd: &std::path::Path,
@@ -25,7 +25,7 @@ fn client(
     cmd
 }
 
-fn run(mut cmd: Command) -> (bool, String, String) {
+pub fn run(mut cmd: Command) -> (bool, String, String) {
     let out = cmd.output().expect("run client");
     (
         out.status.success(),
