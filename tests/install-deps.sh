@@ -24,6 +24,8 @@ PACKAGES=(
     chromium            # tests/src/support/browser.rs (headless browser)
     chromium-driver     # chromedriver, WebDriver bridge for fantoccini
     wrk                 # HTTP load generator for bench/
+    sqlite3             # bench/accounting.sh fills a SQLite database with generated jobs
+    jq                  # bench/accounting.sh reads the answers it times
     procps              # pkill/pgrep used by the process supervisor in support/process.rs
     slapd               # tests/src/support/ldap.rs (slapd, slapadd; modules back_mdb, memberof, refint)
     ldap-utils          # ldapsearch/ldapmodify/ldapwhoami used by support/ldap.rs and its self-test

@@ -198,7 +198,9 @@ fn filter_sql<'a>(backend: Backend, filter: &'a UsageFilter, sql: &mut Sql<'a>) 
 fn key_sql(key: Option<UsageKey>) -> (&'static str, &'static str) {
     match key {
         None => ("''", ""),
-        Some(UsageKey::User) => ("j.user_name", ""),
+        // Not the bare column: SQLite would then walk the whole (user_name, end_time)
+        // index to group without sorting, instead of the range of end times.
+        Some(UsageKey::User) => ("j.user_name || ''", ""),
         Some(UsageKey::Account) => ("j.account", ""),
         Some(UsageKey::Group) => (
             "kg.name",
