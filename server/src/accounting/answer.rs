@@ -162,12 +162,13 @@ pub struct Accounting {
 }
 
 impl Accounting {
-    pub fn new(from: i64, to: i64, group_by: GroupBy, totals: Usage) -> Accounting {
+    /// An answer without jobs, rows or totals yet.
+    pub fn new(from: i64, to: i64, group_by: GroupBy) -> Accounting {
         Accounting {
             from: time_text(from),
             to: time_text(to),
             group_by: group_by.name(),
-            totals: totals.into(),
+            totals: Usage::default().into(),
             jobs: None,
             rows: None,
             next: None,

@@ -155,7 +155,8 @@ mod tests {
             cpu_seconds: 3600.0,
             wall_seconds: 3600.0,
         };
-        let mut answer = Accounting::new(0, 3_600_000, GroupBy::Job, usage);
+        let mut answer = Accounting::new(0, 3_600_000, GroupBy::Job);
+        answer.totals = usage.into();
         let record = UsageRecord {
             id: 17,
             task: 2,
@@ -183,7 +184,7 @@ mod tests {
         );
         assert!(lines[1].ends_with(",2,7200,1,3600,0,2,1"), "{csv}");
 
-        let mut by_user = Accounting::new(0, 1, GroupBy::Key(UsageKey::User), usage);
+        let mut by_user = Accounting::new(0, 1, GroupBy::Key(UsageKey::User));
         by_user.rows = Some(vec![KeyUsage::of_row(UsageRow {
             key: "alice".into(),
             usage,

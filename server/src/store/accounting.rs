@@ -81,6 +81,17 @@ pub struct Usage {
     pub wall_seconds: f64,
 }
 
+impl std::iter::Sum for Usage {
+    fn sum<I: Iterator<Item = Usage>>(iter: I) -> Usage {
+        iter.fold(Usage::default(), |a, b| Usage {
+            jobs: a.jobs + b.jobs,
+            gpu_seconds: a.gpu_seconds + b.gpu_seconds,
+            cpu_seconds: a.cpu_seconds + b.cpu_seconds,
+            wall_seconds: a.wall_seconds + b.wall_seconds,
+        })
+    }
+}
+
 /// What to sum usage by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsageKey {
@@ -202,9 +213,11 @@ fn key_sql(key: Option<UsageKey>) -> (&'static str, &'static str) {
         // index to group without sorting, instead of the range of end times.
         Some(UsageKey::User) => ("j.user_name || ''", ""),
         Some(UsageKey::Account) => ("j.account", ""),
+        // Joined on an expression for the same reason: the jobs of the range come
+        // first, each then finds its user's groups (not every job of every member).
         Some(UsageKey::Group) => (
             "kg.name",
-            "JOIN users ku ON ku.username = j.user_name \
+            "JOIN users ku ON ku.username = j.user_name || '' \
              JOIN memberships km ON km.user_id = ku.id JOIN groups kg ON kg.id = km.group_id",
         ),
     }

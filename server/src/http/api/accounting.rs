@@ -70,9 +70,8 @@ fn wants_csv(req: &HttpRequest, query: &Query) -> bool {
 /// The accounting answer for `query`.
 pub async fn answer(state: &AppState, query: &Query, limit: i64) -> Result<Accounting, ApiError> {
     let f = &query.filter;
-    let total = state.store.usage_total(f).await?;
-    let mut answer = Accounting::new(f.from, f.to, query.group_by, total);
-    match query.group_by {
+    let mut answer = Accounting::new(f.from, f.to, query.group_by);
+    let total = match query.group_by {
         GroupBy::Job => {
             let mut records = state
                 .store
@@ -83,16 +82,26 @@ pub async fn answer(state: &AppState, query: &Query, limit: i64) -> Result<Accou
                 answer.next = Some(query.offset + limit);
             }
             answer.jobs = Some(records.iter().map(|r| JobUsage::of(r, f.now)).collect());
+            state.store.usage_total(f).await?
         }
         GroupBy::Key(key) => {
             let rows = state.store.usage_by(f, key).await?;
+            // Every job has one user and one account: their rows add up to the total
+            // (a job counts in each of its user's groups, or in none).
+            let total = match key {
+                UsageKey::Group => state.store.usage_total(f).await?,
+                UsageKey::User | UsageKey::Account => rows.iter().map(|r| r.usage).sum(),
+            };
             answer.rows = Some(rows.into_iter().map(KeyUsage::of_row).collect());
+            total
         }
         GroupBy::Bucket(bucket) => {
             let rows = state.store.usage_by_bucket(f, bucket, None).await?;
             answer.rows = Some(rows.into_iter().map(KeyUsage::of_bucket).collect());
+            state.store.usage_total(f).await?
         }
-    }
+    };
+    answer.totals = total.into();
     Ok(answer)
 }
 
