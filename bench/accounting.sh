@@ -34,7 +34,14 @@ repo=$(pwd)
 JOBS=${JOBS:-1000000}
 RUNS=${RUNS:-15}
 WARM=${WARM:-3}
-backends=("$@")
+backends=()
+for arg in "$@"; do
+    case $arg in
+        sqlite | postgres) backends+=("$arg") ;;
+        -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "accounting.sh: unknown argument: $arg (try --help)" >&2; exit 2 ;;
+    esac
+done
 [[ ${#backends[@]} -gt 0 ]] || backends=(sqlite postgres)
 
 die() { echo "accounting.sh: $*" >&2; exit 1; }
@@ -45,7 +52,7 @@ if [[ -n "${BENCH_ATRIUM_BIN:-}" ]]; then
     bin=$BENCH_ATRIUM_BIN
 else
     cargo build --release --locked -p atrium >/dev/null 2>&1
-    bin=$repo/target/release/atrium
+    bin=${CARGO_TARGET_DIR:-$repo/target}/release/atrium
 fi
 
 work=$(mktemp -d -t atrium-acct-bench-XXXXXX)
