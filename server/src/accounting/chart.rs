@@ -13,6 +13,8 @@ use crate::store::{Bucket, BucketUsage};
 pub const MAX_SERIES: usize = 8;
 
 const WIDTH: u32 = 900;
+/// The legend's column, right of the plot.
+const LEGEND_WIDTH: u32 = 150;
 const HEIGHT: u32 = 420;
 
 /// One colour per series; the last (grey) for `other`.
@@ -112,17 +114,18 @@ fn draw(
     };
     let root = SVGBackend::with_string(svg, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE)?;
+    let (plot, legend) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
     let caption = if stacks.series.is_empty() {
         format!("GPU-hours per {per}: no usage in this range")
     } else {
         format!("GPU-hours per {per}, by {by}")
     };
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&plot)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(64)
-        .build_cartesian_2d(days.as_slice().into_segmented(), 0.0..(max * 1.25).max(1.0))?;
+        .build_cartesian_2d(days.as_slice().into_segmented(), 0.0..(max * 1.05).max(1.0))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -135,6 +138,7 @@ fn draw(
             SegmentValue::CenterOf(day) | SegmentValue::Exact(day) => short(day),
             SegmentValue::Last => String::new(),
         })
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .y_desc("GPU-hours")
         .draw()?;
     let mut base = vec![0.0f64; n];
@@ -161,18 +165,16 @@ fn draw(
                 bar
             })
             .collect();
-        chart
-            .draw_series(bars)?
-            .label(name.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
-    }
-    if !stacks.series.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
+        chart.draw_series(bars)?;
+        // The legend beside the plot, never over its bars.
+        let y = 48 + 22 * i as i32;
+        legend.draw(&Rectangle::new([(6, y), (18, y + 12)], color.filled()))?;
+        let label: String = if name.chars().count() > 18 {
+            name.chars().take(17).chain(['…']).collect()
+        } else {
+            name.clone()
+        };
+        legend.draw_text(&label, &("sans-serif", 13).into_font().into(), (24, y))?;
     }
     root.present()?;
     Ok(())
