@@ -1,7 +1,8 @@
 //! atrium: a portal for data scientists on GPU clusters.
 //!
 //! The binary's modules: configuration, the store, authentication, HTTP (API and
-//! pages), metrics, startup, the command line, and the Slurm-style client.
+//! pages), usage accounting, metrics, startup, the command line, and the Slurm-style
+//! client.
 
 pub mod accounting;
 pub mod auth;
