@@ -3,6 +3,7 @@
 //! The binary's modules: configuration, the store, authentication, HTTP (API and
 //! pages), metrics, startup, the command line, and the Slurm-style client.
 
+pub mod admin;
 pub mod auth;
 pub mod cli;
 pub mod client;

@@ -7,6 +7,7 @@
 mod audit;
 mod interactive;
 mod jobs;
+mod quotas;
 mod sessions;
 mod tokens;
 mod users;
@@ -22,6 +23,7 @@ use crate::config::DatabaseUrl;
 pub use audit::{AuditEntry, NewAuditEntry};
 pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
+pub use quotas::QuotaRecord;
 pub use sessions::LoginSession;
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
 pub use users::{NewUser, PosixIdentity, User};

@@ -76,25 +76,31 @@ impl JobCluster {
 
     /// A local user with a POSIX identity, a home owned by them, and a token.
     pub async fn user(&self, name: &str, uid: u32) -> JobUser {
+        self.user_in(name, uid, &[]).await
+    }
+
+    /// As [`JobCluster::user`], a member of `groups`.
+    pub async fn user_in(&self, name: &str, uid: u32, groups: &[&str]) -> JobUser {
         let home = self.root.path().join("home").join(name);
         std::fs::create_dir(&home).expect("home");
         std::os::unix::fs::chown(&home, Some(uid), Some(uid)).expect("chown home");
         std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).expect("chmod");
         let uid_s = uid.to_string();
-        let out = self.app.cli(
-            &[
-                "user",
-                "add",
-                name,
-                "--uid",
-                &uid_s,
-                "--gid",
-                &uid_s,
-                "--home",
-                home.to_str().expect("utf-8"),
-            ],
-            "password-of-some-length\n",
-        );
+        let mut args = vec![
+            "user",
+            "add",
+            name,
+            "--uid",
+            &uid_s,
+            "--gid",
+            &uid_s,
+            "--home",
+            home.to_str().expect("utf-8"),
+        ];
+        for g in groups {
+            args.extend(["--group", g]);
+        }
+        let out = self.app.cli(&args, "password-of-some-length\n");
         assert!(
             out.status.success(),
             "user add: {}",

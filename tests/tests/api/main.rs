@@ -11,6 +11,7 @@ mod jobs_crash;
 mod ldap;
 mod login;
 mod postgres;
+mod quotas;
 mod sessions;
 mod slurm_cli;
 mod tls;

@@ -1,10 +1,12 @@
 //! The JSON API under `/api/v1`, one file per resource.
 
+pub mod audit;
 mod cluster;
 pub mod jobs;
 mod login;
 mod me;
 pub mod output;
+pub mod quotas;
 pub mod sessions;
 pub mod tokens;
 
@@ -13,6 +15,13 @@ use actix_web::web;
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/login", web::post().to(login::post))
         .route("/me", web::get().to(me::get))
+        .route("/me/usage", web::get().to(quotas::me_usage))
+        .route("/admin/audit", web::get().to(audit::list))
+        .route("/admin/quotas", web::get().to(quotas::list))
+        .route("/admin/quotas", web::post().to(quotas::create))
+        .route("/admin/quotas/{id}", web::get().to(quotas::get))
+        .route("/admin/quotas/{id}", web::put().to(quotas::update))
+        .route("/admin/quotas/{id}", web::delete().to(quotas::delete))
         .route("/tokens", web::get().to(tokens::list))
         .route("/tokens", web::post().to(tokens::create))
         .route("/tokens/{id}", web::delete().to(tokens::revoke))
@@ -48,11 +57,16 @@ pub fn rfc3339(ms: i64) -> String {
     info(title = "atrium", description = "Batch jobs, interactive sessions, partitions and nodes of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
-          sessions::environments, cluster::partitions, cluster::nodes),
+          sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
+          quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
+          audit::list),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
-                       cluster::Partitions, cluster::Nodes)),
+                       cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
+                       quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
+                       quotas::QuotaUsage, crate::admin::QuotaLimits, audit::AuditInfo,
+                       audit::AuditList)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;
