@@ -51,6 +51,12 @@ async fn set_quota(c: &JobCluster, admin: &str, scope: &str, name: &str, limits:
     body["id"].as_i64().expect("id")
 }
 
+async fn audit_entries(c: &JobCluster, admin: &str) -> Vec<Value> {
+    let (status, audit) = send(c, reqwest::Method::GET, "/api/v1/admin/audit", admin, None).await;
+    assert_eq!(status, 200, "{audit}");
+    audit["entries"].as_array().cloned().expect("entries")
+}
+
 async fn sleeper(c: &JobCluster, user: &JobUser, gpus: u32, time: &str) -> String {
     c.sbatch(
         user,
@@ -137,16 +143,7 @@ async fn a_gpu_quota_makes_work_wait_refuses_what_never_fits_and_changes_live() 
     c.wait_for(&ann, &fourth, &["RUNNING"], RUN).await;
 
     // Every change is in the audit log, before and after.
-    let (status, audit) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/admin/audit",
-        &admin,
-        None,
-    )
-    .await;
-    assert_eq!(status, 200);
-    let entries = audit["entries"].as_array().expect("entries");
+    let entries = audit_entries(&c, &admin).await;
     let update = entries
         .iter()
         .find(|e| e["action"] == "quota.update")
@@ -369,4 +366,76 @@ async fn quota_routes_are_for_administrators_and_check_their_input() {
     )
     .await;
     assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_drained_node_takes_no_new_work_and_its_running_work_finishes() {
+    let c = JobCluster::start(2).await;
+    let admin = admin_token(&c).await;
+    let hal = c.user("hal", 20308).await;
+    let running = sleeper(&c, &hal, 1, "10").await;
+    c.wait_for(&hal, &running, &["RUNNING"], RUN).await;
+    let drain = |action: &'static str, body: Option<Value>| {
+        let token = admin.clone();
+        let c = &c;
+        async move {
+            send(
+                c,
+                reqwest::Method::POST,
+                &format!("/api/v1/admin/nodes/head/{action}"),
+                &token,
+                body,
+            )
+            .await
+        }
+    };
+    let (status, answer) = drain("drain", None).await;
+    assert_eq!(status, 400, "a drain needs a reason: {answer}");
+    let (status, answer) = send(
+        &c,
+        reqwest::Method::POST,
+        "/api/v1/admin/nodes/head/drain",
+        &hal.token,
+        Some(json!({"reason": "mine"})),
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    let (status, answer) = drain("drain", Some(json!({"reason": "new driver"}))).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "DRAIN", "{answer}");
+
+    let waiting = sleeper(&c, &hal, 1, "10").await;
+    let (_, nodes) = send(&c, reqwest::Method::GET, "/api/v1/nodes", &hal.token, None).await;
+    assert_eq!(
+        nodes["nodes"][0]["state"]["reason"], "new driver",
+        "{nodes}"
+    );
+    assert_eq!(c.job(&hal, &waiting).await["state"], "PENDING");
+    assert_eq!(c.job(&hal, &running).await["state"], "RUNNING");
+
+    let (status, answer) = drain("resume", None).await;
+    assert_eq!(status, 200, "{answer}");
+    c.wait_for(&hal, &waiting, &["RUNNING"], RUN).await;
+    let entries = audit_entries(&c, &admin).await;
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert!(
+        actions.contains(&"node.drain") && actions.contains(&"node.resume"),
+        "{actions:?}"
+    );
+    let (status, _) = drain("reboot", None).await;
+    assert_eq!(status, 400);
+    let (status, _) = send(
+        &c,
+        reqwest::Method::POST,
+        "/api/v1/admin/nodes/nowhere/resume",
+        &admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    cancel(&c, &hal, &running).await;
+    cancel(&c, &hal, &waiting).await;
 }

@@ -5,6 +5,7 @@ mod cluster;
 pub mod jobs;
 mod login;
 mod me;
+pub mod nodes;
 pub mod output;
 pub mod quotas;
 pub mod sessions;
@@ -17,6 +18,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/me", web::get().to(me::get))
         .route("/me/usage", web::get().to(quotas::me_usage))
         .route("/admin/audit", web::get().to(audit::list))
+        .route("/admin/nodes/{name}/{action}", web::post().to(nodes::act))
         .route("/admin/quotas", web::get().to(quotas::list))
         .route("/admin/quotas", web::post().to(quotas::create))
         .route("/admin/quotas/{id}", web::get().to(quotas::get))
@@ -59,14 +61,14 @@ pub fn rfc3339(ms: i64) -> String {
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
           sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
-          audit::list),
+          audit::list, nodes::act),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
                        quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
                        quotas::QuotaUsage, crate::admin::QuotaLimits, audit::AuditInfo,
-                       audit::AuditList)),
+                       audit::AuditList, nodes::NodeAction, nodes::NodeChanged)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;
