@@ -439,3 +439,72 @@ async fn a_drained_node_takes_no_new_work_and_its_running_work_finishes() {
     cancel(&c, &hal, &running).await;
     cancel(&c, &hal, &waiting).await;
 }
+
+#[tokio::test]
+async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_home() {
+    use atrium_tests::support::browser;
+    use fantoccini::Locator;
+    let c = JobCluster::start(2).await;
+    let admin = admin_token(&c).await;
+    let ida = c.user("ida", 20309).await;
+    set_quota(
+        &c,
+        &admin,
+        "user",
+        "ida",
+        json!({"max_gpus": 1, "max_gpu_hours": 100}),
+    )
+    .await;
+    let running = sleeper(&c, &ida, 1, "10").await;
+    c.wait_for(&ida, &running, &["RUNNING"], RUN).await;
+
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("open login");
+    crate::browser::submit_login(&b, "ida", "password-of-some-length").await;
+    let quotas = b
+        .wait()
+        .for_element(Locator::Id("quotas"))
+        .await
+        .expect("quotas on the home page")
+        .text()
+        .await
+        .expect("text");
+    assert!(quotas.contains("Your quota"), "{quotas}");
+    assert!(quotas.contains("GPUs in use 1 of 1"), "{quotas}");
+    assert!(quotas.contains("GPU-hours this month"), "{quotas}");
+
+    b.goto(&c.app.url("/sessions/new"))
+        .await
+        .expect("start form");
+    crate::browser::fill(&b, "gpus", "1").await;
+    crate::browser::fill(&b, "hours", "2").await;
+    b.find(Locator::Id("start"))
+        .await
+        .expect("start button")
+        .click()
+        .await
+        .expect("start");
+    let error = b
+        .wait()
+        .for_element(Locator::Id("start-error"))
+        .await
+        .expect("the refusal is shown")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(
+        error,
+        "user ida's quota allows 1 GPUs at once; 1 are in use and this session asks 1"
+    );
+    b.close().await.expect("close");
+    let (_, list) = send(
+        &c,
+        reqwest::Method::GET,
+        "/api/v1/sessions",
+        &ida.token,
+        None,
+    )
+    .await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
+    cancel(&c, &ida, &running).await;
+}

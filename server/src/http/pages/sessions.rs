@@ -204,6 +204,9 @@ pub async fn start(
         Err(ApiError::BadRequest(m) | ApiError::Conflict(m)) => {
             new_page(&state, &me, form, Some(m), StatusCode::BAD_REQUEST)
         }
+        Err(ApiError::QuotaExceeded(m)) => {
+            new_page(&state, &me, form, Some(m), StatusCode::FORBIDDEN)
+        }
         Err(e) => Err(e),
     }
 }
