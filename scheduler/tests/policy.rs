@@ -318,6 +318,36 @@ fn a_group_limit_set_later_caps_the_members_already_running() {
 }
 
 #[test]
+fn a_new_configuration_keeps_the_gpu_time_used_this_period() {
+    let mut c = cluster(1, 8);
+    c.limits.default_user.max_gpu_minutes = Some(60);
+    let mut old = Cluster::new(c.clone()).unwrap();
+    let a = old
+        .submit(req("#SBATCH --gres=gpu:1 -t 60"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&old.schedule(0)), vec![a]);
+    old.job_finished(a, JobOutcome::Exited(0), 1800).unwrap();
+    let used = old.limit_usage(&alice(), 1800)[0].gpu_milli_seconds;
+    assert_eq!(used, 1000 * 1800);
+    // Two nodes now: the usage of the period carries over, not the old node's jobs.
+    let mut bigger = cluster(2, 8);
+    bigger.limits = c.limits.clone();
+    let mut new = Cluster::new(bigger).unwrap();
+    new.keep_usage_of(&old);
+    let usage = new.limit_usage(&alice(), 1800);
+    assert_eq!(usage[0].gpu_milli_seconds, used);
+    assert_eq!((usage[0].gpus_milli, usage[0].running_jobs), (0, 0));
+    let b = new
+        .submit(req("#SBATCH --gres=gpu:1 -t 31"), &alice(), 1800)
+        .unwrap();
+    assert!(starts(&new.schedule(1800)).is_empty());
+    assert_eq!(
+        new.job(b, 1800).unwrap().reason,
+        Some(PendingReason::AssocGrpGresMinutes)
+    );
+}
+
+#[test]
 fn easy_backfill_uses_holes_without_delaying_the_top_job() {
     let mut c = cluster(2, 8);
     c.backfill.max_reservations = 1;

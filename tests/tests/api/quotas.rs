@@ -461,14 +461,14 @@ async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("open login");
     crate::browser::submit_login(&b, "ida", "password-of-some-length").await;
-    let quotas = b
-        .wait()
-        .for_element(Locator::Id("quotas"))
-        .await
-        .expect("quotas on the home page")
-        .text()
-        .await
-        .expect("text");
+    let quotas = match b.wait().for_element(Locator::Id("quotas")).await {
+        Ok(e) => e.text().await.expect("text"),
+        Err(e) => panic!(
+            "quotas on the home page: {e}; at {:?}: {}",
+            b.current_url().await.map(|u| u.to_string()),
+            b.source().await.unwrap_or_default()
+        ),
+    };
     assert!(quotas.contains("Your quota"), "{quotas}");
     assert!(quotas.contains("GPUs in use 1 of 1"), "{quotas}");
     assert!(quotas.contains("GPU-hours this month"), "{quotas}");
