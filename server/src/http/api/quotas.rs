@@ -121,7 +121,7 @@ fn audit_by<'a>(caller: &'a Principal, client_addr: &'a str) -> Audit<'a> {
     }
 }
 
-fn period_name(state: &AppState) -> String {
+pub fn period_name(state: &AppState) -> String {
     match state.quotas.period() {
         scheduler::UsagePeriod::Month => "month",
         scheduler::UsagePeriod::Rolling { .. } => "rolling",
