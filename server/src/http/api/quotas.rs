@@ -114,7 +114,8 @@ pub fn checked_limits(limits: &QuotaLimits) -> Result<(), ApiError> {
         .map_err(|(field, message)| ApiError::bad_request(format!("limits.{field}: {message}")))
 }
 
-fn audit_by<'a>(caller: &'a Principal, client_addr: &'a str) -> Audit<'a> {
+/// Who makes a change, from where, for its audit entry.
+pub fn audit_by<'a>(caller: &'a Principal, client_addr: &'a str) -> Audit<'a> {
     Audit {
         actor: &caller.username,
         client_addr,

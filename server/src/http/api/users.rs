@@ -13,10 +13,9 @@ use scheduler::{JobState, SqueueFilter};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::quotas::period_name;
+use super::quotas::{audit_by, period_name};
 use super::rfc3339;
 use crate::admin::users::UserError;
-use crate::admin::Audit;
 use crate::auth::{now_ms, Principal, Scope};
 use crate::http::{ApiError, AppState};
 
@@ -146,10 +145,7 @@ pub async fn set_disabled_audited(
     disabled: bool,
 ) -> Result<UserChanged, ApiError> {
     let addr = state.client_addr(req);
-    let audit = Audit {
-        actor: &caller.username,
-        client_addr: &addr,
-    };
+    let audit = audit_by(caller, &addr);
     let user = crate::admin::users::set_disabled(
         &state.store,
         &state.auth,
