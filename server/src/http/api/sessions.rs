@@ -247,7 +247,13 @@ pub async fn stop_audited(
         "cancelled"
     };
     state.sessions.stop(id, reason).await?;
-    let detail = serde_json::json!({"user": record.user_name, "name": record.name});
+    let after = state.store.session(id).await?;
+    let detail = serde_json::json!({
+        "user": record.user_name,
+        "name": record.name,
+        "before": {"state": record.state},
+        "after": {"state": after.state, "end_reason": after.end_reason},
+    });
     state
         .audit(
             req,

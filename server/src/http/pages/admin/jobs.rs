@@ -6,10 +6,11 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use scheduler::SqueueFilter;
 
-use super::{see_other, AdminUser};
+use super::{see_other, AdminPost, AdminUser};
+use crate::auth::Principal;
 use crate::http::api::jobs::{control_audited, from_record, from_view};
 use crate::http::pages::jobs::{ended_jobs, parse_id, JobRow};
-use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
+use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 
 /// How many ended jobs the page lists.
@@ -27,7 +28,7 @@ struct JobsPage {
 
 async fn jobs_page(
     state: &AppState,
-    admin: &AdminUser,
+    admin: &Principal,
     notice: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
@@ -41,7 +42,7 @@ async fn jobs_page(
     let ended = ended_jobs(None, RECENT);
     let (rows, _) = state.store.list_jobs(&ended).await?;
     let page = JobsPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(admin),
         queue,
         recent: rows.iter().map(|r| JobRow::from(from_record(r))).collect(),
         notice,
@@ -50,23 +51,20 @@ async fn jobs_page(
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    jobs_page(&state, &admin, None, StatusCode::OK).await
+    jobs_page(&state, &admin.0, None, StatusCode::OK).await
 }
 
 pub async fn cancel(
     req: HttpRequest,
     state: web::Data<AppState>,
-    admin: AdminUser,
     id: web::Path<String>,
-    form: web::Form<CsrfForm>,
+    post: AdminPost<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
-    if !admin.0.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
+    let admin = post.admin;
     let Some(job) = parse_id(&id) else {
         return not_found_page();
     };
-    match control_audited(&state, &req, &admin.0, job, "cancel").await {
+    match control_audited(&state, &req, &admin, job, "cancel").await {
         Ok(_) => Ok(see_other("/admin/jobs")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {

@@ -24,7 +24,9 @@ use actix_web::error::InternalError;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 
-use super::{render, MessagePage};
+use serde::de::DeserializeOwned;
+
+use super::{csrf_refused, render, CsrfForm, MessagePage};
 use crate::auth::{Principal, Scope};
 use crate::http::authn::PageUser;
 
@@ -70,6 +72,46 @@ impl FromRequest for AdminUser {
                 StatusCode::FORBIDDEN,
             )?;
             Err(InternalError::from_response("administrators only", page).into())
+        })
+    }
+}
+
+/// A form that carries the login session's CSRF token.
+pub trait CsrfField {
+    fn csrf(&self) -> &str;
+}
+
+impl CsrfField for CsrfForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// An administrator's form post, checked in this order: an administrator (else as
+/// [`AdminUser`]), a readable form (else 400), its CSRF token (else the "form
+/// expired" page).
+#[derive(Debug)]
+pub struct AdminPost<T> {
+    pub admin: Principal,
+    pub form: T,
+}
+
+impl<T: DeserializeOwned + CsrfField + 'static> FromRequest for AdminPost<T> {
+    type Error = actix_web::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let admin = AdminUser::from_request(req, payload);
+        let form = web::Form::<T>::from_request(req, payload);
+        Box::pin(async move {
+            let AdminUser(admin) = admin.await?;
+            let web::Form(form) = form.await?;
+            if !admin.csrf_ok(Some(form.csrf())) {
+                return Err(
+                    InternalError::from_response("invalid CSRF token", csrf_refused()?).into(),
+                );
+            }
+            Ok(AdminPost { admin, form })
         })
     }
 }

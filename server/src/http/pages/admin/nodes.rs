@@ -7,10 +7,11 @@ use askama::Template;
 use scheduler::SqueueFilter;
 use serde::Deserialize;
 
-use super::{see_other, AdminUser};
+use super::{see_other, AdminPost, AdminUser, CsrfField};
+use crate::auth::Principal;
 use crate::http::api::nodes::set_node_audited;
 use crate::http::pages::cluster::{gpu_map, node_row, GpuNode, NodeRow};
-use crate::http::pages::{csrf_refused, not_found_page, render, Nav};
+use crate::http::pages::{not_found_page, render, Nav};
 use crate::http::{ApiError, AppState};
 
 #[derive(Template)]
@@ -31,16 +32,22 @@ pub struct NodeForm {
     reason: String,
 }
 
+impl CsrfField for NodeForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 async fn nodes_page(
     state: &AppState,
-    admin: &AdminUser,
+    admin: &Principal,
     error: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let (nodes, _) = state.scheduler.nodes().await?;
     let jobs = state.scheduler.squeue(SqueueFilter::default()).await?;
     let page = NodesPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(admin),
         nodes: nodes.into_iter().map(node_row).collect(),
         gpu_map: gpu_map(
             &state.inventory.cluster,
@@ -54,21 +61,18 @@ async fn nodes_page(
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    nodes_page(&state, &admin, None, StatusCode::OK).await
+    nodes_page(&state, &admin.0, None, StatusCode::OK).await
 }
 
 pub async fn act(
     req: HttpRequest,
     state: web::Data<AppState>,
-    admin: AdminUser,
     path: web::Path<(String, String)>,
-    form: web::Form<NodeForm>,
+    post: AdminPost<NodeForm>,
 ) -> Result<HttpResponse, ApiError> {
-    if !admin.0.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
+    let (admin, reason) = (post.admin, post.form.reason);
     let (node, action) = path.into_inner();
-    match set_node_audited(&state, &req, &admin.0, &node, &action, &form.reason).await {
+    match set_node_audited(&state, &req, &admin, &node, &action, &reason).await {
         Ok(_) => Ok(see_other("/admin/nodes")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::BadRequest(m)) => {

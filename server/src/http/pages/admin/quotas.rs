@@ -12,13 +12,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{see_other, AdminUser};
+use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::admin::quotas::{fmt_num, scope_parts, scope_target, Quota, QuotaError};
 use crate::admin::QuotaLimits;
-use crate::auth::now_ms;
+use crate::auth::{now_ms, Principal};
 use crate::http::api::quotas::{audit_by, checked_limits, period_name, requested_scope};
 use crate::http::api::rfc3339;
-use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
+use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 
 /// The quota form as posted: every field text, empty for no limit.
@@ -81,6 +81,12 @@ fn per_type(text: &str) -> Result<BTreeMap<String, u32>, String> {
         out.insert(slice, n);
     }
     Ok(out)
+}
+
+impl CsrfField for QuotaForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 impl QuotaForm {
@@ -204,7 +210,7 @@ struct QuotaEditPage {
 
 fn quotas_page(
     state: &AppState,
-    admin: &AdminUser,
+    admin: &Principal,
     form: QuotaForm,
     error: Option<String>,
     status: StatusCode,
@@ -226,7 +232,7 @@ fn quotas_page(
         })
         .collect();
     let page = QuotasPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(admin),
         quotas,
         period: period_name(state),
         form,
@@ -236,14 +242,14 @@ fn quotas_page(
 }
 
 fn edit_page(
-    admin: &AdminUser,
+    admin: &Principal,
     quota: &Quota,
     form: QuotaForm,
     error: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let page = QuotaEditPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(admin),
         id: quota.id,
         target: scope_target(&quota.scope),
         form,
@@ -257,25 +263,21 @@ fn find(state: &AppState, id: i64) -> Option<Quota> {
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    quotas_page(&state, &admin, QuotaForm::default(), None, StatusCode::OK)
+    quotas_page(&state, &admin.0, QuotaForm::default(), None, StatusCode::OK)
 }
 
 pub async fn create(
     req: HttpRequest,
     state: web::Data<AppState>,
-    admin: AdminUser,
-    form: web::Form<QuotaForm>,
+    post: AdminPost<QuotaForm>,
 ) -> Result<HttpResponse, ApiError> {
-    let form = form.into_inner();
-    if !admin.0.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
+    let AdminPost { admin, form } = post;
     let (scope, limits) = match form.checked() {
         Ok(checked) => checked,
         Err(m) => return quotas_page(&state, &admin, form, Some(m), StatusCode::BAD_REQUEST),
     };
     let addr = state.client_addr(&req);
-    let audit = audit_by(&admin.0, &addr);
+    let audit = audit_by(&admin, &addr);
     match state.quotas.create(&scope, &limits, now_ms(), audit).await {
         Ok(_) => Ok(see_other("/admin/quotas")),
         Err(e @ QuotaError::Conflict) => quotas_page(
@@ -297,20 +299,22 @@ pub async fn edit(
     let Some(quota) = find(&state, id.into_inner()) else {
         return not_found_page();
     };
-    edit_page(&admin, &quota, QuotaForm::of(&quota), None, StatusCode::OK)
+    edit_page(
+        &admin.0,
+        &quota,
+        QuotaForm::of(&quota),
+        None,
+        StatusCode::OK,
+    )
 }
 
 pub async fn update(
     req: HttpRequest,
     state: web::Data<AppState>,
-    admin: AdminUser,
     id: web::Path<i64>,
-    form: web::Form<QuotaForm>,
+    post: AdminPost<QuotaForm>,
 ) -> Result<HttpResponse, ApiError> {
-    let form = form.into_inner();
-    if !admin.0.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
+    let AdminPost { admin, form } = post;
     let Some(quota) = find(&state, id.into_inner()) else {
         return not_found_page();
     };
@@ -322,7 +326,7 @@ pub async fn update(
         Err(m) => return edit_page(&admin, &quota, form, Some(m), StatusCode::BAD_REQUEST),
     };
     let addr = state.client_addr(&req);
-    let audit = audit_by(&admin.0, &addr);
+    let audit = audit_by(&admin, &addr);
     match state
         .quotas
         .update(quota.id, &limits, now_ms(), audit)
@@ -337,15 +341,11 @@ pub async fn update(
 pub async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
-    admin: AdminUser,
     id: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    post: AdminPost<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
-    if !admin.0.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
     let addr = state.client_addr(&req);
-    let audit = audit_by(&admin.0, &addr);
+    let audit = audit_by(&post.admin, &addr);
     match state.quotas.delete(id.into_inner(), now_ms(), audit).await {
         Ok(_) => Ok(see_other("/admin/quotas")),
         Err(QuotaError::NotFound) => not_found_page(),

@@ -5,10 +5,10 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::{see_other, AdminUser};
+use super::{see_other, AdminPost, AdminUser};
 use crate::http::api::sessions::{running_infos, stop_audited};
 use crate::http::pages::sessions::SessionRow;
-use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
+use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 
 #[derive(Template)]
@@ -34,14 +34,10 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
 pub async fn stop(
     req: HttpRequest,
     state: web::Data<AppState>,
-    admin: AdminUser,
     id: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    post: AdminPost<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
-    if !admin.0.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
-    match stop_audited(&state, &req, &admin.0, id.into_inner()).await {
+    match stop_audited(&state, &req, &post.admin, id.into_inner()).await {
         Ok(()) => Ok(see_other("/admin/sessions")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(e) => Err(e),

@@ -5,10 +5,11 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::{see_other, AdminUser};
+use super::{see_other, AdminPost, AdminUser};
+use crate::auth::Principal;
 use crate::http::api::quotas::period_name;
 use crate::http::api::users::{set_disabled_audited, user_infos, UserInfo};
-use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
+use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 
 #[derive(Template)]
@@ -23,12 +24,12 @@ struct UsersPage {
 
 async fn users_page(
     state: &AppState,
-    admin: &AdminUser,
+    admin: &Principal,
     error: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let page = UsersPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(admin),
         users: user_infos(state).await?,
         period: period_name(state),
         error,
@@ -37,26 +38,23 @@ async fn users_page(
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    users_page(&state, &admin, None, StatusCode::OK).await
+    users_page(&state, &admin.0, None, StatusCode::OK).await
 }
 
 pub async fn act(
     req: HttpRequest,
     state: web::Data<AppState>,
-    admin: AdminUser,
     path: web::Path<(String, String)>,
-    form: web::Form<CsrfForm>,
+    post: AdminPost<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
-    if !admin.0.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
+    let admin = post.admin;
     let (name, action) = path.into_inner();
     let disabled = match action.as_str() {
         "disable" => true,
         "enable" => false,
         _ => return not_found_page(),
     };
-    match set_disabled_audited(&state, &req, &admin.0, &name, disabled).await {
+    match set_disabled_audited(&state, &req, &admin, &name, disabled).await {
         Ok(_) => Ok(see_other("/admin/users")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m)) => {
