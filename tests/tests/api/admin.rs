@@ -758,3 +758,85 @@ fn href_of(html: &str, id: &str) -> Option<String> {
     let end = tag[start..].find('"')?;
     Some(tag[start..start + end].replace("&amp;", "&"))
 }
+
+/// The admin lists and a disable read and write the same on PostgreSQL.
+#[tokio::test]
+async fn admin_lists_and_disable_work_on_postgres() {
+    let db = atrium_tests::support::fresh_database()
+        .await
+        .expect("postgres database");
+    let app = spawn_with(Options {
+        database_url: Some(db.url.clone()),
+        ..Options::default()
+    })
+    .await;
+    let out = app.cli(
+        &[
+            "user",
+            "add",
+            "gus",
+            "--group",
+            "Vision-Team",
+            "--group",
+            "zeta",
+        ],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gus = app.login("gus", PASSWORD).await;
+    let gus_token = app.create_token(&gus, "read", &["read"]).await;
+    let (admin, _) = admin_login(&app).await;
+    let token = app.create_token(&admin, "admin", &["read", "admin"]).await;
+
+    let (status, groups) = api(&app, &token, Method::GET, "/api/v1/admin/groups").await;
+    assert_eq!(status, 200, "{groups}");
+    let members = |name: &str| {
+        groups["groups"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g["name"] == name))
+            .map(|g| g["members"].clone())
+    };
+    assert_eq!(members("Vision-Team"), Some(json!(["gus"])), "{groups}");
+    assert_eq!(members("zeta"), Some(json!(["gus"])), "{groups}");
+    assert_eq!(members("admin"), Some(json!(["admin"])), "{groups}");
+    let (status, sessions) = api(&app, &token, Method::GET, "/api/v1/admin/sessions").await;
+    assert_eq!(
+        (status, &sessions["sessions"]),
+        (StatusCode::OK, &json!([]))
+    );
+
+    let (status, _) = api(
+        &app,
+        &token,
+        Method::POST,
+        "/api/v1/admin/users/gus/disable",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(app.get_bearer("/api/v1/me", &gus_token).await.status(), 401);
+    let (_, users) = api(&app, &token, Method::GET, "/api/v1/admin/users").await;
+    let names: Vec<(&str, bool, bool)> = users["users"]
+        .as_array()
+        .expect("users")
+        .iter()
+        .filter_map(|u| {
+            Some((
+                u["username"].as_str()?,
+                u["admin"].as_bool()?,
+                u["disabled"].as_bool()?,
+            ))
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [("admin", true, false), ("gus", false, true)],
+        "{users}"
+    );
+    let (status, _) = api(&app, &token, Method::POST, "/api/v1/admin/users/gus/enable").await;
+    assert_eq!(status, 200);
+    assert_eq!(app.get_bearer("/api/v1/me", &gus_token).await.status(), 200);
+}
