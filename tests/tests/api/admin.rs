@@ -9,11 +9,12 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_with, Options, TestApp};
+use crate::helpers::{eventually, spawn_app, spawn_with, Options, TestApp};
 use crate::jobs::{cluster_config, private_root, JobCluster, JobUser};
 
 const RUN: Duration = Duration::from_secs(60);
 const PASSWORD: &str = "password-of-some-length";
+const ANN_UID: u32 = 20501;
 
 /// Every admin API route, with a body that would change something were it accepted.
 fn api_routes() -> Vec<(Method, &'static str, Option<Value>)> {
@@ -414,7 +415,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     let app = &c.app;
     let (admin, csrf) = admin_login(app).await;
     let admin_token = app.create_token(&admin, "admin", &["read", "admin"]).await;
-    let ann: JobUser = c.user("ann", 20401).await;
+    let ann: JobUser = c.user("ann", ANN_UID).await;
     let (ann_browser, ann_csrf) = browser(app, "ann", PASSWORD).await;
 
     // ann runs a job and a session.
@@ -605,6 +606,14 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     .await
     .expect("session ended");
     assert_eq!(ended["end_reason"], "cancelled", "{ended}");
+    eventually("no process of ann's is left", RUN, || async {
+        let out = std::process::Command::new("pgrep")
+            .args(["-u", &ANN_UID.to_string()])
+            .output()
+            .expect("pgrep");
+        out.stdout.is_empty()
+    })
+    .await;
 
     // Disable ann: no login, no token, no browser session; not oneself; enable again.
     let (status, html) = press(app, &admin, &csrf, "/admin/users/admin/disable").await;
