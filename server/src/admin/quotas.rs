@@ -296,6 +296,27 @@ impl Quotas {
             .map_err(|e| QuotaError::Unavailable(e.to_string()))
     }
 
+    /// Each user's own use now (GPUs, jobs, GPU time this period) by name, asked of
+    /// the scheduler at once.
+    pub async fn users_usage(
+        &self,
+        users: &[String],
+    ) -> Result<BTreeMap<String, LimitUsage>, QuotaError> {
+        let owners = users.iter().map(|u| Owner::user(u)).collect();
+        let each = self
+            .scheduler
+            .limit_usages(owners)
+            .await
+            .map_err(|e| QuotaError::Unavailable(e.to_string()))?;
+        // The user's own entry comes first (`Cluster::limit_usage`).
+        Ok(users
+            .iter()
+            .cloned()
+            .zip(each)
+            .filter_map(|(user, usage)| Some((user, usage.into_iter().next()?)))
+            .collect())
+    }
+
     /// Create a quota (audited with the change) and apply it.
     pub async fn create(
         &self,
@@ -384,7 +405,7 @@ pub struct Audit<'a> {
 }
 
 impl<'a> Audit<'a> {
-    fn entry(
+    pub(crate) fn entry(
         &self,
         action: &'a str,
         target: &'a str,

@@ -84,8 +84,8 @@ pub(super) enum Command {
         reply: Reply<()>,
     },
     LimitUsage {
-        owner: Owner,
-        reply: Reply<Vec<LimitUsage>>,
+        owners: Vec<Owner>,
+        reply: Reply<Vec<Vec<LimitUsage>>>,
     },
     Node {
         node: String,
@@ -209,7 +209,17 @@ impl Scheduler {
 
     /// The quotas that apply to `owner` and what of each is in use.
     pub async fn limit_usage(&self, owner: Owner) -> Result<Vec<LimitUsage>, SchedError> {
-        self.ask(|reply| Command::LimitUsage { owner, reply }).await
+        let mut each = self.limit_usages(vec![owner]).await?;
+        Ok(each.pop().unwrap_or_default())
+    }
+
+    /// [`Self::limit_usage`] of each of `owners`, in one request.
+    pub async fn limit_usages(
+        &self,
+        owners: Vec<Owner>,
+    ) -> Result<Vec<Vec<LimitUsage>>, SchedError> {
+        self.ask(|reply| Command::LimitUsage { owners, reply })
+            .await
     }
 
     /// Drain, resume or down a node. Answers once durable.
@@ -520,8 +530,12 @@ impl Actor {
                 let result = self.record(batch, &Event::Limits { limits, now });
                 self.reply_when_durable(batch, reply, result.map(|_| ()));
             }
-            Command::LimitUsage { owner, reply } => {
-                let _ = reply.send(Ok(self.cluster.limit_usage(&owner, now)));
+            Command::LimitUsage { owners, reply } => {
+                let each = owners
+                    .iter()
+                    .map(|owner| self.cluster.limit_usage(owner, now))
+                    .collect();
+                let _ = reply.send(Ok(each));
             }
             Command::Node {
                 node,

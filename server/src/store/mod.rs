@@ -26,7 +26,7 @@ pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
 pub use quotas::QuotaRecord;
 pub use sessions::LoginSession;
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
-pub use users::{NewUser, PosixIdentity, User};
+pub use users::{Group, NewUser, PosixIdentity, User};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");

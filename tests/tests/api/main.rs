@@ -1,6 +1,7 @@
 //! Black-box tests of the atrium binary: each test starts its own portal on port 0
 //! with its own data directory and database.
 
+mod admin;
 mod browser;
 mod cli;
 mod helpers;

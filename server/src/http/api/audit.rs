@@ -53,6 +53,23 @@ pub fn csv_field(text: &str) -> String {
     }
 }
 
+/// The newest `limit` audit entries, newest first.
+pub async fn audit_infos(state: &AppState, limit: i64) -> Result<Vec<AuditInfo>, ApiError> {
+    let entries = state.store.audit_entries(limit).await?;
+    Ok(entries
+        .into_iter()
+        .map(|e| AuditInfo {
+            id: e.id,
+            at: rfc3339(e.at),
+            actor: e.actor,
+            action: e.action,
+            target: e.target,
+            detail: serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::String(e.detail)),
+            client_addr: e.client_addr,
+        })
+        .collect())
+}
+
 /// The audit log, newest first.
 #[utoipa::path(get, path = "/api/v1/admin/audit", responses((status = 200, body = AuditList)))]
 pub async fn list(
@@ -68,19 +85,7 @@ pub async fn list(
     if !(1..=100_000).contains(&limit) {
         return Err(ApiError::bad_request("limit: must be from 1 to 100000"));
     }
-    let entries = state.store.audit_entries(limit).await?;
-    let entries: Vec<AuditInfo> = entries
-        .into_iter()
-        .map(|e| AuditInfo {
-            id: e.id,
-            at: rfc3339(e.at),
-            actor: e.actor,
-            action: e.action,
-            target: e.target,
-            detail: serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::String(e.detail)),
-            client_addr: e.client_addr,
-        })
-        .collect();
+    let entries = audit_infos(&state, limit).await?;
     match query.format.as_deref() {
         None | Some("json") => Ok(HttpResponse::Ok().json(AuditList { entries })),
         Some("csv") => {

@@ -2,6 +2,7 @@
 
 pub mod audit;
 mod cluster;
+pub mod groups;
 pub mod jobs;
 mod login;
 mod me;
@@ -10,6 +11,7 @@ pub mod output;
 pub mod quotas;
 pub mod sessions;
 pub mod tokens;
+pub mod users;
 
 use actix_web::web;
 
@@ -18,6 +20,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/me", web::get().to(me::get))
         .route("/me/usage", web::get().to(quotas::me_usage))
         .route("/admin/audit", web::get().to(audit::list))
+        .route("/admin/users", web::get().to(users::list))
+        .route("/admin/users/{name}/{action}", web::post().to(users::act))
+        .route("/admin/groups", web::get().to(groups::list))
+        .route("/admin/sessions", web::get().to(sessions::list_running))
         .route("/admin/nodes/{name}/{action}", web::post().to(nodes::act))
         .route("/admin/quotas", web::get().to(quotas::list))
         .route("/admin/quotas", web::post().to(quotas::create))
@@ -61,14 +67,17 @@ pub fn rfc3339(ms: i64) -> String {
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
           sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
-          audit::list, nodes::act),
+          audit::list, nodes::act, users::list, users::act, groups::list,
+          sessions::list_running),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
                        quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
                        quotas::QuotaUsage, crate::admin::QuotaLimits, audit::AuditInfo,
-                       audit::AuditList, nodes::NodeAction, nodes::NodeChanged)),
+                       audit::AuditList, nodes::NodeAction, nodes::NodeChanged,
+                       users::UserInfo, users::UserList, users::UserChanged,
+                       groups::GroupInfo, groups::GroupList)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

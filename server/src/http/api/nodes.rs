@@ -38,13 +38,27 @@ pub async fn act(
     caller.require(Scope::Admin)?;
     let (node, action) = path.into_inner();
     let reason = body.map(|b| b.into_inner().reason).unwrap_or_default();
+    let changed = set_node_audited(&state, &req, &caller, &node, &action, &reason).await?;
+    Ok(HttpResponse::Ok().json(changed))
+}
+
+/// Drain, resume or down `node` for `caller` (an administrator), audited with its
+/// state before and after: the one path for the API and the pages.
+pub async fn set_node_audited(
+    state: &AppState,
+    req: &HttpRequest,
+    caller: &Principal,
+    node: &str,
+    action: &str,
+    reason: &str,
+) -> Result<NodeChanged, ApiError> {
     let reason = reason.trim().to_string();
     if reason.len() > 200 || reason.chars().any(char::is_control) {
         return Err(ApiError::bad_request(
             "reason: at most 200 characters, on one line",
         ));
     }
-    let command = match action.as_str() {
+    let command = match action {
         "drain" | "down" if reason.is_empty() => {
             return Err(ApiError::bad_request(format!(
                 "reason: say why the node is {}",
@@ -71,7 +85,7 @@ pub async fn act(
         .ok_or(ApiError::NotFound)?
         .state
         .clone();
-    state.scheduler.set_node(node.clone(), command).await?;
+    state.scheduler.set_node(node.to_string(), command).await?;
     let (nodes, _) = state.scheduler.nodes().await?;
     let after = nodes
         .iter()
@@ -80,18 +94,15 @@ pub async fn act(
         .unwrap_or_else(|| before.clone());
     state
         .audit(
-            &req,
+            req,
             &caller.username,
             &format!("node.{action}"),
-            &node,
+            node,
             serde_json::json!({"before": before, "after": after, "reason": reason}),
         )
         .await?;
-    Ok(HttpResponse::Ok().json(NodeChanged {
-        node,
-        state: serde_json::to_value(&after)
-            .ok()
-            .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(str::to_string))
-            .unwrap_or_else(|| format!("{after:?}")),
-    }))
+    Ok(NodeChanged {
+        node: node.to_string(),
+        state: after.name().to_string(),
+    })
 }

@@ -114,14 +114,15 @@ pub fn checked_limits(limits: &QuotaLimits) -> Result<(), ApiError> {
         .map_err(|(field, message)| ApiError::bad_request(format!("limits.{field}: {message}")))
 }
 
-fn audit_by<'a>(caller: &'a Principal, client_addr: &'a str) -> Audit<'a> {
+/// Who makes a change, from where, for its audit entry.
+pub fn audit_by<'a>(caller: &'a Principal, client_addr: &'a str) -> Audit<'a> {
     Audit {
         actor: &caller.username,
         client_addr,
     }
 }
 
-fn period_name(state: &AppState) -> String {
+pub fn period_name(state: &AppState) -> String {
     match state.quotas.period() {
         scheduler::UsagePeriod::Month => "month",
         scheduler::UsagePeriod::Rolling { .. } => "rolling",

@@ -247,7 +247,13 @@ pub async fn stop_audited(
         "cancelled"
     };
     state.sessions.stop(id, reason).await?;
-    let detail = serde_json::json!({"user": record.user_name, "name": record.name});
+    let after = state.store.session(id).await?;
+    let detail = serde_json::json!({
+        "user": record.user_name,
+        "name": record.name,
+        "before": {"state": record.state},
+        "after": {"state": after.state, "end_reason": after.end_reason},
+    });
     state
         .audit(
             req,
@@ -317,10 +323,32 @@ pub async fn list(
         .sessions
         .list(&user, query.ended.unwrap_or(10).clamp(0, 1000))
         .await?;
+    let sessions = session_infos(&state, rows).await;
+    Ok(HttpResponse::Ok().json(SessionList { sessions }))
+}
+
+async fn session_infos(state: &AppState, rows: Vec<SessionRecord>) -> Vec<SessionInfo> {
     let mut sessions = Vec::with_capacity(rows.len());
     for r in rows {
-        sessions.push(session_info(&state, r).await);
+        sessions.push(session_info(state, r).await);
     }
+    sessions
+}
+
+/// Every user's sessions that have not ended, oldest first.
+pub async fn running_infos(state: &AppState) -> Result<Vec<SessionInfo>, ApiError> {
+    let rows = state.store.active_sessions().await?;
+    Ok(session_infos(state, rows).await)
+}
+
+/// Every user's sessions that have not ended (administrators).
+#[utoipa::path(get, path = "/api/v1/admin/sessions", responses((status = 200, body = SessionList)))]
+pub async fn list_running(
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Admin)?;
+    let sessions = running_infos(&state).await?;
     Ok(HttpResponse::Ok().json(SessionList { sessions }))
 }
 

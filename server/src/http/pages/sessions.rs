@@ -284,11 +284,12 @@ pub async fn hub_link(req: HttpRequest) -> HttpResponse {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::sessions::Progress;
 
-    fn info(state: &str, ready: bool) -> SessionInfo {
+    /// A session for render tests.
+    pub fn info(state: &str, ready: bool) -> SessionInfo {
         SessionInfo {
             id: 7,
             name: "<b>nb</b>".into(),
