@@ -79,6 +79,11 @@ runtime = "bubblewrap"
 home_root = "$work/home"
 [cluster]
 discover_gpus = true
+[[cluster.partitions]]
+name = "main"
+default = true
+cpus_per_gpu = 1
+mem_per_gpu_mb = 1024
 [sessions]
 idle_timeout = "20s"
 cull_interval = "2s"
@@ -121,7 +126,9 @@ api() { curl -sS -H "Authorization: Bearer $token" -H 'content-type: application
 
 # --- 1. Discovery ----------------------------------------------------------------------
 smi=$(nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits)
-listed=$(api "$base/api/v1/nodes" | json '"\n".join(f"{g[\"index\"]}, {g[\"uuid\"]}, {g[\"memory_mb\"]}, {g[\"model\"]}, {g[\"source\"]}, {g[\"present\"]}" for n in d["nodes"] for g in n.get("gpus", []))')
+listed=$(api "$base/api/v1/nodes" | "$python" -c 'import json, sys
+for g in json.load(sys.stdin)["gpus"]:
+    print(", ".join(str(g[k]) for k in ("index", "uuid", "memory_mb", "model", "source", "present")))')
 echo "nvidia-smi:"; sed 's/^/  /' <<<"$smi"
 echo "GET /api/v1/nodes:"; sed 's/^/  /' <<<"$listed"
 while IFS=, read -r index uuid name memory; do
@@ -149,11 +156,11 @@ if n:
 "'
 submit() { # GRES -> job id
     local script="#!/bin/bash
-#SBATCH -J gpu-check
+#SBATCH -J gpu-check -c 1 --mem=1G
 ${1:+#SBATCH --gres=$1}
 $probe"
     api -d "$("$python" -c 'import json, sys; print(json.dumps({"script": sys.argv[1], "working_directory": sys.argv[2]}))' "$script" "$work/home/gpu")" \
-        "$base/api/v1/jobs" | json 'd["id"]'
+        "$base/api/v1/jobs" | json 'd.get("id") or sys.exit("submit: %s" % d)'
 }
 finished() { [[ "$(api "$base/api/v1/jobs/$1" | json 'd["state"]')" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY)$ ]]; }
 output() { api "$base/api/v1/jobs/$1/output" 2>/dev/null || true; }

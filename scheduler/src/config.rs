@@ -124,9 +124,8 @@ impl Default for BillingWeights {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LimitsConfig {
-    /// Length of the period GPU-minute limits count over, seconds (periods start at
-    /// multiples of it since the epoch).
-    pub period_secs: u64,
+    /// The period GPU-minute limits count over.
+    pub period: UsagePeriod,
     /// Limits of users not listed in `users`.
     pub default_user: Limits,
     pub users: BTreeMap<String, Limits>,
@@ -137,13 +136,25 @@ pub struct LimitsConfig {
 impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
-            period_secs: 30 * 86_400,
+            period: UsagePeriod::Month,
             default_user: Limits::default(),
             users: BTreeMap::new(),
             groups: BTreeMap::new(),
             accounts: BTreeMap::new(),
         }
     }
+}
+
+/// The period GPU-minute limits count over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum UsagePeriod {
+    /// Calendar months (UTC): usage starts again at 0 on the first of each month.
+    Month,
+    /// Fixed periods of this many seconds, starting at multiples of it since the epoch.
+    Fixed { secs: u64 },
+    /// The last `secs` seconds, sliding: a job's GPU time counts until it is older.
+    Rolling { secs: u64 },
 }
 
 /// One set of limits; `None` is unlimited.

@@ -23,10 +23,11 @@ mod views;
 pub use cluster::{Allocation, CancelEffect, Cluster, Decision, NodeAllocation, Reservation};
 pub use config::{
     BackfillConfig, BillingWeights, ClusterConfig, FairshareConfig, LimitScope, Limits,
-    LimitsConfig, PriorityWeights, QosConfig,
+    LimitsConfig, PriorityWeights, QosConfig, UsagePeriod,
 };
 pub use error::{ConfigError, OpError, SubmitError};
 pub use model::*;
 pub use parse::{parse_args, parse_script, ParseError};
+pub use policy::limits::LimitUsage;
 pub use snapshot::Snapshot;
 pub use views::{JobView, NodeView, PartitionView, SliceUsage, SqueueFilter};

@@ -202,6 +202,152 @@ fn gpu_minutes_per_period() {
 }
 
 #[test]
+fn calendar_months_bound_the_gpu_minute_period() {
+    // 2026-02-15T12:00:00Z; February 2026 has 28 days.
+    let now = 1_771_156_800;
+    let (start, end) = UsagePeriod::Month.bounds(now);
+    assert_eq!(start, 1_769_904_000); // 2026-02-01
+    assert_eq!(end, 1_772_323_200); // 2026-03-01
+    assert_eq!(
+        UsagePeriod::Month.index(start),
+        UsagePeriod::Month.index(end - 1)
+    );
+    assert_eq!(
+        UsagePeriod::Month.index(end),
+        UsagePeriod::Month.index(start) + 1
+    );
+    // A leap year's February, and a December rolling into January.
+    assert_eq!(UsagePeriod::Month.bounds(951_782_400).1, 951_868_800); // 2000-02-29 → 03-01
+    assert_eq!(UsagePeriod::Month.bounds(1_798_675_200).0, 1_796_083_200); // 2026-12-31 → 12-01
+    assert_eq!(UsagePeriod::Month.bounds(1_798_675_200).1, 1_798_761_600); // → 2027-01-01
+
+    // Usage charged in one month does not count in the next.
+    let mut c = cluster(1, 8);
+    c.limits.default_user.max_gpu_minutes = Some(60);
+    let mut cl = Cluster::new(c).unwrap();
+    let a = cl
+        .submit(req("#SBATCH --gres=gpu:1 -t 60"), &alice(), start)
+        .unwrap();
+    let b = cl
+        .submit(req("#SBATCH --gres=gpu:1 -t 60"), &alice(), start)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(start)), vec![a]);
+    cl.job_finished(a, JobOutcome::Exited(0), start + 3600)
+        .unwrap();
+    assert!(starts(&cl.schedule(start + 3600)).is_empty());
+    assert_eq!(
+        cl.job(b, start + 3600).unwrap().reason,
+        Some(PendingReason::AssocGrpGresMinutes)
+    );
+    assert_eq!(starts(&cl.schedule(end)), vec![b]);
+}
+
+#[test]
+fn a_rolling_window_counts_what_ended_jobs_used_within_it() {
+    let mut c = cluster(1, 8);
+    c.limits.period = UsagePeriod::Rolling { secs: 7200 };
+    c.limits.default_user.max_gpu_minutes = Some(120);
+    let mut cl = Cluster::new(c).unwrap();
+    let a = cl
+        .submit(req("#SBATCH --gres=gpu:2 -t 60"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)), vec![a]);
+    // 2 GPUs × 60 minutes reserved: nothing more fits.
+    let b = cl
+        .submit(req("#SBATCH --gres=gpu:1 -t 30"), &alice(), 0)
+        .unwrap();
+    assert!(starts(&cl.schedule(0)).is_empty());
+    // a used 2 × 30 minutes: 60 GPU-minutes count in the window, 60 are left.
+    cl.job_finished(a, JobOutcome::Exited(0), 1800).unwrap();
+    assert_eq!(starts(&cl.schedule(1800)), vec![b]);
+    let usage = cl.limit_usage(&alice(), 1800);
+    assert_eq!(usage[0].scope, LimitScope::DefaultUser);
+    assert_eq!(usage[0].gpu_milli_seconds, 2000 * 1800 + 1000 * 1800);
+    cl.job_finished(b, JobOutcome::Exited(0), 3600).unwrap();
+    // The window is the last two hours: at 7200 s both jobs count in full; at
+    // 9000 s a (0–1800) has left it; at 10 800 s b (1800–3600) has too.
+    assert_eq!(
+        cl.limit_usage(&alice(), 7200)[0].gpu_milli_seconds,
+        2000 * 1800 + 1000 * 1800
+    );
+    assert_eq!(
+        cl.limit_usage(&alice(), 9000)[0].gpu_milli_seconds,
+        1000 * 1800
+    );
+    assert_eq!(cl.limit_usage(&alice(), 10_800)[0].gpu_milli_seconds, 0);
+}
+
+#[test]
+fn a_group_limit_set_later_caps_the_members_already_running() {
+    let mut cl = Cluster::new(cluster(1, 8)).unwrap();
+    let owner = |user: &str| Owner {
+        groups: vec!["vision".into()],
+        ..Owner::user(user)
+    };
+    let a = cl
+        .submit(req("#SBATCH --gres=gpu:2"), &owner("ann"), 0)
+        .unwrap();
+    let b = cl
+        .submit(req("#SBATCH --gres=gpu:2"), &owner("ben"), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)).len(), 2);
+    let mut limits = cl.config().limits.clone();
+    limits.groups.insert(
+        "vision".into(),
+        Limits {
+            max_gpus: Some(4),
+            ..Default::default()
+        },
+    );
+    cl.set_limits_config(limits, 1);
+    let c = cl
+        .submit(req("#SBATCH --gres=gpu:1"), &owner("ann"), 1)
+        .unwrap();
+    assert!(starts(&cl.schedule(1)).is_empty());
+    assert_eq!(
+        cl.job(c, 1).unwrap().reason,
+        Some(PendingReason::AssocGrpGres)
+    );
+    let usage = cl.limit_usage(&owner("ann"), 1);
+    assert_eq!(usage[1].scope, LimitScope::Group("vision".into()));
+    assert_eq!(usage[1].gpus_milli, 4000);
+    assert_eq!(usage[1].running_jobs, 2);
+    cl.job_finished(a, JobOutcome::Exited(0), 2).unwrap();
+    assert_eq!(starts(&cl.schedule(2)), vec![c]);
+    let _ = b;
+}
+
+#[test]
+fn a_new_configuration_keeps_the_gpu_time_used_this_period() {
+    let mut c = cluster(1, 8);
+    c.limits.default_user.max_gpu_minutes = Some(60);
+    let mut old = Cluster::new(c.clone()).unwrap();
+    let a = old
+        .submit(req("#SBATCH --gres=gpu:1 -t 60"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&old.schedule(0)), vec![a]);
+    old.job_finished(a, JobOutcome::Exited(0), 1800).unwrap();
+    let used = old.limit_usage(&alice(), 1800)[0].gpu_milli_seconds;
+    assert_eq!(used, 1000 * 1800);
+    // Two nodes now: the usage of the period carries over, not the old node's jobs.
+    let mut bigger = cluster(2, 8);
+    bigger.limits = c.limits.clone();
+    let mut new = Cluster::new(bigger).unwrap();
+    new.keep_usage_of(&old);
+    let usage = new.limit_usage(&alice(), 1800);
+    assert_eq!(usage[0].gpu_milli_seconds, used);
+    assert_eq!((usage[0].gpus_milli, usage[0].running_jobs), (0, 0));
+    let b = new
+        .submit(req("#SBATCH --gres=gpu:1 -t 31"), &alice(), 1800)
+        .unwrap();
+    assert!(starts(&new.schedule(1800)).is_empty());
+    assert_eq!(
+        new.job(b, 1800).unwrap().reason,
+        Some(PendingReason::AssocGrpGresMinutes)
+    );
+}
+
+#[test]
 fn easy_backfill_uses_holes_without_delaying_the_top_job() {
     let mut c = cluster(2, 8);
     c.backfill.max_reservations = 1;

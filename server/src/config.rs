@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod quotas;
 mod sessions;
+pub use quotas::QuotasConfig;
 pub use sessions::{
     is_name as is_session_name, EnvironmentConfig, HumanDuration, MountConfig, SessionsConfig,
     StorageConfig,
@@ -117,6 +119,7 @@ pub struct Config {
     /// What sessions (and jobs that name one) run in; none: this machine's software.
     pub environments: Vec<EnvironmentConfig>,
     pub storage: StorageConfig,
+    pub quotas: QuotasConfig,
 }
 
 /// How batch jobs run.
@@ -457,6 +460,7 @@ impl Default for Config {
             sessions: SessionsConfig::default(),
             environments: Vec::new(),
             storage: StorageConfig::default(),
+            quotas: QuotasConfig::default(),
         }
     }
 }
@@ -1128,6 +1132,7 @@ impl Config {
             &mut problem,
         );
         self.accounts.check(&mut problem);
+        self.quotas.check(&mut problem);
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
             problem(
                 "log.filter",

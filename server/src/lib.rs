@@ -5,6 +5,7 @@
 //! client.
 
 pub mod accounting;
+pub mod admin;
 pub mod auth;
 pub mod cli;
 pub mod client;

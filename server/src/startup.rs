@@ -146,6 +146,12 @@ impl Application {
         let spool = settings.spool_dir.clone();
         let (scheduler, scheduler_task) =
             Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?;
+        let quotas = crate::admin::Quotas::load(
+            store.clone(),
+            scheduler.clone(),
+            config.quotas.usage_period(),
+        )
+        .await?;
         let config = Arc::new(config);
         let (sessions, culler) = crate::sessions::Sessions::start(
             store.clone(),
@@ -158,6 +164,7 @@ impl Application {
         .await?;
         let state = web::Data::new(AppState {
             scheduler,
+            quotas,
             inventory,
             jobs: http::JobsRuntime {
                 drop_privileges: as_root,

@@ -209,6 +209,27 @@ impl Cluster {
         &self.cfg
     }
 
+    /// Takes over what `old`, a cluster with no job pending or running, counted for
+    /// its users, groups and accounts (GPU time this period, fair-share usage), so
+    /// that a new configuration does not forget it.
+    pub fn keep_usage_of(&mut self, old: &Cluster) {
+        self.owners = old.owners.clone();
+        self.owner_ids = old.owner_ids.clone();
+        self.entities = old.entities.clone();
+        self.entity_ids = old.entity_ids.clone();
+        for e in &mut self.entities {
+            let u = &mut e.usage;
+            (u.gpus_milli, u.running, u.submitted) = (0, 0, 0);
+            u.by_type = [0; resources::MAX_CLASSES];
+            e.limits = Default::default();
+        }
+        for i in 0..self.entities.len() {
+            let lim = self.limits_for(self.entities[i].kind, &self.entities[i].name.clone());
+            self.entities[i].limits = lim;
+        }
+        self.fs_totals.set(None);
+    }
+
     /// Reservations made by the last pass, highest priority first.
     pub fn reservations(&self) -> &[Reservation] {
         &self.reservations

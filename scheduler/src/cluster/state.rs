@@ -119,8 +119,12 @@ pub(crate) struct Usage {
     pub running: u32,
     pub submitted: u32,
     pub period: i64,
-    /// Milli-GPU-seconds charged in `period`.
+    /// Milli-GPU-seconds charged in `period` (a rolling period: the running jobs'
+    /// reservations, `GPUs × time limit`).
     pub period_charged: u64,
+    /// A rolling period's jobs that ended within it: `(start, end, milli-GPUs)`.
+    #[serde(default)]
+    pub window: Vec<(Time, Time, u64)>,
     /// Decayed fair-share usage (billing units × seconds), its rate, last update.
     #[serde(with = "f64_bits")]
     pub fs_usage: f64,

@@ -143,9 +143,10 @@ impl Cluster {
                     return Err(SubmitError::LimitExceeded {
                         reason: "MaxGRES",
                         detail: format!(
-                            "{} may use {max} GPUs at once; the job asks {:.3}",
+                            "{} may use {max} GPUs at once; the job asks {}, and {} are in use",
                             scope(),
-                            gpu_milli as f64 / 1000.0
+                            fmt_gpus(gpu_milli),
+                            fmt_gpus(ent.usage.gpus_milli)
                         ),
                     });
                 }
@@ -155,8 +156,12 @@ impl Cluster {
                     return Err(SubmitError::LimitExceeded {
                         reason: "GrpGRESMinutes",
                         detail: format!(
-                            "{} may use {max} GPU-minutes per period; the job could use more",
-                            scope()
+                            "{} may use {max} GPU-minutes per period; the job could use {}, \
+                             and {} are used",
+                            scope(),
+                            time.map_or("more".to_string(), |t| (gpu_milli * t / 60_000)
+                                .to_string()),
+                            self.period_used(&ent.usage, now) / 60_000
                         ),
                     });
                 }
@@ -260,10 +265,10 @@ impl Cluster {
             return o;
         }
         let mut entities = vec![self.intern_entity(EntityKind::User, &key.user)];
+        // Every group counts its members' use, so that a group limit set later
+        // applies at once.
         for g in &key.groups {
-            if self.cfg.limits.groups.contains_key(g) {
-                entities.push(self.intern_entity(EntityKind::Group, g));
-            }
+            entities.push(self.intern_entity(EntityKind::Group, g));
         }
         entities.push(self.intern_entity(EntityKind::Account, account));
         let id = self.owners.len() as u32;
@@ -275,7 +280,7 @@ impl Cluster {
         id
     }
 
-    fn intern_entity(&mut self, kind: EntityKind, name: &str) -> u32 {
+    pub(crate) fn intern_entity(&mut self, kind: EntityKind, name: &str) -> u32 {
         if let Some(&e) = self.entity_ids.get(&(kind, name.to_string())) {
             return e;
         }
@@ -500,6 +505,15 @@ impl Cluster {
         self.shapes.push(shape);
         self.shape_ids.insert(key, id);
         Ok(id)
+    }
+}
+
+/// Milli-GPUs as GPUs: `2`, `0.143`.
+fn fmt_gpus(milli: u64) -> String {
+    if milli.is_multiple_of(1000) {
+        (milli / 1000).to_string()
+    } else {
+        format!("{:.3}", milli as f64 / 1000.0)
     }
 }
 

@@ -23,6 +23,9 @@ pub enum ApiError {
     InvalidCredentials,
     #[error("{0}")]
     Forbidden(String),
+    /// The request would go over a quota: names it, its value and the use now.
+    #[error("{0}")]
+    QuotaExceeded(String),
     #[error("not found")]
     NotFound,
     #[error("{0}")]
@@ -73,6 +76,7 @@ impl ApiError {
             Self::Unauthorized | Self::LoginRequired { .. } => "unauthorized",
             Self::InvalidCredentials => "invalid_credentials",
             Self::Forbidden(_) => "forbidden",
+            Self::QuotaExceeded(_) => "quota_exceeded",
             Self::NotFound => "not_found",
             Self::Conflict(_) => "conflict",
             Self::PayloadTooLarge { .. } => "payload_too_large",
@@ -90,7 +94,7 @@ impl ResponseError for ApiError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::QuotaExceeded(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,

@@ -41,6 +41,7 @@ pub struct AppState {
     pub secure_cookies: bool,
     pub trusted_proxies: Vec<IpAddr>,
     pub scheduler: crate::sched::Scheduler,
+    pub quotas: crate::admin::Quotas,
     pub inventory: Arc<crate::sched::inventory::Inventory>,
     pub jobs: JobsRuntime,
     pub sessions: crate::sessions::Sessions,

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use scheduler::{
-    Cluster, ClusterConfig, Decision, JobId, JobOutcome, JobState, JobView, NodeView, Owner,
-    PartitionView, SqueueFilter, Time,
+    Cluster, ClusterConfig, Decision, JobId, JobOutcome, JobState, JobView, LimitUsage,
+    LimitsConfig, NodeCommand, NodeView, Owner, PartitionView, SqueueFilter, Time,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -78,6 +78,19 @@ pub(super) enum Command {
     },
     Nodes {
         reply: Reply<(Vec<NodeView>, Vec<PartitionView>)>,
+    },
+    Limits {
+        limits: Box<LimitsConfig>,
+        reply: Reply<()>,
+    },
+    LimitUsage {
+        owners: Vec<Owner>,
+        reply: Reply<Vec<Vec<LimitUsage>>>,
+    },
+    Node {
+        node: String,
+        command: NodeCommand,
+        reply: Reply<()>,
     },
     StepEnded(StepEnd),
 }
@@ -183,6 +196,40 @@ impl Scheduler {
     /// Nodes and partitions as `sinfo` shows them.
     pub async fn nodes(&self) -> Result<(Vec<NodeView>, Vec<PartitionView>), SchedError> {
         self.ask(|reply| Command::Nodes { reply }).await
+    }
+
+    /// Replace every quota; they apply from the next pass. Answers once durable.
+    pub async fn set_limits(&self, limits: LimitsConfig) -> Result<(), SchedError> {
+        self.ask(|reply| Command::Limits {
+            limits: Box::new(limits),
+            reply,
+        })
+        .await
+    }
+
+    /// The quotas that apply to `owner` and what of each is in use.
+    pub async fn limit_usage(&self, owner: Owner) -> Result<Vec<LimitUsage>, SchedError> {
+        let mut each = self.limit_usages(vec![owner]).await?;
+        Ok(each.pop().unwrap_or_default())
+    }
+
+    /// [`Self::limit_usage`] of each of `owners`, in one request.
+    pub async fn limit_usages(
+        &self,
+        owners: Vec<Owner>,
+    ) -> Result<Vec<Vec<LimitUsage>>, SchedError> {
+        self.ask(|reply| Command::LimitUsage { owners, reply })
+            .await
+    }
+
+    /// Drain, resume or down a node. Answers once durable.
+    pub async fn set_node(&self, node: String, command: NodeCommand) -> Result<(), SchedError> {
+        self.ask(|reply| Command::Node {
+            node,
+            command,
+            reply,
+        })
+        .await
     }
 }
 
@@ -475,7 +522,59 @@ impl Actor {
             Command::Nodes { reply } => {
                 let _ = reply.send(Ok((self.cluster.nodes(), self.cluster.sinfo())));
             }
+            Command::Limits { limits, reply } => {
+                if self.cluster.config().limits == *limits {
+                    let _ = reply.send(Ok(()));
+                    return;
+                }
+                let result = self.record(batch, &Event::Limits { limits, now });
+                self.reply_when_durable(batch, reply, result.map(|_| ()));
+            }
+            Command::LimitUsage { owners, reply } => {
+                let each = owners
+                    .iter()
+                    .map(|owner| self.cluster.limit_usage(owner, now))
+                    .collect();
+                let _ = reply.send(Ok(each));
+            }
+            Command::Node {
+                node,
+                command,
+                reply,
+            } => {
+                let result = self.record(batch, &Event::Node { node, command, now });
+                let result = match result {
+                    Ok(Applied::Decisions(decisions)) => {
+                        self.decided(batch, decisions, now);
+                        Ok(())
+                    }
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(e),
+                };
+                self.reply_when_durable(batch, reply, result);
+            }
             Command::StepEnded(end) => self.step_ended(batch, end, now),
+        }
+    }
+
+    /// Answer once the batch is written; a change the cluster refused is a conflict.
+    fn reply_when_durable(
+        &self,
+        batch: &mut Batch,
+        reply: Reply<()>,
+        result: Result<(), ApplyError>,
+    ) {
+        match result {
+            Ok(()) => batch.replies.push(Box::new(move |ok| {
+                let _ = reply.send(if ok {
+                    Ok(())
+                } else {
+                    Err(SchedError::Unavailable)
+                });
+            })),
+            Err(e) => {
+                let _ = reply.send(Err(SchedError::Conflict(e.to_string())));
+            }
         }
     }
 
@@ -618,6 +717,11 @@ impl Actor {
             Ok(Applied::Decisions(d)) => d,
             _ => return,
         };
+        self.decided(batch, decisions, now);
+    }
+
+    /// Carry out what the cluster decided: starts, cancels, kills.
+    fn decided(&mut self, batch: &mut Batch, decisions: Vec<Decision>, now: Time) {
         for d in decisions {
             match d {
                 Decision::Start { job, allocation } => {
@@ -818,13 +922,19 @@ async fn rebuild(store: &Store, config: &ClusterConfig) -> anyhow::Result<(Clust
         }
         seq = *s;
     }
-    if cluster.config() != config {
+    // Quotas come from the database (through logged events), not from the file.
+    let config = ClusterConfig {
+        limits: cluster.config().limits.clone(),
+        ..config.clone()
+    };
+    if *cluster.config() != config {
         let active = cluster.squeue(&SqueueFilter::default(), now_secs()).len();
         if active == 0 {
             tracing::info!(
                 "the cluster configuration changed; the queue is empty, so it applies now"
             );
-            cluster = Cluster::new(config.clone())?;
+            let old = std::mem::replace(&mut cluster, Cluster::new(config)?);
+            cluster.keep_usage_of(&old);
         } else {
             tracing::warn!(
                 active,

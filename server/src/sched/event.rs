@@ -3,8 +3,8 @@
 //! replayed cluster makes exactly the decisions the live one made.
 
 use scheduler::{
-    CancelEffect, Cluster, Decision, JobId, JobOutcome, JobRequest, JobState, OpError, Owner,
-    SubmitError, Time,
+    CancelEffect, Cluster, Decision, JobId, JobOutcome, JobRequest, JobState, LimitsConfig,
+    NodeCommand, OpError, Owner, SubmitError, Time,
 };
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,17 @@ pub enum Event {
     /// Forget jobs that ended at or before this time (their rows stay in the database).
     Purge {
         ended_before: Time,
+    },
+    /// Every quota, as the database has them now.
+    Limits {
+        limits: Box<LimitsConfig>,
+        now: Time,
+    },
+    /// Drain, resume or down a node.
+    Node {
+        node: String,
+        command: NodeCommand,
+        now: Time,
     },
 }
 
@@ -100,6 +111,13 @@ impl Event {
             }
             Event::Purge { ended_before } => {
                 Applied::Purged(cluster.purge_ended(*ended_before).len())
+            }
+            Event::Limits { limits, now } => {
+                cluster.set_limits_config(limits.as_ref().clone(), *now);
+                Applied::Done
+            }
+            Event::Node { node, command, now } => {
+                Applied::Decisions(cluster.set_node_state(node, command.clone(), *now)?)
             }
         })
     }

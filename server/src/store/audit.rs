@@ -28,6 +28,16 @@ pub struct AuditEntry {
 impl Store {
     #[tracing::instrument(skip_all, fields(action = entry.action), err)]
     pub async fn audit(&self, entry: &NewAuditEntry<'_>, now: i64) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        Self::audit_in(&mut conn, entry, now).await
+    }
+
+    /// Write an audit entry on a connection, inside the transaction of the change.
+    pub(super) async fn audit_in(
+        conn: &mut sqlx::AnyConnection,
+        entry: &NewAuditEntry<'_>,
+        now: i64,
+    ) -> Result<()> {
         sqlx::query(
             "INSERT INTO audit_log (at, actor, action, target, detail, client_addr) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -38,7 +48,7 @@ impl Store {
         .bind(entry.target)
         .bind(entry.detail)
         .bind(entry.client_addr)
-        .execute(&self.pool)
+        .execute(conn)
         .await?;
         Ok(())
     }

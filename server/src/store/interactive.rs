@@ -265,3 +265,34 @@ impl Store {
         rows.iter().map(from_row).collect()
     }
 }
+
+impl Store {
+    /// Sessions not ended of `user`, and of the members of each of `groups`, keyed
+    /// `user:NAME` and `group:NAME`.
+    pub async fn running_sessions(
+        &self,
+        user: &str,
+        groups: &[String],
+    ) -> Result<std::collections::BTreeMap<String, u32>> {
+        let mut out = std::collections::BTreeMap::new();
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sessions WHERE user_name = $1 AND ended_at IS NULL",
+        )
+        .bind(user)
+        .fetch_one(&self.pool)
+        .await?;
+        out.insert(format!("user:{user}"), n as u32);
+        for g in groups {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM sessions s JOIN users u ON u.username = s.user_name \
+                 JOIN memberships m ON m.user_id = u.id JOIN groups g ON g.id = m.group_id \
+                 WHERE g.name = $1 AND s.ended_at IS NULL",
+            )
+            .bind(g)
+            .fetch_one(&self.pool)
+            .await?;
+            out.insert(format!("group:{g}"), n as u32);
+        }
+        Ok(out)
+    }
+}

@@ -8,6 +8,7 @@ mod accounting;
 mod audit;
 mod interactive;
 mod jobs;
+mod quotas;
 mod sessions;
 mod tokens;
 mod users;
@@ -27,9 +28,10 @@ pub use accounting::{
 pub use audit::{AuditEntry, NewAuditEntry};
 pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
+pub use quotas::QuotaRecord;
 pub use sessions::LoginSession;
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
-pub use users::{NewUser, PosixIdentity, User};
+pub use users::{Group, NewUser, PosixIdentity, User};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");

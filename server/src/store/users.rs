@@ -27,6 +27,15 @@ pub struct User {
     pub last_login_at: Option<i64>,
 }
 
+/// A group row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub name: String,
+    pub gid_number: Option<i64>,
+    /// `local` or `ldap`.
+    pub source: String,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct NewUser {
     pub username: String,
@@ -435,6 +444,36 @@ impl Store {
         .await?;
         rows.iter()
             .map(|r| r.try_get::<String, _>(0).map_err(StoreError::from))
+            .collect()
+    }
+
+    /// Every group, by name.
+    pub async fn list_groups(&self) -> Result<Vec<Group>> {
+        let rows = sqlx::query("SELECT name, gid_number, source FROM groups ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Group {
+                    name: row.try_get("name")?,
+                    gid_number: opt_i64(row, "gid_number")?,
+                    source: row.try_get("source")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every membership as `(group, user)` names, sorted by group then user.
+    pub async fn memberships(&self) -> Result<Vec<(String, String)>> {
+        let rows = sqlx::query(
+            "SELECT g.name AS group_name, u.username FROM memberships m \
+             JOIN groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id \
+             ORDER BY g.name, u.username",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("group_name")?, row.try_get("username")?)))
             .collect()
     }
 

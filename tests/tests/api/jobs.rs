@@ -97,8 +97,8 @@ impl JobCluster {
             "--home",
             home.to_str().expect("utf-8"),
         ];
-        for group in groups {
-            args.extend(["--group", group]);
+        for g in groups {
+            args.extend(["--group", g]);
         }
         let out = self.app.cli(&args, "password-of-some-length\n");
         assert!(

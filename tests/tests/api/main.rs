@@ -2,6 +2,7 @@
 //! with its own data directory and database.
 
 mod accounting;
+mod admin;
 mod browser;
 mod cli;
 mod helpers;
@@ -12,6 +13,7 @@ mod jobs_crash;
 mod ldap;
 mod login;
 mod postgres;
+mod quotas;
 mod sessions;
 mod slurm_cli;
 mod tls;

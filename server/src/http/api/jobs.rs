@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use scheduler::{JobId, JobState, JobView, Owner, SqueueFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -547,6 +547,7 @@ pub struct Done {
 }
 
 async fn control(
+    req: HttpRequest,
     caller: Principal,
     state: web::Data<AppState>,
     id: &str,
@@ -554,34 +555,71 @@ async fn control(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
     let job = parse_id(id)?;
-    let who = requester(&caller);
-    match action {
-        "cancel" => state.scheduler.cancel(&who, job).await?,
-        "hold" => state.scheduler.hold(&who, job).await?,
-        "release" => state.scheduler.release(&who, job).await?,
-        _ => state.scheduler.requeue(&who, job).await?,
-    }
-    let info = job_info(&state, &caller, job).await?;
+    let info = control_audited(&state, &req, &caller, job, action).await?;
     Ok(HttpResponse::Ok().json(Done {
         id: info.id,
         state: info.state,
     }))
 }
 
+/// Cancel, hold, release or requeue `job` (`action`) for `caller`; an
+/// administrator's action on another user's job is written to the audit log with the
+/// job's state before and after. The one path for the API and the pages.
+pub async fn control_audited(
+    state: &AppState,
+    req: &HttpRequest,
+    caller: &Principal,
+    job: JobId,
+    action: &str,
+) -> Result<JobInfo, ApiError> {
+    let who = requester(caller);
+    let before = if caller.is_admin {
+        state.scheduler.job(&who, job).await.ok()
+    } else {
+        None
+    };
+    match action {
+        "cancel" => state.scheduler.cancel(&who, job).await?,
+        "hold" => state.scheduler.hold(&who, job).await?,
+        "release" => state.scheduler.release(&who, job).await?,
+        _ => state.scheduler.requeue(&who, job).await?,
+    }
+    let info = job_info(state, caller, job).await?;
+    if let Some(before) = before.filter(|v| v.user != caller.username) {
+        let detail = serde_json::json!({
+            "user": before.user,
+            "before": {"state": before.state.name()},
+            "after": {"state": info.state},
+        });
+        state
+            .audit(
+                req,
+                &caller.username,
+                &format!("job.{action}"),
+                &info.id,
+                detail,
+            )
+            .await?;
+    }
+    Ok(info)
+}
+
 /// Cancel a job (a running one gets SIGTERM, then SIGKILL after the grace time).
 #[utoipa::path(delete, path = "/api/v1/jobs/{id}", responses((status = 200, body = Done), (status = 404), (status = 409)))]
 pub async fn cancel(
+    req: HttpRequest,
     caller: Principal,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    control(caller, state, &id, "cancel").await
+    control(req, caller, state, &id, "cancel").await
 }
 
 /// Hold, release or requeue a job.
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/{action}", params(("action" = String, Path, description = "hold, release or requeue")),
     responses((status = 200, body = Done), (status = 404), (status = 409)))]
 pub async fn act(
+    req: HttpRequest,
     caller: Principal,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -590,5 +628,5 @@ pub async fn act(
     if !matches!(action.as_str(), "hold" | "release" | "requeue") {
         return Err(ApiError::NotFound);
     }
-    control(caller, state, &id, &action).await
+    control(req, caller, state, &id, &action).await
 }

@@ -1,19 +1,36 @@
 //! The JSON API under `/api/v1`, one file per resource.
 
 pub mod accounting;
+pub mod audit;
 mod cluster;
+pub mod groups;
 pub mod jobs;
 mod login;
 mod me;
+pub mod nodes;
 pub mod output;
+pub mod quotas;
 pub mod sessions;
 pub mod tokens;
+pub mod users;
 
 use actix_web::web;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/login", web::post().to(login::post))
         .route("/me", web::get().to(me::get))
+        .route("/me/usage", web::get().to(quotas::me_usage))
+        .route("/admin/audit", web::get().to(audit::list))
+        .route("/admin/users", web::get().to(users::list))
+        .route("/admin/users/{name}/{action}", web::post().to(users::act))
+        .route("/admin/groups", web::get().to(groups::list))
+        .route("/admin/sessions", web::get().to(sessions::list_running))
+        .route("/admin/nodes/{name}/{action}", web::post().to(nodes::act))
+        .route("/admin/quotas", web::get().to(quotas::list))
+        .route("/admin/quotas", web::post().to(quotas::create))
+        .route("/admin/quotas/{id}", web::get().to(quotas::get))
+        .route("/admin/quotas/{id}", web::put().to(quotas::update))
+        .route("/admin/quotas/{id}", web::delete().to(quotas::delete))
         .route("/tokens", web::get().to(tokens::list))
         .route("/tokens", web::post().to(tokens::create))
         .route("/tokens/{id}", web::delete().to(tokens::revoke))
@@ -51,12 +68,19 @@ pub fn rfc3339(ms: i64) -> String {
     info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes and usage accounting of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
-          sessions::environments, cluster::partitions, cluster::nodes,
-          accounting::get, accounting::chart),
+          sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
+          quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
+          audit::list, nodes::act, users::list, users::act, groups::list,
+          sessions::list_running, accounting::get, accounting::chart),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
-                       cluster::Partitions, cluster::Nodes,
+                       cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
+                       quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
+                       quotas::QuotaUsage, crate::admin::QuotaLimits, audit::AuditInfo,
+                       audit::AuditList, nodes::NodeAction, nodes::NodeChanged,
+                       users::UserInfo, users::UserList, users::UserChanged,
+                       groups::GroupInfo, groups::GroupList,
                        crate::accounting::answer::Accounting, crate::accounting::answer::Totals,
                        crate::accounting::answer::JobUsage, crate::accounting::answer::KeyUsage)),
     modifiers(&BearerAuth)

@@ -184,6 +184,7 @@ pub async fn start_audited(
     request: StartRequest,
 ) -> Result<SessionRecord, ApiError> {
     let owner = super::jobs::owner_of(state, caller).await?;
+    check_quotas(state, &owner, &request).await?;
     let record = state.sessions.launch(owner, request).await?;
     let detail = serde_json::json!({"name": record.name, "kind": record.kind, "gres": record.gres});
     state
@@ -196,6 +197,36 @@ pub async fn start_audited(
         )
         .await?;
     Ok(record)
+}
+
+/// Refuse a session the caller's quotas do not allow now, saying which and why.
+async fn check_quotas(
+    state: &AppState,
+    owner: &scheduler::Owner,
+    request: &StartRequest,
+) -> Result<(), ApiError> {
+    let counted: Vec<String> = state
+        .quotas
+        .applying(owner)
+        .into_iter()
+        .filter(|q| q.limits.max_sessions.is_some())
+        .filter_map(|q| match q.scope {
+            scheduler::LimitScope::Group(g) => Some(g),
+            _ => None,
+        })
+        .collect();
+    let running = state.store.running_sessions(&owner.user, &counted).await?;
+    let gpus = request
+        .gpus
+        .unwrap_or(if request.slice.is_some() { 1 } else { 0 });
+    let hours = request
+        .hours
+        .unwrap_or(f64::from(state.config.sessions.default_hours));
+    state
+        .quotas
+        .check_session(owner, gpus, request.slice.as_deref(), hours, &running)
+        .await?;
+    Ok(())
 }
 
 /// Stop session `id` for `caller` (its owner: `stopped`; an administrator: `cancelled`)
@@ -216,7 +247,13 @@ pub async fn stop_audited(
         "cancelled"
     };
     state.sessions.stop(id, reason).await?;
-    let detail = serde_json::json!({"user": record.user_name, "name": record.name});
+    let after = state.store.session(id).await?;
+    let detail = serde_json::json!({
+        "user": record.user_name,
+        "name": record.name,
+        "before": {"state": record.state},
+        "after": {"state": after.state, "end_reason": after.end_reason},
+    });
     state
         .audit(
             req,
@@ -286,10 +323,32 @@ pub async fn list(
         .sessions
         .list(&user, query.ended.unwrap_or(10).clamp(0, 1000))
         .await?;
+    let sessions = session_infos(&state, rows).await;
+    Ok(HttpResponse::Ok().json(SessionList { sessions }))
+}
+
+async fn session_infos(state: &AppState, rows: Vec<SessionRecord>) -> Vec<SessionInfo> {
     let mut sessions = Vec::with_capacity(rows.len());
     for r in rows {
-        sessions.push(session_info(&state, r).await);
+        sessions.push(session_info(state, r).await);
     }
+    sessions
+}
+
+/// Every user's sessions that have not ended, oldest first.
+pub async fn running_infos(state: &AppState) -> Result<Vec<SessionInfo>, ApiError> {
+    let rows = state.store.active_sessions().await?;
+    Ok(session_infos(state, rows).await)
+}
+
+/// Every user's sessions that have not ended (administrators).
+#[utoipa::path(get, path = "/api/v1/admin/sessions", responses((status = 200, body = SessionList)))]
+pub async fn list_running(
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Admin)?;
+    let sessions = running_infos(&state).await?;
     Ok(HttpResponse::Ok().json(SessionList { sessions }))
 }
 

@@ -43,46 +43,46 @@ struct PartitionRow {
     pending: u64,
 }
 
-struct NodeRow {
-    name: String,
-    state: String,
+pub struct NodeRow {
+    pub name: String,
+    pub state: String,
     /// Why it is drained or down.
-    reason: String,
-    partitions: String,
-    cpus: String,
-    memory: String,
-    features: String,
-    slices: String,
+    pub reason: String,
+    pub partitions: String,
+    pub cpus: String,
+    pub memory: String,
+    pub features: String,
+    pub slices: String,
 }
 
 /// One node's GPUs on the map.
-struct GpuNode {
-    name: String,
-    gpus: Vec<GpuCell>,
+pub struct GpuNode {
+    pub name: String,
+    pub gpus: Vec<GpuCell>,
 }
 
-struct GpuCell {
-    index: u32,
-    model: String,
-    memory_mb: u64,
+pub struct GpuCell {
+    pub index: u32,
+    pub model: String,
+    pub memory_mb: u64,
     /// `nvidia-smi` found it (a declared GPU it did not find is still scheduled).
-    present: bool,
-    slices: Vec<SliceCell>,
+    pub present: bool,
+    pub slices: Vec<SliceCell>,
 }
 
-struct SliceCell {
+pub struct SliceCell {
     /// `GPU 0`, `1g.10gb`, `shard 3`.
-    label: String,
-    holder: Option<Holder>,
+    pub label: String,
+    pub holder: Option<Holder>,
 }
 
 /// The job holding a slice.
-struct Holder {
-    id: String,
-    display_id: String,
-    user: String,
+pub struct Holder {
+    pub id: String,
+    pub display_id: String,
+    pub user: String,
     /// The viewer may open the job's page (their own, or an administrator).
-    link: bool,
+    pub link: bool,
 }
 
 struct PendingRow {
@@ -143,7 +143,7 @@ fn partition_row(p: scheduler::PartitionView) -> PartitionRow {
     }
 }
 
-fn node_row(n: scheduler::NodeView) -> NodeRow {
+pub fn node_row(n: scheduler::NodeView) -> NodeRow {
     let reason = match &n.state {
         NodeState::Drain { reason } | NodeState::Down { reason } => reason.clone(),
         _ => String::new(),
@@ -170,7 +170,7 @@ fn node_row(n: scheduler::NodeView) -> NodeRow {
 
 /// Every slice of every GPU in the scheduler's configuration, with the running
 /// job (if any) whose allocation lists it.
-fn gpu_map(
+pub fn gpu_map(
     cluster: &ClusterConfig,
     status: &[GpuStatus],
     jobs: &[JobView],
@@ -266,7 +266,7 @@ fn pending_rows(jobs: &[JobView], may_open: &dyn Fn(&str) -> bool) -> Vec<Pendin
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::http::pages::tests::nav;
     use crate::sched::inventory::GpuSource;
@@ -388,6 +388,20 @@ mod tests {
         ]
     }
 
+    /// A drained node's row for render tests.
+    pub fn drained_node() -> NodeRow {
+        NodeRow {
+            name: "node1".into(),
+            state: "DRAIN".into(),
+            reason: "fan <broken>".into(),
+            partitions: "gpu".into(),
+            cpus: "2/32".into(),
+            memory: "2000/256000 MB".into(),
+            features: String::new(),
+            slices: "gpu 1/1".into(),
+        }
+    }
+
     #[test]
     fn map_has_a_cell_per_slice_with_holders_and_absent_gpus() {
         let map = gpu_map(
@@ -434,16 +448,7 @@ mod tests {
                 running: 2,
                 pending: 1,
             }],
-            nodes: vec![NodeRow {
-                name: "node1".into(),
-                state: "DRAIN".into(),
-                reason: "fan <broken>".into(),
-                partitions: "gpu".into(),
-                cpus: "2/32".into(),
-                memory: "2000/256000 MB".into(),
-                features: String::new(),
-                slices: "gpu 1/1".into(),
-            }],
+            nodes: vec![drained_node()],
             gpu_map: gpu_map(&cluster(), &[status(2, false)], &jobs, &may_open),
             pending: pending_rows(&jobs, &may_open),
         }

@@ -41,6 +41,79 @@ struct HomePage {
     new_token: Option<NewToken>,
     token_error: Option<String>,
     token_max_days: u32,
+    quotas: Vec<QuotaRow>,
+}
+
+/// One quota that applies to the user, as lines of "what: use of limit".
+struct QuotaRow {
+    scope: String,
+    lines: Vec<(String, String)>,
+}
+
+/// The quotas of `/api/v1/me/usage`, as the home page shows them.
+fn quota_rows(usage: crate::http::api::quotas::MyUsage) -> Vec<QuotaRow> {
+    use crate::admin::quotas::fmt_num;
+    let period = match usage.period.as_str() {
+        "month" => "this month",
+        "rolling" => "in the window",
+        _ => "this period",
+    };
+    usage
+        .quotas
+        .into_iter()
+        .map(|q| {
+            let l = &q.limits;
+            let mut lines = Vec::new();
+            if let Some(max) = l.max_gpus {
+                lines.push((
+                    "GPUs in use".into(),
+                    format!("{} of {max}", fmt_num(q.gpus_in_use)),
+                ));
+            }
+            for (slice, max) in &l.max_gpus_per_type {
+                let used = q.slices_in_use.get(slice).copied().unwrap_or(0);
+                lines.push((format!("{slice} in use"), format!("{used} of {max}")));
+            }
+            if let Some(max) = l.max_gpu_hours {
+                lines.push((
+                    format!("GPU-hours {period}"),
+                    format!(
+                        "{} of {} (until {})",
+                        fmt_num(q.gpu_hours_used),
+                        fmt_num(max),
+                        q.period_end
+                    ),
+                ));
+            }
+            if let Some(max) = l.max_running_jobs {
+                lines.push((
+                    "Running jobs".into(),
+                    format!("{} of {max}", q.running_jobs),
+                ));
+            }
+            if let Some(max) = l.max_submitted_jobs {
+                lines.push((
+                    "Submitted jobs".into(),
+                    format!("{} of {max}", q.submitted_jobs),
+                ));
+            }
+            if let Some(max) = l.max_sessions {
+                lines.push(("Sessions at once".into(), max.to_string()));
+            }
+            if let Some(max) = l.max_job_hours {
+                lines.push(("Longest job".into(), format!("{} h", fmt_num(max))));
+            }
+            if let Some(max) = l.max_session_hours {
+                lines.push(("Longest session".into(), format!("{} h", fmt_num(max))));
+            }
+            let scope = match q.scope.as_str() {
+                "default" => "Default quota".to_string(),
+                "user" => "Your quota".to_string(),
+                kind => format!("{}{} {}", kind[..1].to_uppercase(), &kind[1..], q.name),
+            };
+            QuotaRow { scope, lines }
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -93,6 +166,7 @@ async fn home_page(
         .collect();
     logdirs.sort();
     logdirs.dedup();
+    let quotas = quota_rows(crate::http::api::quotas::my_usage(state, principal).await?);
     let display_name = if user.display_name.is_empty() {
         user.username.clone()
     } else {
@@ -109,6 +183,7 @@ async fn home_page(
             new_token,
             token_error,
             token_max_days: state.config.auth.token_max_days,
+            quotas,
         },
         status,
     )

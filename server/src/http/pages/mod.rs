@@ -1,6 +1,7 @@
 //! Server-rendered pages (askama), one struct per page next to its handler.
 
 mod accounting;
+mod admin;
 mod cluster;
 mod home;
 mod jobs;
@@ -34,7 +35,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sessions/{id}", web::get().to(sessions::show))
         .route("/sessions/{id}/stop", web::post().to(sessions::stop))
         // JupyterLab in hub mode links here (File > Hub Control Panel, restart).
-        .route("/hub/{tail:.*}", web::get().to(sessions::hub_link));
+        .route("/hub/{tail:.*}", web::get().to(sessions::hub_link))
+        .configure(admin::configure);
 }
 
 /// A form whose only field is its CSRF token (logout, revoke).

@@ -204,6 +204,9 @@ pub async fn start(
         Err(ApiError::BadRequest(m) | ApiError::Conflict(m)) => {
             new_page(&state, &me, form, Some(m), StatusCode::BAD_REQUEST)
         }
+        Err(ApiError::QuotaExceeded(m)) => {
+            new_page(&state, &me, form, Some(m), StatusCode::FORBIDDEN)
+        }
         Err(e) => Err(e),
     }
 }
@@ -281,11 +284,12 @@ pub async fn hub_link(req: HttpRequest) -> HttpResponse {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::sessions::Progress;
 
-    fn info(state: &str, ready: bool) -> SessionInfo {
+    /// A session for render tests.
+    pub fn info(state: &str, ready: bool) -> SessionInfo {
         SessionInfo {
             id: 7,
             name: "<b>nb</b>".into(),

@@ -5,18 +5,17 @@
 //! another user's job answers "not found" there, and a 404 page here.
 
 use actix_web::http::{header, StatusCode};
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use scheduler::JobId;
 
 use super::{duration, exit_text, is_active, parse_id, time_limit};
 use crate::auth::{Principal, Scope};
-use crate::http::api::jobs::{job_info, requester, JobInfo};
+use crate::http::api::jobs::{control_audited, job_info, JobInfo};
 use crate::http::api::output::{self, Tail};
 use crate::http::authn::PageUser;
 use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
-use crate::sched::SchedError;
 
 /// How much output the page shows before the live tail takes over.
 const TAIL_BYTES: u64 = 64 * 1024;
@@ -98,6 +97,7 @@ async fn job_page(
 }
 
 pub async fn cancel(
+    req: HttpRequest,
     state: web::Data<AppState>,
     user: PageUser,
     id: web::Path<String>,
@@ -111,15 +111,15 @@ pub async fn cancel(
     let Some(job) = parse_id(&id) else {
         return not_found_page();
     };
-    match state.scheduler.cancel(&requester(&me), job).await {
-        Ok(()) => Ok(HttpResponse::SeeOther()
+    match control_audited(&state, &req, &me, job, "cancel").await {
+        Ok(_) => Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, format!("/jobs/{job}")))
             .finish()),
-        Err(SchedError::NotFound) => not_found_page(),
-        Err(SchedError::Conflict(m) | SchedError::Rejected(m)) => {
+        Err(ApiError::NotFound) => not_found_page(),
+        Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
             job_page(&state, &me, job, Some(m), StatusCode::CONFLICT).await
         }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(e),
     }
 }
 

@@ -9,9 +9,10 @@ pub mod detail;
 pub mod new;
 pub mod queue;
 
-use scheduler::{JobId, TimeLimit};
+use scheduler::{JobId, JobState, TimeLimit};
 
 use crate::http::api::jobs::JobInfo;
+use crate::store::JobFilter;
 
 /// One line of a job table.
 pub struct JobRow {
@@ -19,6 +20,7 @@ pub struct JobRow {
     pub id: String,
     /// As `squeue` shows it (`123_[5-9%2]`).
     pub display_id: String,
+    pub user: String,
     pub name: String,
     pub partition: String,
     pub state: String,
@@ -40,6 +42,7 @@ impl From<JobInfo> for JobRow {
             exit_code: exit_text(j.exit_code, j.signal),
             id: j.id,
             display_id: j.display_id,
+            user: j.user,
             name: j.name,
             partition: j.partition,
             state: j.state,
@@ -48,6 +51,22 @@ impl From<JobInfo> for JobRow {
             nodelist: j.nodelist,
             gres: j.gres,
         }
+    }
+}
+
+/// The latest `limit` jobs that are over, of `user` or (`None`) of everyone.
+pub fn ended_jobs(user: Option<String>, limit: i64) -> JobFilter {
+    JobFilter {
+        user,
+        states: JobState::ALL
+            .iter()
+            .filter(|s| s.is_terminal())
+            .map(|s| s.name().to_string())
+            .collect(),
+        partition: None,
+        since: None,
+        limit,
+        offset: 0,
     }
 }
 

@@ -4,15 +4,14 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
-use scheduler::{JobState, SqueueFilter};
+use scheduler::SqueueFilter;
 
-use super::JobRow;
+use super::{ended_jobs, JobRow};
 use crate::auth::Scope;
 use crate::http::api::jobs::{from_record, from_view};
 use crate::http::authn::PageUser;
 use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
-use crate::store::JobFilter;
 
 /// How many ended jobs the page lists.
 const RECENT: i64 = 20;
@@ -38,18 +37,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
         .into_iter()
         .map(|v| JobRow::from(from_view(v)))
         .collect();
-    let ended = JobFilter {
-        user: Some(me.username.clone()),
-        states: JobState::ALL
-            .iter()
-            .filter(|s| s.is_terminal())
-            .map(|s| s.name().to_string())
-            .collect(),
-        partition: None,
-        since: None,
-        limit: RECENT,
-        offset: 0,
-    };
+    let ended = ended_jobs(Some(me.username.clone()), RECENT);
     let (rows, _) = state.store.list_jobs(&ended).await?;
     let recent = rows.iter().map(|r| JobRow::from(from_record(r))).collect();
     render(
@@ -63,14 +51,16 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::http::pages) mod tests {
     use super::*;
     use crate::http::pages::tests::nav;
 
-    fn row(id: &str, name: &str, state: &str) -> JobRow {
+    /// A job of alice's for render tests.
+    pub fn row(id: &str, name: &str, state: &str) -> JobRow {
         JobRow {
             id: id.into(),
             display_id: id.into(),
+            user: "alice".into(),
             name: name.into(),
             partition: "gpu".into(),
             state: state.into(),

@@ -1,0 +1,580 @@
+//! Quotas: per user, group, account, and a default for every user. The most specific
+//! applies to a user (their own, else the default); a group's and an account's cap
+//! the total of their members. The scheduler enforces GPUs, GPU-hours, jobs and wall
+//! time on every pass; sessions are checked here before they start, so that a
+//! session over quota is refused with the reason rather than left waiting.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use scheduler::{LimitScope, LimitUsage, Limits, LimitsConfig, Owner, UsagePeriod};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::sched::Scheduler;
+use crate::store::{QuotaRecord, Store, StoreError};
+
+/// The limits of one quota; an absent field is unlimited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotaLimits {
+    /// GPUs in use at once (a MIG instance or shard counts its fraction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_gpus: Option<u32>,
+    /// GPUs in use at once per slice type (`a100-80gb`, `1g.10gb`, `shard`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_gpus_per_type: BTreeMap<String, u32>,
+    /// GPU-hours per period (`quotas.period`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_gpu_hours: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_running_jobs: Option<u32>,
+    /// Pending plus running jobs (array tasks count one each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_submitted_jobs: Option<u32>,
+    /// Sessions running at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_sessions: Option<u32>,
+    /// Longest time limit of a job (sessions are jobs too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_job_hours: Option<f64>,
+    /// Longest time limit of a session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_session_hours: Option<f64>,
+}
+
+impl QuotaLimits {
+    /// The first field that is out of range, and why.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        for (field, hours) in [
+            ("max_gpu_hours", self.max_gpu_hours),
+            ("max_job_hours", self.max_job_hours),
+            ("max_session_hours", self.max_session_hours),
+        ] {
+            if let Some(h) = hours {
+                if !h.is_finite() || !(0.0..=1e9).contains(&h) {
+                    return Err((field, "must be a number of hours from 0 to 1e9".into()));
+                }
+            }
+        }
+        for name in self.max_gpus_per_type.keys() {
+            let ok = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+            if !ok {
+                return Err(("max_gpus_per_type", format!("{name:?} is not a slice type")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scheduler's form.
+    pub fn to_limits(&self) -> Limits {
+        let secs = |h: f64| (h * 3600.0).round() as u64;
+        Limits {
+            max_gpus: self.max_gpus,
+            max_slices: self.max_gpus_per_type.clone(),
+            max_running_jobs: self.max_running_jobs,
+            max_submitted_jobs: self.max_submitted_jobs,
+            max_gpu_minutes: self.max_gpu_hours.map(|h| (h * 60.0).round() as u64),
+            max_wall_secs: self.max_job_hours.map(secs),
+        }
+    }
+}
+
+/// A quota as stored, with its limits read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quota {
+    pub id: i64,
+    pub scope: LimitScope,
+    pub limits: QuotaLimits,
+    pub updated_at: i64,
+    pub updated_by: String,
+}
+
+impl Quota {
+    pub fn from_record(r: &QuotaRecord) -> Option<Quota> {
+        Some(Quota {
+            id: r.id,
+            scope: scope_of(&r.scope_kind, &r.scope_name)?,
+            limits: serde_json::from_str(&r.limits).ok()?,
+            updated_at: r.updated_at,
+            updated_by: r.updated_by.clone(),
+        })
+    }
+}
+
+/// `(kind, name)` → the scope; `None` for an unknown kind.
+pub fn scope_of(kind: &str, name: &str) -> Option<LimitScope> {
+    Some(match kind {
+        "default" => LimitScope::DefaultUser,
+        "user" => LimitScope::User(name.to_string()),
+        "group" => LimitScope::Group(name.to_string()),
+        "account" => LimitScope::Account(name.to_string()),
+        _ => return None,
+    })
+}
+
+/// The scope as stored: `(kind, name)`.
+pub fn scope_parts(scope: &LimitScope) -> (&'static str, &str) {
+    match scope {
+        LimitScope::DefaultUser => ("default", ""),
+        LimitScope::User(n) => ("user", n),
+        LimitScope::Group(n) => ("group", n),
+        LimitScope::Account(n) => ("account", n),
+    }
+}
+
+/// A scope as the audit log names it: `default`, `user ann`.
+pub fn scope_target(scope: &LimitScope) -> String {
+    let (kind, name) = scope_parts(scope);
+    format!("{kind} {name}").trim_end().to_string()
+}
+
+/// How a scope reads in messages: `your quota`, `group vision's quota`.
+pub fn scope_label(scope: &LimitScope) -> String {
+    match scope {
+        LimitScope::DefaultUser => "the default user quota".into(),
+        LimitScope::User(n) => format!("user {n}'s quota"),
+        LimitScope::Group(n) => format!("group {n}'s quota"),
+        LimitScope::Account(n) => format!("account {n}'s quota"),
+    }
+}
+
+/// The quotas in force, read from the database at startup and after each change.
+#[derive(Debug, Clone)]
+pub struct Quotas {
+    store: Store,
+    scheduler: Scheduler,
+    period: UsagePeriod,
+    current: Arc<RwLock<Vec<Quota>>>,
+}
+
+impl Quotas {
+    /// Read the quotas and hand them to the scheduler.
+    pub async fn load(
+        store: Store,
+        scheduler: Scheduler,
+        period: UsagePeriod,
+    ) -> anyhow::Result<Quotas> {
+        let quotas = Quotas {
+            store,
+            scheduler,
+            period,
+            current: Arc::default(),
+        };
+        quotas.reload().await?;
+        Ok(quotas)
+    }
+
+    pub fn period(&self) -> UsagePeriod {
+        self.period
+    }
+
+    /// Read the database again and apply it (after every change).
+    pub async fn reload(&self) -> anyhow::Result<()> {
+        let records = self.store.quotas().await?;
+        let mut quotas = Vec::with_capacity(records.len());
+        for r in &records {
+            match Quota::from_record(r) {
+                Some(q) => quotas.push(q),
+                None => tracing::warn!(id = r.id, "a stored quota cannot be read; it is ignored"),
+            }
+        }
+        let mut limits = LimitsConfig {
+            period: self.period,
+            ..LimitsConfig::default()
+        };
+        for q in &quotas {
+            let l = q.limits.to_limits();
+            match &q.scope {
+                LimitScope::DefaultUser => limits.default_user = l,
+                LimitScope::User(n) => {
+                    limits.users.insert(n.clone(), l);
+                }
+                LimitScope::Group(n) => {
+                    limits.groups.insert(n.clone(), l);
+                }
+                LimitScope::Account(n) => {
+                    limits.accounts.insert(n.clone(), l);
+                }
+            }
+        }
+        self.scheduler
+            .set_limits(limits)
+            .await
+            .map_err(|e| anyhow::anyhow!("the scheduler did not take the quotas: {e}"))?;
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = quotas;
+        Ok(())
+    }
+
+    /// Every quota in force.
+    pub fn all(&self) -> Vec<Quota> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The quotas that apply to `owner`: its user's own (else the default), then its
+    /// groups' and its account's that exist.
+    pub fn applying(&self, owner: &Owner) -> Vec<Quota> {
+        let all = self.current.read().unwrap_or_else(|p| p.into_inner());
+        let find = |scope: &LimitScope| all.iter().find(|q| &q.scope == scope).cloned();
+        let mut out = Vec::new();
+        if let Some(q) =
+            find(&LimitScope::User(owner.user.clone())).or_else(|| find(&LimitScope::DefaultUser))
+        {
+            out.push(q);
+        }
+        for g in &owner.groups {
+            out.extend(find(&LimitScope::Group(g.clone())));
+        }
+        out.extend(find(&LimitScope::Account(owner.account.clone())));
+        out
+    }
+
+    /// Whether a session of `gpus` GPUs (of `slice` type, if named) for `hours` may
+    /// start for `owner` now; the error names the quota, its value and the use now.
+    /// `running_sessions` counts the running sessions by `user:NAME`, `group:NAME` and
+    /// `account:NAME`.
+    pub async fn check_session(
+        &self,
+        owner: &Owner,
+        gpus: u32,
+        slice: Option<&str>,
+        hours: f64,
+        running_sessions: &BTreeMap<String, u32>,
+    ) -> Result<(), QuotaError> {
+        for q in self.applying(owner) {
+            let label = scope_label(&q.scope);
+            let l = &q.limits;
+            if let Some(max) = l.max_session_hours {
+                if hours > max {
+                    return Err(QuotaError::Exceeded(format!(
+                        "{label} allows sessions of at most {} hours; this one asks {}",
+                        fmt_num(max),
+                        fmt_num(hours)
+                    )));
+                }
+            }
+            if let Some(max) = l.max_sessions {
+                let key = match &q.scope {
+                    LimitScope::Group(g) => format!("group:{g}"),
+                    LimitScope::Account(a) => format!("account:{a}"),
+                    _ => format!("user:{}", owner.user),
+                };
+                let running = running_sessions.get(&key).copied().unwrap_or(0);
+                if running >= max {
+                    return Err(QuotaError::Exceeded(format!(
+                        "{label} allows {max} running sessions; {running} are running"
+                    )));
+                }
+            }
+        }
+        let usage = self
+            .scheduler
+            .limit_usage(owner.clone())
+            .await
+            .map_err(|e| QuotaError::Unavailable(e.to_string()))?;
+        let asked_milli = u64::from(gpus) * 1000;
+        for u in &usage {
+            if let Some(msg) = over_for_session(u, asked_milli, gpus, slice, hours) {
+                return Err(QuotaError::Exceeded(msg));
+            }
+        }
+        Ok(())
+    }
+
+    /// What applies to `owner` and its use now, for the user's own pages.
+    pub async fn usage(&self, owner: &Owner) -> Result<Vec<LimitUsage>, QuotaError> {
+        self.scheduler
+            .limit_usage(owner.clone())
+            .await
+            .map_err(|e| QuotaError::Unavailable(e.to_string()))
+    }
+
+    /// Each user's own use now (GPUs, jobs, GPU time this period) by name, asked of
+    /// the scheduler at once.
+    pub async fn users_usage(
+        &self,
+        users: &[String],
+    ) -> Result<BTreeMap<String, LimitUsage>, QuotaError> {
+        let owners = users.iter().map(|u| Owner::user(u)).collect();
+        let each = self
+            .scheduler
+            .limit_usages(owners)
+            .await
+            .map_err(|e| QuotaError::Unavailable(e.to_string()))?;
+        // The user's own entry comes first (`Cluster::limit_usage`).
+        Ok(users
+            .iter()
+            .cloned()
+            .zip(each)
+            .filter_map(|(user, usage)| Some((user, usage.into_iter().next()?)))
+            .collect())
+    }
+
+    /// Create a quota (audited with the change) and apply it.
+    pub async fn create(
+        &self,
+        scope: &LimitScope,
+        limits: &QuotaLimits,
+        now: i64,
+        audit: Audit<'_>,
+    ) -> Result<Quota, QuotaError> {
+        let (kind, name) = scope_parts(scope);
+        let json =
+            serde_json::to_string(limits).map_err(|e| QuotaError::Internal(e.to_string()))?;
+        let detail = serde_json::json!({"before": null, "after": limits}).to_string();
+        let target = scope_target(scope);
+        let record = self
+            .store
+            .create_quota(
+                kind,
+                name,
+                &json,
+                now,
+                &audit.entry("quota.create", &target, &detail),
+            )
+            .await?;
+        self.reload()
+            .await
+            .map_err(|e| QuotaError::Internal(e.to_string()))?;
+        Quota::from_record(&record).ok_or_else(|| QuotaError::Internal("unreadable quota".into()))
+    }
+
+    async fn stored(&self, id: i64) -> Result<Quota, QuotaError> {
+        self.store
+            .quota(id)
+            .await?
+            .and_then(|r| Quota::from_record(&r))
+            .ok_or(QuotaError::NotFound)
+    }
+
+    /// Replace a quota's limits (audited, before and after) and apply them.
+    pub async fn update(
+        &self,
+        id: i64,
+        limits: &QuotaLimits,
+        now: i64,
+        audit: Audit<'_>,
+    ) -> Result<Quota, QuotaError> {
+        let before = self.stored(id).await?;
+        let json =
+            serde_json::to_string(limits).map_err(|e| QuotaError::Internal(e.to_string()))?;
+        let detail = serde_json::json!({"before": before.limits, "after": limits}).to_string();
+        let target = scope_target(&before.scope);
+        let (_, after) = self
+            .store
+            .update_quota(
+                id,
+                &json,
+                now,
+                &audit.entry("quota.update", &target, &detail),
+            )
+            .await?;
+        self.reload()
+            .await
+            .map_err(|e| QuotaError::Internal(e.to_string()))?;
+        Quota::from_record(&after).ok_or_else(|| QuotaError::Internal("unreadable quota".into()))
+    }
+
+    /// Delete a quota (audited, with what it was); its scope falls back to the default.
+    pub async fn delete(&self, id: i64, now: i64, audit: Audit<'_>) -> Result<Quota, QuotaError> {
+        let before = self.stored(id).await?;
+        let detail = serde_json::json!({"before": before.limits, "after": null}).to_string();
+        let target = scope_target(&before.scope);
+        self.store
+            .delete_quota(id, now, &audit.entry("quota.delete", &target, &detail))
+            .await?;
+        self.reload()
+            .await
+            .map_err(|e| QuotaError::Internal(e.to_string()))?;
+        Ok(before)
+    }
+}
+
+/// Who changes a quota, from where: for the audit entry written with the change.
+#[derive(Debug, Clone, Copy)]
+pub struct Audit<'a> {
+    pub actor: &'a str,
+    pub client_addr: &'a str,
+}
+
+impl<'a> Audit<'a> {
+    pub(crate) fn entry(
+        &self,
+        action: &'a str,
+        target: &'a str,
+        detail: &'a str,
+    ) -> crate::store::NewAuditEntry<'a> {
+        crate::store::NewAuditEntry {
+            actor: self.actor,
+            action,
+            target,
+            detail,
+            client_addr: self.client_addr,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QuotaError {
+    #[error("{0}")]
+    Exceeded(String),
+    #[error("no such quota")]
+    NotFound,
+    #[error("a quota for this user, group or account exists already")]
+    Conflict,
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for QuotaError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => QuotaError::NotFound,
+            StoreError::Conflict(_) => QuotaError::Conflict,
+            other => QuotaError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// Why a session would go over `u`'s limits, if it would.
+fn over_for_session(
+    u: &LimitUsage,
+    asked_milli: u64,
+    gpus: u32,
+    slice: Option<&str>,
+    hours: f64,
+) -> Option<String> {
+    let label = scope_label(&u.scope);
+    let l = &u.limits;
+    if let Some(max) = l.max_gpus {
+        if u.gpus_milli + asked_milli > u64::from(max) * 1000 {
+            return Some(format!(
+                "{label} allows {max} GPUs at once; {} are in use and this session asks {gpus}",
+                fmt_num(u.gpus_milli as f64 / 1000.0)
+            ));
+        }
+    }
+    if let Some(slice) = slice {
+        if let Some(&max) = l.max_slices.get(slice) {
+            let used = u.slices.get(slice).copied().unwrap_or(0);
+            if used + gpus > max {
+                return Some(format!(
+                    "{label} allows {max} {slice} slices at once; {used} are in use and this \
+                     session asks {gpus}"
+                ));
+            }
+        }
+    }
+    if let Some(max) = l.max_running_jobs {
+        if u.running_jobs >= max {
+            return Some(format!(
+                "{label} allows {max} running jobs and sessions; {} are running",
+                u.running_jobs
+            ));
+        }
+    }
+    if let Some(max) = l.max_gpu_minutes {
+        let used = u.gpu_milli_seconds as f64 / 3_600_000.0;
+        let asks = asked_milli as f64 / 1000.0 * hours;
+        if gpus > 0 && used + asks > max as f64 / 60.0 {
+            return Some(format!(
+                "{label} allows {} GPU-hours this period; {} are used or reserved and this \
+                 session could use {}",
+                fmt_num(max as f64 / 60.0),
+                fmt_num(used),
+                fmt_num(asks)
+            ));
+        }
+    }
+    if let Some(max) = l.max_wall_secs {
+        if hours * 3600.0 > max as f64 {
+            return Some(format!(
+                "{label} allows a time limit of at most {} hours; this session asks {}",
+                fmt_num(max as f64 / 3600.0),
+                fmt_num(hours)
+            ));
+        }
+    }
+    None
+}
+
+/// `2`, `1.5`, `0.25`: at most two decimals, none when whole.
+pub fn fmt_num(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(limits: Limits, gpus_milli: u64, used_hours: f64) -> LimitUsage {
+        LimitUsage {
+            scope: LimitScope::User("ann".into()),
+            limits,
+            gpus_milli,
+            slices: BTreeMap::new(),
+            running_jobs: 1,
+            submitted_jobs: 1,
+            gpu_milli_seconds: (used_hours * 3_600_000.0) as u64,
+            period_start: 0,
+            period_end: 0,
+        }
+    }
+
+    #[test]
+    fn a_session_over_a_quota_is_explained() {
+        let two = Limits {
+            max_gpus: Some(2),
+            ..Default::default()
+        };
+        let msg = over_for_session(&usage(two.clone(), 2000, 0.0), 1000, 1, None, 8.0)
+            .expect("over the GPUs");
+        assert_eq!(
+            msg,
+            "user ann's quota allows 2 GPUs at once; 2 are in use and this session asks 1"
+        );
+        assert!(over_for_session(&usage(two, 1000, 0.0), 1000, 1, None, 8.0).is_none());
+        let hours = Limits {
+            max_gpu_minutes: Some(600),
+            ..Default::default()
+        };
+        let msg = over_for_session(&usage(hours, 0, 9.5), 1000, 1, None, 1.0)
+            .expect("over the GPU-hours");
+        assert!(
+            msg.contains("allows 10 GPU-hours this period; 9.5 are used"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn quota_limits_map_to_the_schedulers() {
+        let q: QuotaLimits = serde_json::from_str(
+            r#"{"max_gpus": 2, "max_gpu_hours": 1.5, "max_job_hours": 0.5,
+                "max_gpus_per_type": {"1g.10gb": 3}}"#,
+        )
+        .expect("quota limits");
+        let l = q.to_limits();
+        assert_eq!(l.max_gpus, Some(2));
+        assert_eq!(l.max_gpu_minutes, Some(90));
+        assert_eq!(l.max_wall_secs, Some(1800));
+        assert_eq!(l.max_slices["1g.10gb"], 3);
+        assert!(serde_json::from_str::<QuotaLimits>(r#"{"max_gpu": 2}"#).is_err());
+        let bad = QuotaLimits {
+            max_gpu_hours: Some(-1.0),
+            ..Default::default()
+        };
+        assert_eq!(bad.check().expect_err("negative").0, "max_gpu_hours");
+        assert_eq!(fmt_num(2.0), "2");
+        assert_eq!(fmt_num(1.25), "1.25");
+    }
+}

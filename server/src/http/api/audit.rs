@@ -1,0 +1,119 @@
+//! `GET /api/v1/admin/audit`: the audit log, newest first, as JSON or CSV
+//! (`?format=csv`). Administrators only.
+
+use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::{Principal, Scope};
+use crate::http::{ApiError, AppState};
+
+use super::rfc3339;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Most entries returned (default 1000, at most 100000).
+    pub limit: Option<i64>,
+    /// `json` (default) or `csv`.
+    pub format: Option<String>,
+}
+
+/// One audit entry.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditInfo {
+    pub id: i64,
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    /// What changed: usually `{"before": …, "after": …}`.
+    #[schema(value_type = Object)]
+    pub detail: serde_json::Value,
+    pub client_addr: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditList {
+    pub entries: Vec<AuditInfo>,
+}
+
+/// A CSV field, quoted when it needs to be (RFC 4180), and never read as a formula by
+/// a spreadsheet.
+pub fn csv_field(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+/// The newest `limit` audit entries, newest first.
+pub async fn audit_infos(state: &AppState, limit: i64) -> Result<Vec<AuditInfo>, ApiError> {
+    let entries = state.store.audit_entries(limit).await?;
+    Ok(entries
+        .into_iter()
+        .map(|e| AuditInfo {
+            id: e.id,
+            at: rfc3339(e.at),
+            actor: e.actor,
+            action: e.action,
+            target: e.target,
+            detail: serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::String(e.detail)),
+            client_addr: e.client_addr,
+        })
+        .collect())
+}
+
+/// The audit log, newest first.
+#[utoipa::path(get, path = "/api/v1/admin/audit", responses((status = 200, body = AuditList)))]
+pub async fn list(
+    req: HttpRequest,
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Admin)?;
+    let query = web::Query::<AuditQuery>::from_query(req.query_string())
+        .map_err(|e| ApiError::bad_request(format!("query: {e}")))?
+        .into_inner();
+    let limit = query.limit.unwrap_or(1000);
+    if !(1..=100_000).contains(&limit) {
+        return Err(ApiError::bad_request("limit: must be from 1 to 100000"));
+    }
+    let entries = audit_infos(&state, limit).await?;
+    match query.format.as_deref() {
+        None | Some("json") => Ok(HttpResponse::Ok().json(AuditList { entries })),
+        Some("csv") => {
+            let mut out = String::from("id,at,actor,action,target,detail,client_addr\n");
+            for e in &entries {
+                let row = [
+                    e.id.to_string(),
+                    e.at.clone(),
+                    e.actor.clone(),
+                    e.action.clone(),
+                    e.target.clone(),
+                    e.detail.to_string(),
+                    e.client_addr.clone(),
+                ];
+                let row: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
+                out.push_str(&row.join(","));
+                out.push('\n');
+            }
+            Ok(HttpResponse::Ok()
+                .content_type("text/csv; charset=utf-8")
+                .insert_header((
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"atrium-audit.csv\"",
+                ))
+                .body(out))
+        }
+        Some(other) => Err(ApiError::bad_request(format!(
+            "format: {other:?} is not one of json, csv"
+        ))),
+    }
+}

@@ -1,0 +1,109 @@
+//! `GET /admin/jobs`: every user's pending and running jobs (from the scheduler)
+//! and the latest ended ones (from the database); `POST /admin/jobs/{id}/cancel`.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use scheduler::SqueueFilter;
+
+use super::{see_other, AdminPost, AdminUser};
+use crate::auth::Principal;
+use crate::http::api::jobs::{control_audited, from_record, from_view};
+use crate::http::pages::jobs::{ended_jobs, parse_id, JobRow};
+use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
+use crate::http::{ApiError, AppState};
+
+/// How many ended jobs the page lists.
+const RECENT: i64 = 50;
+
+#[derive(Template)]
+#[template(path = "admin/jobs.html")]
+struct JobsPage {
+    nav: Nav,
+    queue: Vec<JobRow>,
+    recent: Vec<JobRow>,
+    /// Why the last cancel was refused.
+    notice: Option<String>,
+}
+
+async fn jobs_page(
+    state: &AppState,
+    admin: &Principal,
+    notice: Option<String>,
+    status: StatusCode,
+) -> Result<HttpResponse, ApiError> {
+    let queue = state
+        .scheduler
+        .squeue(SqueueFilter::default())
+        .await?
+        .into_iter()
+        .map(|v| JobRow::from(from_view(v)))
+        .collect();
+    let ended = ended_jobs(None, RECENT);
+    let (rows, _) = state.store.list_jobs(&ended).await?;
+    let page = JobsPage {
+        nav: Nav::of(admin),
+        queue,
+        recent: rows.iter().map(|r| JobRow::from(from_record(r))).collect(),
+        notice,
+    };
+    render(&page, status)
+}
+
+pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
+    jobs_page(&state, &admin.0, None, StatusCode::OK).await
+}
+
+pub async fn cancel(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    post: AdminPost<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    let admin = post.admin;
+    let Some(job) = parse_id(&id) else {
+        return not_found_page();
+    };
+    match control_audited(&state, &req, &admin, job, "cancel").await {
+        Ok(_) => Ok(see_other("/admin/jobs")),
+        Err(ApiError::NotFound) => not_found_page(),
+        Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
+            jobs_page(&state, &admin, Some(m), StatusCode::CONFLICT).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::pages::jobs::queue::tests::row as queue_row;
+    use crate::http::pages::tests::nav;
+
+    fn row(id: &str, user: &str, state: &str) -> JobRow {
+        JobRow {
+            user: user.into(),
+            ..queue_row(id, "<train>", state)
+        }
+    }
+
+    #[test]
+    fn everyones_jobs_have_cancel_buttons() {
+        let html = JobsPage {
+            nav: nav(),
+            queue: vec![row("5", "bob", "RUNNING")],
+            recent: vec![row("4", "cy", "COMPLETED")],
+            notice: Some("Job 3 is already over".into()),
+        }
+        .render()
+        .expect("render");
+        assert!(html.contains("action=\"/admin/jobs/5/cancel\""), "{html}");
+        assert!(!html.contains("/admin/jobs/4/cancel"), "{html}");
+        assert!(
+            html.contains("<td>bob</td>") && html.contains("<td>cy</td>"),
+            "{html}"
+        );
+        assert!(html.contains("&#60;train&#62;"), "{html}");
+        assert!(html.contains("Job 3 is already over"), "{html}");
+    }
+}

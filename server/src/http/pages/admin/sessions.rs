@@ -1,0 +1,66 @@
+//! `GET /admin/sessions`: every user's sessions that have not ended; `POST
+//! /admin/sessions/{id}/stop`.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::{see_other, AdminPost, AdminUser};
+use crate::http::api::sessions::{running_infos, stop_audited};
+use crate::http::pages::sessions::SessionRow;
+use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
+use crate::http::{ApiError, AppState};
+
+#[derive(Template)]
+#[template(path = "admin/sessions.html")]
+struct SessionsPage {
+    nav: Nav,
+    sessions: Vec<SessionRow>,
+}
+
+pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
+    let sessions = running_infos(&state)
+        .await?
+        .into_iter()
+        .map(SessionRow::of)
+        .collect();
+    let page = SessionsPage {
+        nav: Nav::of(&admin.0),
+        sessions,
+    };
+    render(&page, StatusCode::OK)
+}
+
+pub async fn stop(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    post: AdminPost<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    match stop_audited(&state, &req, &post.admin, id.into_inner()).await {
+        Ok(()) => Ok(see_other("/admin/sessions")),
+        Err(ApiError::NotFound) => not_found_page(),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::pages::sessions::tests::info;
+    use crate::http::pages::tests::nav;
+
+    #[test]
+    fn everyones_sessions_have_stop_buttons() {
+        let html = SessionsPage {
+            nav: nav(),
+            sessions: vec![SessionRow::of(info("ready", true))],
+        }
+        .render()
+        .expect("render");
+        assert!(html.contains("action=\"/admin/sessions/7/stop\""), "{html}");
+        assert!(html.contains("<td>alice</td>"), "{html}");
+        assert!(html.contains("&#60;b&#62;nb&#60;/b&#62;"), "{html}");
+        assert!(html.contains("1 h 02 min"), "{html}");
+    }
+}

@@ -1,0 +1,510 @@
+//! Quotas end to end: administrators set them through the API, the scheduler
+//! enforces them on real jobs, sessions over quota are refused with the reason, and
+//! every change is in the audit log.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::jobs::{JobCluster, JobUser};
+
+const RUN: Duration = Duration::from_secs(60);
+
+/// A token with the admin scope for the first-run administrator.
+async fn admin_token(c: &JobCluster) -> String {
+    let password = c.app.admin_password.clone().expect("admin password");
+    let client = c.app.login("admin", &password).await;
+    c.app
+        .create_token(&client, "admin", &["read", "jobs", "sessions", "admin"])
+        .await
+}
+
+async fn send(
+    c: &JobCluster,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, c.app.url(path))
+        .bearer_auth(token);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let res = req.send().await.expect("request");
+    let status = res.status().as_u16();
+    let body = res.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+async fn set_quota(c: &JobCluster, admin: &str, scope: &str, name: &str, limits: Value) -> i64 {
+    let (status, body) = send(
+        c,
+        reqwest::Method::POST,
+        "/api/v1/admin/quotas",
+        admin,
+        Some(json!({"scope": scope, "name": name, "limits": limits})),
+    )
+    .await;
+    assert_eq!(status, 201, "create quota: {body}");
+    body["id"].as_i64().expect("id")
+}
+
+async fn audit_entries(c: &JobCluster, admin: &str) -> Vec<Value> {
+    let (status, audit) = send(c, reqwest::Method::GET, "/api/v1/admin/audit", admin, None).await;
+    assert_eq!(status, 200, "{audit}");
+    audit["entries"].as_array().cloned().expect("entries")
+}
+
+async fn sleeper(c: &JobCluster, user: &JobUser, gpus: u32, time: &str) -> String {
+    c.sbatch(
+        user,
+        &format!("#!/bin/bash\n#SBATCH --gres=gpu:{gpus} --time={time}\nsleep 300\n"),
+    )
+    .await
+}
+
+async fn cancel(c: &JobCluster, user: &JobUser, id: &str) {
+    let (status, body) = send(
+        c,
+        reqwest::Method::DELETE,
+        &format!("/api/v1/jobs/{id}"),
+        &user.token,
+        None,
+    )
+    .await;
+    assert!(status < 300, "cancel {id}: {status} {body}");
+}
+
+#[tokio::test]
+async fn a_gpu_quota_makes_work_wait_refuses_what_never_fits_and_changes_live() {
+    let c = JobCluster::start(4).await;
+    let admin = admin_token(&c).await;
+    let ann = c.user("ann", 20301).await;
+    let id = set_quota(&c, &admin, "user", "ann", json!({"max_gpus": 2})).await;
+
+    let a = sleeper(&c, &ann, 1, "10").await;
+    let b = sleeper(&c, &ann, 1, "10").await;
+    let third = sleeper(&c, &ann, 1, "10").await;
+    c.wait_for(&ann, &a, &["RUNNING"], RUN).await;
+    c.wait_for(&ann, &b, &["RUNNING"], RUN).await;
+    let waiting = c.job(&ann, &third).await;
+    assert_eq!(waiting["state"], "PENDING", "{waiting}");
+    assert_eq!(waiting["reason"], "QOSMaxGRESPerUser", "{waiting}");
+
+    // A job larger than the quota can never run: refused, naming the quota, its value
+    // and the use.
+    let res = c
+        .submit(
+            &ann,
+            json!({"script": "#!/bin/bash\n#SBATCH --gres=gpu:3\ntrue\n", "working_directory": ann.home}),
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.expect("json");
+    let message = body["message"].as_str().expect("message");
+    assert!(
+        message.contains("may use 2 GPUs at once") && message.contains("2 are in use"),
+        "{message}"
+    );
+
+    // What ann sees of her quota.
+    let (status, usage) = send(
+        &c,
+        reqwest::Method::GET,
+        "/api/v1/me/usage",
+        &ann.token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["quotas"][0]["scope"], "user", "{usage}");
+    assert_eq!(usage["quotas"][0]["limits"]["max_gpus"], 2, "{usage}");
+    assert_eq!(usage["quotas"][0]["gpus_in_use"], 2.0, "{usage}");
+    assert_eq!(usage["quotas"][0]["running_jobs"], 2, "{usage}");
+
+    // One ends: the waiting job starts.
+    cancel(&c, &ann, &a).await;
+    c.wait_for(&ann, &third, &["RUNNING"], RUN).await;
+
+    // The quota raised: a further job starts at the next pass, no restart.
+    let fourth = sleeper(&c, &ann, 1, "10").await;
+    assert_eq!(c.job(&ann, &fourth).await["state"], "PENDING");
+    let (status, body) = send(
+        &c,
+        reqwest::Method::PUT,
+        &format!("/api/v1/admin/quotas/{id}"),
+        &admin,
+        Some(json!({"limits": {"max_gpus": 3}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    c.wait_for(&ann, &fourth, &["RUNNING"], RUN).await;
+
+    // Every change is in the audit log, before and after.
+    let entries = audit_entries(&c, &admin).await;
+    let update = entries
+        .iter()
+        .find(|e| e["action"] == "quota.update")
+        .expect("quota.update audited");
+    assert_eq!(update["actor"], "admin");
+    assert_eq!(update["target"], "user ann");
+    assert_eq!(update["detail"]["before"]["max_gpus"], 2);
+    assert_eq!(update["detail"]["after"]["max_gpus"], 3);
+    assert!(entries.iter().any(|e| e["action"] == "quota.create"));
+    let csv = reqwest::Client::new()
+        .get(c.app.url("/api/v1/admin/audit?format=csv"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("csv")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        csv.starts_with("id,at,actor,action,target,detail,client_addr\n"),
+        "{csv}"
+    );
+    assert!(csv.contains(",admin,quota.update,user ann,"), "{csv}");
+
+    for j in [&b, &third, &fourth] {
+        cancel(&c, &ann, j).await;
+    }
+}
+
+#[tokio::test]
+async fn spent_gpu_hours_hold_new_work_without_killing_running_work() {
+    let c = JobCluster::start(2).await;
+    let admin = admin_token(&c).await;
+    let bo = c.user("bo", 20302).await;
+    // 1.2 GPU-minutes (counted in whole minutes: 1): one 1-minute, 1-GPU job fits; a
+    // second does not.
+    set_quota(&c, &admin, "default", "", json!({"max_gpu_hours": 0.02})).await;
+    let first = sleeper(&c, &bo, 1, "1").await;
+    c.wait_for(&bo, &first, &["RUNNING"], RUN).await;
+    let second = sleeper(&c, &bo, 1, "1").await;
+    let waiting = c.job(&bo, &second).await;
+    assert_eq!(waiting["state"], "PENDING", "{waiting}");
+    assert_eq!(waiting["reason"], "AssocGrpGRESMinutes", "{waiting}");
+    // The running job goes on.
+    assert_eq!(c.job(&bo, &first).await["state"], "RUNNING");
+    let (_, usage) = send(
+        &c,
+        reqwest::Method::GET,
+        "/api/v1/me/usage",
+        &bo.token,
+        None,
+    )
+    .await;
+    assert_eq!(usage["quotas"][0]["scope"], "default", "{usage}");
+    assert!(
+        usage["quotas"][0]["gpu_hours_used"].as_f64().unwrap_or(0.0) > 0.0,
+        "{usage}"
+    );
+    cancel(&c, &bo, &first).await;
+    cancel(&c, &bo, &second).await;
+}
+
+#[tokio::test]
+async fn a_group_quota_caps_the_sum_over_its_members() {
+    let c = JobCluster::start(4).await;
+    let admin = admin_token(&c).await;
+    let cy = c.user_in("cy", 20303, &["vision"]).await;
+    let di = c.user_in("di", 20304, &["vision"]).await;
+    let ed = c.user("ed", 20305).await;
+    set_quota(&c, &admin, "group", "vision", json!({"max_gpus": 2})).await;
+    let a = sleeper(&c, &cy, 1, "10").await;
+    let b = sleeper(&c, &di, 1, "10").await;
+    c.wait_for(&cy, &a, &["RUNNING"], RUN).await;
+    c.wait_for(&di, &b, &["RUNNING"], RUN).await;
+    let third = sleeper(&c, &di, 1, "10").await;
+    let waiting = c.job(&di, &third).await;
+    assert_eq!(waiting["state"], "PENDING", "{waiting}");
+    assert_eq!(waiting["reason"], "AssocGrpGRES", "{waiting}");
+    // Someone outside the group is not held.
+    let other = sleeper(&c, &ed, 1, "10").await;
+    c.wait_for(&ed, &other, &["RUNNING"], RUN).await;
+    cancel(&c, &cy, &a).await;
+    c.wait_for(&di, &third, &["RUNNING"], RUN).await;
+    for (u, j) in [(&di, &b), (&di, &third), (&ed, &other)] {
+        cancel(&c, u, j).await;
+    }
+}
+
+#[tokio::test]
+async fn a_session_over_quota_is_refused_with_the_reason() {
+    let c = JobCluster::start(2).await;
+    let admin = admin_token(&c).await;
+    let fay = c.user("fay", 20306).await;
+    let client = c.app.login("fay", "password-of-some-length").await;
+    let token = c
+        .app
+        .create_token(&client, "sessions", &["read", "sessions"])
+        .await;
+    set_quota(
+        &c,
+        &admin,
+        "user",
+        "fay",
+        json!({"max_gpus": 1, "max_session_hours": 2}),
+    )
+    .await;
+    let running = sleeper(&c, &fay, 1, "10").await;
+    c.wait_for(&fay, &running, &["RUNNING"], RUN).await;
+    for (body, expect) in [
+        (
+            json!({"name": "nb", "gpus": 1, "hours": 1}),
+            "user fay's quota allows 1 GPUs at once; 1 are in use and this session asks 1",
+        ),
+        (
+            json!({"name": "nb", "gpus": 0, "hours": 4}),
+            "user fay's quota allows sessions of at most 2 hours; this one asks 4",
+        ),
+    ] {
+        let (status, answer) = send(
+            &c,
+            reqwest::Method::POST,
+            "/api/v1/sessions",
+            &token,
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, 403, "{answer}");
+        assert_eq!(answer["error"], "quota_exceeded", "{answer}");
+        assert_eq!(answer["message"], expect, "{answer}");
+    }
+    let (_, list) = send(&c, reqwest::Method::GET, "/api/v1/sessions", &token, None).await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
+    cancel(&c, &fay, &running).await;
+}
+
+#[tokio::test]
+async fn quota_routes_are_for_administrators_and_check_their_input() {
+    let c = JobCluster::start(0).await;
+    let admin = admin_token(&c).await;
+    let gus = c.user("gus", 20307).await;
+    for (method, path, body) in [
+        (reqwest::Method::GET, "/api/v1/admin/quotas", None),
+        (
+            reqwest::Method::POST,
+            "/api/v1/admin/quotas",
+            Some(json!({"scope": "user", "name": "gus", "limits": {"max_gpus": 9}})),
+        ),
+        (reqwest::Method::GET, "/api/v1/admin/quotas/1", None),
+        (
+            reqwest::Method::PUT,
+            "/api/v1/admin/quotas/1",
+            Some(json!({"limits": {}})),
+        ),
+        (reqwest::Method::DELETE, "/api/v1/admin/quotas/1", None),
+        (reqwest::Method::GET, "/api/v1/admin/audit", None),
+    ] {
+        let (status, answer) = send(&c, method.clone(), path, &gus.token, body).await;
+        assert_eq!(status, 403, "{method} {path}: {answer}");
+        assert_eq!(answer["error"], "forbidden", "{method} {path}");
+    }
+    for (body, field) in [
+        (json!({"scope": "team", "name": "x"}), "scope"),
+        (json!({"scope": "default", "name": "x"}), "name"),
+        (json!({"scope": "user", "name": "a b"}), "name"),
+        (
+            json!({"scope": "user", "name": "gus", "limits": {"max_gpu_hours": -1}}),
+            "limits.max_gpu_hours",
+        ),
+        (
+            json!({"scope": "user", "name": "gus", "limits": {"max_gpu": 1}}),
+            "max_gpu",
+        ),
+    ] {
+        let (status, answer) = send(
+            &c,
+            reqwest::Method::POST,
+            "/api/v1/admin/quotas",
+            &admin,
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let message = answer["message"].as_str().unwrap_or("");
+        assert!(message.contains(field), "{body}: {message}");
+    }
+    let (_, list) = send(
+        &c,
+        reqwest::Method::GET,
+        "/api/v1/admin/quotas",
+        &admin,
+        None,
+    )
+    .await;
+    assert_eq!(list["quotas"].as_array().map(Vec::len), Some(0), "{list}");
+    let id = set_quota(&c, &admin, "user", "gus", json!({"max_gpus": 1})).await;
+    let (status, _) = send(
+        &c,
+        reqwest::Method::POST,
+        "/api/v1/admin/quotas",
+        &admin,
+        Some(json!({"scope": "user", "name": "gus"})),
+    )
+    .await;
+    assert_eq!(status, 409);
+    let (status, _) = send(
+        &c,
+        reqwest::Method::DELETE,
+        &format!("/api/v1/admin/quotas/{id}"),
+        &admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, _) = send(
+        &c,
+        reqwest::Method::GET,
+        &format!("/api/v1/admin/quotas/{id}"),
+        &admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_drained_node_takes_no_new_work_and_its_running_work_finishes() {
+    let c = JobCluster::start(2).await;
+    let admin = admin_token(&c).await;
+    let hal = c.user("hal", 20308).await;
+    let running = sleeper(&c, &hal, 1, "10").await;
+    c.wait_for(&hal, &running, &["RUNNING"], RUN).await;
+    let drain = |action: &'static str, body: Option<Value>| {
+        let token = admin.clone();
+        let c = &c;
+        async move {
+            send(
+                c,
+                reqwest::Method::POST,
+                &format!("/api/v1/admin/nodes/head/{action}"),
+                &token,
+                body,
+            )
+            .await
+        }
+    };
+    let (status, answer) = drain("drain", None).await;
+    assert_eq!(status, 400, "a drain needs a reason: {answer}");
+    let (status, answer) = send(
+        &c,
+        reqwest::Method::POST,
+        "/api/v1/admin/nodes/head/drain",
+        &hal.token,
+        Some(json!({"reason": "mine"})),
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    let (status, answer) = drain("drain", Some(json!({"reason": "new driver"}))).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "DRAIN", "{answer}");
+
+    let waiting = sleeper(&c, &hal, 1, "10").await;
+    let (_, nodes) = send(&c, reqwest::Method::GET, "/api/v1/nodes", &hal.token, None).await;
+    assert_eq!(
+        nodes["nodes"][0]["state"]["reason"], "new driver",
+        "{nodes}"
+    );
+    assert_eq!(c.job(&hal, &waiting).await["state"], "PENDING");
+    assert_eq!(c.job(&hal, &running).await["state"], "RUNNING");
+
+    let (status, answer) = drain("resume", None).await;
+    assert_eq!(status, 200, "{answer}");
+    c.wait_for(&hal, &waiting, &["RUNNING"], RUN).await;
+    let entries = audit_entries(&c, &admin).await;
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert!(
+        actions.contains(&"node.drain") && actions.contains(&"node.resume"),
+        "{actions:?}"
+    );
+    let (status, _) = drain("reboot", None).await;
+    assert_eq!(status, 400);
+    let (status, _) = send(
+        &c,
+        reqwest::Method::POST,
+        "/api/v1/admin/nodes/nowhere/resume",
+        &admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    cancel(&c, &hal, &running).await;
+    cancel(&c, &hal, &waiting).await;
+}
+
+#[tokio::test]
+async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_home() {
+    use atrium_tests::support::browser;
+    use fantoccini::Locator;
+    let c = JobCluster::start(2).await;
+    let admin = admin_token(&c).await;
+    let ida = c.user("ida", 20309).await;
+    set_quota(
+        &c,
+        &admin,
+        "user",
+        "ida",
+        json!({"max_gpus": 1, "max_gpu_hours": 100}),
+    )
+    .await;
+    let running = sleeper(&c, &ida, 1, "10").await;
+    c.wait_for(&ida, &running, &["RUNNING"], RUN).await;
+
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("open login");
+    crate::browser::submit_login(&b, "ida", "password-of-some-length").await;
+    let quotas = match b.wait().for_element(Locator::Id("quotas")).await {
+        Ok(e) => e.text().await.expect("text"),
+        Err(e) => panic!(
+            "quotas on the home page: {e}; at {:?}: {}",
+            b.current_url().await.map(|u| u.to_string()),
+            b.source().await.unwrap_or_default()
+        ),
+    };
+    assert!(quotas.contains("Your quota"), "{quotas}");
+    assert!(quotas.contains("GPUs in use 1 of 1"), "{quotas}");
+    assert!(quotas.contains("GPU-hours this month"), "{quotas}");
+
+    b.goto(&c.app.url("/sessions/new"))
+        .await
+        .expect("start form");
+    crate::browser::fill(&b, "gpus", "1").await;
+    crate::browser::fill(&b, "hours", "2").await;
+    b.find(Locator::Id("start"))
+        .await
+        .expect("start button")
+        .click()
+        .await
+        .expect("start");
+    let error = b
+        .wait()
+        .for_element(Locator::Id("start-error"))
+        .await
+        .expect("the refusal is shown")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(
+        error,
+        "user ida's quota allows 1 GPUs at once; 1 are in use and this session asks 1"
+    );
+    b.close().await.expect("close");
+    let (_, list) = send(
+        &c,
+        reqwest::Method::GET,
+        "/api/v1/sessions",
+        &ida.token,
+        None,
+    )
+    .await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
+    cancel(&c, &ida, &running).await;
+}
