@@ -7,6 +7,7 @@
 pub mod accounting;
 pub mod admin;
 pub mod auth;
+pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod config;
