@@ -1,0 +1,65 @@
+#!/bin/bash
+# Training throughput: ResNet-50 on synthetic images with PyTorch.
+#
+# Measures images/sec of the model alone (no data loading), on the job's GPUs when
+# there are any (all of them, with DataParallel), otherwise a small run on the CPU.
+# atrium records the images/sec when the job ends (the #ATRIUM line marks it as a
+# benchmark); compare it with the published figures on the Benchmarks page.
+# BATCH per GPU (default 64; 8 on the CPU), STEPS (default 100; 5 on the CPU),
+# PRECISION fp32 or fp16 (default fp16 on GPUs).
+#SBATCH --job-name=resnet50-synthetic
+#SBATCH --gres=gpu:1
+#SBATCH --time=00:30:00
+#ATRIUM --benchmark=custom
+
+set -euo pipefail
+python3 - <<'PY'
+import os, time
+import torch
+
+try:
+    from torchvision.models import resnet50
+except ImportError:
+    raise SystemExit("torchvision is not installed: pip install torchvision")
+
+gpus = torch.cuda.device_count()
+device = "cuda" if gpus else "cpu"
+batch = int(os.environ.get("BATCH", 64 if gpus else 8))
+steps = int(os.environ.get("STEPS", 100 if gpus else 5))
+precision = os.environ.get("PRECISION", "fp16" if gpus else "fp32")
+model = resnet50().to(device)
+if gpus > 1:
+    model = torch.nn.DataParallel(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+loss_fn = torch.nn.CrossEntropyLoss()
+total = batch * max(gpus, 1)
+x = torch.randn(total, 3, 224, 224, device=device)
+y = torch.randint(0, 1000, (total,), device=device)
+use_amp = precision == "fp16" and gpus > 0
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device, dtype=torch.float16, enabled=use_amp):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+
+for _ in range(min(10, steps)):  # warm-up, not timed
+    step()
+if gpus:
+    torch.cuda.synchronize()
+start = time.perf_counter()
+for _ in range(steps):
+    step()
+if gpus:
+    torch.cuda.synchronize()
+elapsed = time.perf_counter() - start
+rate = total * steps / elapsed
+name = torch.cuda.get_device_name(0) if gpus else "cpu"
+print(f"{steps} steps of {total} images on {max(gpus, 1)} x {name}: {rate:.1f} images/sec")
+print(f"ATRIUM_RUN model=resnet50 framework=pytorch precision={precision} "
+      f"batch_size={batch} gpus={gpus} dataset=synthetic")
+print(f"ATRIUM_METRIC images_per_sec={rate:.2f} unit=images/s")
+PY
