@@ -843,6 +843,7 @@ impl Actor {
                 .container
                 .as_ref()
                 .and_then(|c| serde_json::to_string(c).ok()),
+            benchmark: s.benchmark.clone(),
             ..Default::default()
         }
     }

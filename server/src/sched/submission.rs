@@ -43,6 +43,8 @@ pub struct Submission {
     pub submit_dir: Option<String>,
     /// The environment it runs in; `None`: the jobs' runtime on this machine's software.
     pub container: Option<crate::launch::Container>,
+    /// Read the output as a benchmark of this suite (`auto`: recognise it) at the end.
+    pub benchmark: Option<String>,
 }
 
 /// Build a submission from a script with `#SBATCH` directives, or from a command
@@ -68,8 +70,13 @@ pub fn build(
         return Err(field("script", "contains a NUL byte"));
     }
     let mut request = scheduler::parse_script(&script)?;
+    let mut benchmark = benchmark_directive(&script)?;
+    let mut options = options.clone();
+    if let Some(value) = options.remove("benchmark") {
+        benchmark = benchmark_option(&value)?;
+    }
     if !options.is_empty() {
-        let words = option_words(options)?;
+        let words = option_words(&options)?;
         let from_options = scheduler::parse_args(&words).map_err(|e| SubmissionError::Field {
             field: "options",
             message: e.message.clone(),
@@ -98,7 +105,68 @@ pub fn build(
         environment,
         submit_dir,
         container: None,
+        benchmark,
     })
+}
+
+/// `#ATRIUM --benchmark[=SUITE]` among the comments at the top of the script (where
+/// `#SBATCH` lines are read): the suite's name, or `auto`.
+fn benchmark_directive(script: &str) -> Result<Option<String>, SubmissionError> {
+    let mut found = None;
+    for (n, line) in script.lines().enumerate() {
+        let line = line.trim();
+        if n == 0 && line.starts_with("#!") {
+            continue;
+        }
+        if !line.is_empty() && !line.starts_with('#') {
+            break;
+        }
+        let Some(rest) = line.strip_prefix("#ATRIUM") else {
+            continue;
+        };
+        let bad = |message: String| SubmissionError::Directive {
+            line: n + 1,
+            message,
+        };
+        for word in rest.split_whitespace() {
+            found = Some(match word.split_once('=') {
+                None if word == "--benchmark" => "auto".to_string(),
+                Some(("--benchmark", suite)) => suite_name(suite).map_err(bad)?,
+                _ => return Err(bad(format!("unknown #ATRIUM option {word:?}"))),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The submission's `benchmark` field: `true`, `false`, or a suite.
+fn benchmark_option(value: &serde_json::Value) -> Result<Option<String>, SubmissionError> {
+    match value {
+        serde_json::Value::Bool(true) => Ok(Some("auto".into())),
+        serde_json::Value::Bool(false) | serde_json::Value::Null => Ok(None),
+        serde_json::Value::String(s) => {
+            suite_name(s).map(Some).map_err(|m| SubmissionError::Field {
+                field: "benchmark",
+                message: m,
+            })
+        }
+        _ => Err(field("benchmark", "must be true, false or a suite's name")),
+    }
+}
+
+fn suite_name(text: &str) -> Result<String, String> {
+    if text == "auto" {
+        return Ok("auto".into());
+    }
+    crate::bench::Suite::parse(text)
+        .map(|s| s.name().to_string())
+        .ok_or_else(|| {
+            let known: Vec<&str> = crate::bench::Suite::ALL.iter().map(|s| s.name()).collect();
+            format!(
+                "{text:?} is not a benchmark suite ({}, or auto)",
+                known.join(", ")
+            )
+        })
 }
 
 fn field(field: &'static str, message: &str) -> SubmissionError {
@@ -395,6 +463,92 @@ mod tests {
 
     fn opts(v: serde_json::Value) -> BTreeMap<String, serde_json::Value> {
         serde_json::from_value(v).expect("options")
+    }
+
+    #[test]
+    fn a_benchmark_is_marked_by_a_directive_or_the_submission() {
+        let build_script = |script: &str, options: serde_json::Value| {
+            build(Some(script), None, &opts(options), BTreeMap::new(), None)
+        };
+        let marked = |script: &str| {
+            build_script(script, serde_json::json!({}))
+                .expect("submission")
+                .benchmark
+        };
+        assert_eq!(
+            marked(
+                "#!/bin/bash
+#SBATCH -J io
+#ATRIUM --benchmark=fio
+fio x
+"
+            ),
+            Some("fio".into())
+        );
+        assert_eq!(
+            marked(
+                "#!/bin/bash
+#ATRIUM --benchmark
+true
+"
+            ),
+            Some("auto".into())
+        );
+        assert_eq!(
+            marked(
+                "#!/bin/bash
+#ATRIUM --benchmark=nccl-tests
+true
+"
+            ),
+            Some("nccl_tests".into())
+        );
+        // After the first command it is a comment like any other, as #SBATCH is.
+        assert_eq!(
+            marked(
+                "#!/bin/bash
+true
+#ATRIUM --benchmark
+"
+            ),
+            None
+        );
+        let err = build_script(
+            "#!/bin/bash
+#ATRIUM --benchmark=hpl
+",
+            serde_json::json!({}),
+        )
+        .expect_err("unknown suite");
+        assert!(
+            err.to_string()
+                .starts_with("line 2: \"hpl\" is not a benchmark suite"),
+            "{err}"
+        );
+        let err = build_script(
+            "#!/bin/bash
+#ATRIUM --fast
+",
+            serde_json::json!({}),
+        )
+        .expect_err("unknown option");
+        assert_eq!(err.to_string(), "line 2: unknown #ATRIUM option \"--fast\"");
+        let from_field = build_script(
+            "#!/bin/bash
+true
+",
+            serde_json::json!({"benchmark": "mlperf"}),
+        )
+        .expect("submission");
+        assert_eq!(from_field.benchmark, Some("mlperf".into()));
+        let err = build_script(
+            "#!/bin/bash
+true
+",
+            serde_json::json!({"benchmark": 3}),
+        )
+        .expect_err("not a suite");
+        assert!(err.to_string().starts_with("benchmark: "), "{err}");
     }
 
     #[test]

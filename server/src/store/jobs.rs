@@ -52,6 +52,10 @@ pub struct JobRecord {
     /// The environment it runs in (`launch::Container` as JSON); `None`: the jobs' runtime
     /// on this machine's software.
     pub container: Option<String>,
+    /// A benchmark's suite (or `auto`): its output is read when it ends.
+    pub benchmark: Option<String>,
+    /// What became of the benchmark's output: the run recorded, or why nothing was.
+    pub benchmark_note: Option<String>,
 }
 
 /// What a job (or array task) got when it started.
@@ -123,7 +127,7 @@ pub struct SchedulerLog {
 const JOB_COLUMNS: &str = "id, task, user_name, account, partition, name, state, reason, \
     array_spec, script, request, environment, workdir, submit_dir, submit_time, start_time, \
     end_time, time_limit, allocation, nodelist, cpus, memory_mb, gpus, exit_code, exit_signal, \
-    stdout_path, stderr_path, message, container";
+    stdout_path, stderr_path, message, container, benchmark, benchmark_note";
 
 fn job_from_row(row: &AnyRow) -> Result<JobRecord> {
     Ok(JobRecord {
@@ -156,6 +160,8 @@ fn job_from_row(row: &AnyRow) -> Result<JobRecord> {
         stderr_path: row.try_get("stderr_path")?,
         message: row.try_get("message")?,
         container: row.try_get("container")?,
+        benchmark: row.try_get("benchmark")?,
+        benchmark_note: row.try_get("benchmark_note")?,
     })
 }
 
@@ -166,9 +172,9 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         JobChange::Submitted(j) => sqlx::query(
             "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
              array_spec, script, request, environment, workdir, submit_dir, submit_time, \
-             time_limit, gpus, stdout_path, stderr_path, container) \
+             time_limit, gpus, stdout_path, stderr_path, container, benchmark) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20)",
+             $18, $19, $20, $21)",
         )
         .bind(j.id)
         .bind(j.task)
@@ -189,24 +195,25 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         .bind(&j.gpus)
         .bind(&j.stdout_path)
         .bind(&j.stderr_path)
-        .bind(&j.container),
+        .bind(&j.container)
+        .bind(&j.benchmark),
         // One statement for a plain job (its own row) and an array task (a new row
         // copied from the array's row, or the task's row again after a requeue).
         JobChange::Started(s) => sqlx::query(
             "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
              array_spec, script, request, environment, workdir, submit_dir, submit_time, \
              start_time, time_limit, allocation, nodelist, cpus, memory_mb, gpus, stdout_path, \
-             stderr_path, gpu_milli) \
+             stderr_path, gpu_milli, benchmark) \
              SELECT id, $2, user_name, account, partition, name, 'RUNNING', NULL, NULL, '', \
              '{}', '{}', workdir, submit_dir, submit_time, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-             $12 \
+             $12, benchmark \
              FROM jobs WHERE id = $1 AND task = -1 \
              ON CONFLICT (id, task) DO UPDATE SET state = 'RUNNING', reason = NULL, \
              start_time = excluded.start_time, end_time = NULL, time_limit = excluded.time_limit, \
              allocation = excluded.allocation, nodelist = excluded.nodelist, \
              cpus = excluded.cpus, memory_mb = excluded.memory_mb, gpus = excluded.gpus, \
              gpu_milli = excluded.gpu_milli, stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, \
-             exit_code = NULL, exit_signal = NULL, message = NULL",
+             exit_code = NULL, exit_signal = NULL, message = NULL, benchmark_note = NULL",
         )
         .bind(s.id)
         .bind(s.task)

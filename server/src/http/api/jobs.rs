@@ -106,6 +106,12 @@ pub struct JobInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     pub restarts: u32,
+    /// Read as a benchmark of this suite (or `auto`) when it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
+    /// What became of it: the run recorded, or why nothing was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark_note: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -410,6 +416,8 @@ pub async fn job_info(
             info.stdout = rec.stdout;
             info.stderr = rec.stderr;
             info.message = rec.message;
+            info.benchmark = rec.benchmark;
+            info.benchmark_note = rec.benchmark_note;
             if info.reason.is_none() {
                 info.reason = rec.reason;
             }
@@ -481,6 +489,8 @@ pub fn from_view(v: JobView) -> JobInfo {
         stderr: None,
         message: None,
         restarts: v.restarts,
+        benchmark: None,
+        benchmark_note: None,
     }
 }
 
@@ -537,6 +547,8 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         stderr: r.stderr_path.clone(),
         message: r.message.clone(),
         restarts: 0,
+        benchmark: r.benchmark.clone(),
+        benchmark_note: r.benchmark_note.clone(),
     }
 }
 

@@ -160,6 +160,8 @@ mod tests {
             stderr: None,
             message: None,
             restarts: 0,
+            benchmark: None,
+            benchmark_note: None,
         }
     }
 
