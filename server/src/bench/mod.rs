@@ -4,6 +4,8 @@
 //! Owns: the vocabulary of runs (suites, metrics and their units). Must not touch:
 //! HTTP, or how jobs run.
 
+pub mod parse;
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -1,0 +1,148 @@
+//! Reading what a benchmark run measured from the output of its job: one parser per
+//! suite (each in its own file), the `ATRIUM_METRIC` line protocol that any script
+//! may print whatever its suite, and a guess at the suite of unnamed output.
+//!
+//! Job output is untrusted: the parsers read at most the last [`MAX_OUTPUT_BYTES`]
+//! and [`MAX_LINES`] of it, never panic, keep at most [`MAX_METRICS`] metrics, and
+//! say in one sentence why nothing was recorded when they find nothing ([`NoOutcome`]).
+//!
+//! Owns: turning output text into an [`Outcome`]. Must not touch: IO (the caller reads
+//! the output), the store, HTTP.
+
+mod line_protocol;
+mod text;
+mod tf_cnn;
+
+use super::{is_metric_name, names, Metric, Outcome, Suite};
+
+pub use line_protocol::default_unit;
+
+/// How much of a job's output is read: its last 16 MiB …
+pub const MAX_OUTPUT_BYTES: usize = 16 << 20;
+/// … and of those, its last million lines.
+pub const MAX_LINES: usize = 1_000_000;
+/// The most metrics one outcome keeps.
+pub const MAX_METRICS: usize = 256;
+/// The longest model, framework, precision or dataset name kept (in characters).
+pub const MAX_TEXT_CHARS: usize = 128;
+
+/// Why a job's output recorded no benchmark outcome, in one sentence for the job page
+/// (e.g. "no `total images/sec:` line in the output").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoOutcome(String);
+
+impl NoOutcome {
+    fn new(reason: impl Into<String>) -> Self {
+        NoOutcome(reason.into())
+    }
+
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The outcome of a run of `suite`, read from its job output, with whatever the
+/// output declares on `ATRIUM_METRIC` and `ATRIUM_RUN` lines laid over it.
+///
+/// Reading the whole window of a huge output takes a while (seconds in a debug
+/// build): call this from a blocking task, not on the async executor.
+pub fn parse(suite: Suite, output: &str) -> Result<Outcome, NoOutcome> {
+    let output = window(output);
+    let declared = line_protocol::read(output);
+    let found = match suite {
+        Suite::TfCnnBenchmarks => tf_cnn::parse(output),
+        Suite::DeepLearningExamples | Suite::Mlperf | Suite::Fio | Suite::NcclTests => Err(
+            NoOutcome::new(format!("no parser reads {} output yet", suite.name())),
+        ),
+        Suite::Custom => Err(declared.no_outcome()),
+    };
+    let outcome = match found {
+        Ok(outcome) => declared.lay_over(outcome),
+        Err(_) if declared.has_metrics() => declared.lay_over(Outcome::default()),
+        Err(reason) => return Err(reason),
+    };
+    Ok(tidy(outcome))
+}
+
+/// The suite whose output `output` looks like, for a job marked as a benchmark
+/// without naming one; `None` when it looks like none of them.
+pub fn detect(output: &str) -> Option<Suite> {
+    let output = window(output);
+    if output.contains(tf_cnn::TOTAL) {
+        Some(Suite::TfCnnBenchmarks)
+    } else if line_protocol::looks_like(output) {
+        Some(Suite::Custom)
+    } else {
+        None
+    }
+}
+
+/// The part of `output` that is read: its last [`MAX_OUTPUT_BYTES`], and of those its
+/// last [`MAX_LINES`] lines.
+fn window(output: &str) -> &str {
+    let mut start = output.len().saturating_sub(MAX_OUTPUT_BYTES);
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &output[start..];
+    match tail.rmatch_indices('\n').nth(MAX_LINES) {
+        Some((newline, _)) => &tail[newline + 1..],
+        None => tail,
+    }
+}
+
+/// Sets metric `name` to `value` in `metrics`, replacing one of the same name. Names
+/// outside the metric charset, values that are not finite and metrics past
+/// [`MAX_METRICS`] are left out.
+fn set_metric(metrics: &mut Vec<Metric>, name: &str, value: f64, unit: &str) {
+    if !is_metric_name(name) || !value.is_finite() {
+        return;
+    }
+    let unit: String = unit.trim().chars().take(32).collect();
+    if let Some(existing) = metrics.iter_mut().find(|m| m.name == name) {
+        existing.value = value;
+        existing.unit = unit;
+    } else if metrics.len() < MAX_METRICS {
+        metrics.push(Metric {
+            name: name.to_owned(),
+            value,
+            unit,
+        });
+    }
+}
+
+/// A model, framework, precision or dataset name as kept: trimmed, without control
+/// characters, at most [`MAX_TEXT_CHARS`]; `None` when empty.
+fn text_value(raw: &str) -> Option<String> {
+    let value: String = raw
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_TEXT_CHARS)
+        .collect();
+    let value = value.trim();
+    (!value.is_empty()).then(|| value.to_owned())
+}
+
+/// The outcome with its names tidied and its metrics bounded.
+fn tidy(mut outcome: Outcome) -> Outcome {
+    for text in [
+        &mut outcome.model,
+        &mut outcome.framework,
+        &mut outcome.precision,
+        &mut outcome.dataset,
+    ] {
+        *text = text.as_deref().and_then(text_value);
+    }
+    outcome.metrics.truncate(MAX_METRICS);
+    outcome
+}
+
+#[cfg(test)]
+impl Outcome {
+    /// The value and unit of metric `name`, for the tests.
+    fn figure(&self, name: &str) -> Option<(f64, &str)> {
+        self.metric(name).map(|m| (m.value, m.unit.as_str()))
+    }
+}
