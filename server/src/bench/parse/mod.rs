@@ -9,7 +9,9 @@
 //! Owns: turning output text into an [`Outcome`]. Must not touch: IO (the caller reads
 //! the output), the store, HTTP.
 
+mod dle;
 mod line_protocol;
+mod mlperf;
 mod text;
 mod tf_cnn;
 
@@ -52,9 +54,12 @@ pub fn parse(suite: Suite, output: &str) -> Result<Outcome, NoOutcome> {
     let declared = line_protocol::read(output);
     let found = match suite {
         Suite::TfCnnBenchmarks => tf_cnn::parse(output),
-        Suite::DeepLearningExamples | Suite::Mlperf | Suite::Fio | Suite::NcclTests => Err(
-            NoOutcome::new(format!("no parser reads {} output yet", suite.name())),
-        ),
+        Suite::DeepLearningExamples => dle::parse(output),
+        Suite::Mlperf => mlperf::parse(output),
+        Suite::Fio | Suite::NcclTests => Err(NoOutcome::new(format!(
+            "no parser reads {} output yet",
+            suite.name()
+        ))),
         Suite::Custom => Err(declared.no_outcome()),
     };
     let outcome = match found {
@@ -69,8 +74,12 @@ pub fn parse(suite: Suite, output: &str) -> Result<Outcome, NoOutcome> {
 /// without naming one; `None` when it looks like none of them.
 pub fn detect(output: &str) -> Option<Suite> {
     let output = window(output);
-    if output.contains(tf_cnn::TOTAL) {
+    if output.contains(mlperf::MARKER) {
+        Some(Suite::Mlperf)
+    } else if output.contains(tf_cnn::TOTAL) {
         Some(Suite::TfCnnBenchmarks)
+    } else if dle::looks_like(output) {
+        Some(Suite::DeepLearningExamples)
     } else if line_protocol::looks_like(output) {
         Some(Suite::Custom)
     } else {
@@ -112,6 +121,30 @@ fn set_metric(metrics: &mut Vec<Metric>, name: &str, value: f64, unit: &str) {
     }
 }
 
+/// `raw` (a fio job name, a DLLogger key such as `train.total_ips`) as a metric name:
+/// lower case, runs of other characters as one `_`, at most `max_chars` long; `None`
+/// when nothing is left.
+fn metric_name(raw: &str, max_chars: usize) -> Option<String> {
+    let mut name = String::new();
+    for c in raw.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            name.push(c);
+        } else if !name.is_empty() && !name.ends_with('_') {
+            name.push('_');
+        }
+        if name.len() >= max_chars {
+            break;
+        }
+    }
+    let name = name.trim_end_matches('_');
+    match name.chars().next() {
+        None => None,
+        Some(first) if first.is_ascii_digit() => Some(format!("n{name}")),
+        Some(_) => Some(name.to_owned()),
+    }
+}
+
 /// A model, framework, precision or dataset name as kept: trimmed, without control
 /// characters, at most [`MAX_TEXT_CHARS`]; `None` when empty.
 fn text_value(raw: &str) -> Option<String> {
@@ -123,6 +156,24 @@ fn text_value(raw: &str) -> Option<String> {
         .collect();
     let value = value.trim();
     (!value.is_empty()).then(|| value.to_owned())
+}
+
+/// Throughput as images/s when the unit a program printed counts images (`img/s`,
+/// `images/sec`, `fps`), else as samples/s in the printed unit (`sequences/s`).
+fn throughput_metric(metrics: &mut Vec<Metric>, value: f64, printed_unit: Option<&str>) {
+    let unit = printed_unit.map(str::trim).unwrap_or("");
+    let lower = unit.to_ascii_lowercase();
+    let images = matches!(
+        lower.as_str(),
+        "img/s" | "imgs/s" | "images/s" | "img/sec" | "images/sec" | "image/s" | "fps" | "ips"
+    );
+    if images {
+        set_metric(metrics, names::IMAGES_PER_SEC, value, "images/s");
+    } else if unit.is_empty() {
+        set_metric(metrics, names::SAMPLES_PER_SEC, value, "samples/s");
+    } else {
+        set_metric(metrics, names::SAMPLES_PER_SEC, value, unit);
+    }
 }
 
 /// The outcome with its names tidied and its metrics bounded.
@@ -141,6 +192,11 @@ fn tidy(mut outcome: Outcome) -> Outcome {
 
 #[cfg(test)]
 impl Outcome {
+    /// The value of metric `name`, for the tests.
+    fn value(&self, name: &str) -> Option<f64> {
+        self.metric(name).map(|m| m.value)
+    }
+
     /// The value and unit of metric `name`, for the tests.
     fn figure(&self, name: &str) -> Option<(f64, &str)> {
         self.metric(name).map(|m| (m.value, m.unit.as_str()))
