@@ -10,8 +10,10 @@
 //! the output), the store, HTTP.
 
 mod dle;
+mod fio;
 mod line_protocol;
 mod mlperf;
+mod nccl;
 mod text;
 mod tf_cnn;
 
@@ -56,10 +58,8 @@ pub fn parse(suite: Suite, output: &str) -> Result<Outcome, NoOutcome> {
         Suite::TfCnnBenchmarks => tf_cnn::parse(output),
         Suite::DeepLearningExamples => dle::parse(output),
         Suite::Mlperf => mlperf::parse(output),
-        Suite::Fio | Suite::NcclTests => Err(NoOutcome::new(format!(
-            "no parser reads {} output yet",
-            suite.name()
-        ))),
+        Suite::Fio => fio::parse(output),
+        Suite::NcclTests => nccl::parse(output),
         Suite::Custom => Err(declared.no_outcome()),
     };
     let outcome = match found {
@@ -76,6 +76,10 @@ pub fn detect(output: &str) -> Option<Suite> {
     let output = window(output);
     if output.contains(mlperf::MARKER) {
         Some(Suite::Mlperf)
+    } else if fio::has_report(output) {
+        Some(Suite::Fio)
+    } else if output.contains(nccl::AVG_BUS_BANDWIDTH) {
+        Some(Suite::NcclTests)
     } else if output.contains(tf_cnn::TOTAL) {
         Some(Suite::TfCnnBenchmarks)
     } else if dle::looks_like(output) {
