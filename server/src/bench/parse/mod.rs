@@ -206,3 +206,6 @@ impl Outcome {
         self.metric(name).map(|m| (m.value, m.unit.as_str()))
     }
 }
+
+#[cfg(test)]
+mod tests;
