@@ -33,6 +33,7 @@ PACKAGES=(
     slurm-wlm           # bench/slurm/setup.sh (slurmctld, slurmd, sbatch, squeue): the Slurm reference
     munge               # munged and mungekey for that throwaway Slurm's authentication
     bubblewrap          # the job container runtime the job tests run (server/src/launch)
+    fio                 # server/src/bench/parse: a parser test runs fio; the fio starter benchmark job
     python3             # job scripts in tests and starter scripts
     python3-venv        # the session tests' JupyterLab/TensorBoard environment (ATRIUM_TEST_JUPYTER)
 )

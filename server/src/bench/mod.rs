@@ -4,6 +4,8 @@
 //! Owns: the vocabulary of runs (suites, metrics and their units). Must not touch:
 //! HTTP, or how jobs run.
 
+pub mod parse;
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -81,6 +83,9 @@ pub struct Metric {
 pub mod names {
     /// Training or inference throughput, all GPUs together.
     pub const IMAGES_PER_SEC: &str = "images_per_sec";
+    /// Throughput of a workload that does not count images (sequences, tokens,
+    /// samples), all GPUs together, in the unit its program printed.
+    pub const SAMPLES_PER_SEC: &str = "samples_per_sec";
     /// Storage read throughput while the run lasted (MB/s, 10^6 bytes).
     pub const STORAGE_MB_PER_S: &str = "storage_mb_per_s";
     pub const READ_MB_PER_S: &str = "read_mb_per_s";
@@ -114,6 +119,13 @@ pub struct Outcome {
     pub batch_size_per_gpu: Option<u32>,
     pub gpus: Option<u32>,
     pub dataset: Option<String>,
+}
+
+impl Outcome {
+    /// The metric called `name`, where the run measured it.
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
 }
 
 #[cfg(test)]
