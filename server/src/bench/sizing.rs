@@ -230,7 +230,7 @@ pub fn figure(value: f64) -> String {
     let mut out = String::new();
     for (i, c) in digits.iter().enumerate() {
         if i > 0
-            && (digits.len() - i) % 3 == 0
+            && (digits.len() - i).is_multiple_of(3)
             && c.is_ascii_digit()
             && digits[i - 1].is_ascii_digit()
         {
