@@ -585,6 +585,20 @@ async fn the_pages_show_runs_charts_and_sizing() {
         page("/sizing?workload=training+small+images+%28115+KB%29+ResNet-50&gpus=80".into()).await;
     assert_eq!(status, 200);
     assert!(html.contains("≈ 2.9 F800 nodes"), "{html}");
+    let doc: Value = reqwest::get(p.app.url("/api/v1/openapi.json"))
+        .await
+        .expect("openapi")
+        .json()
+        .await
+        .expect("json");
+    for path in [
+        "/api/v1/benchmarks",
+        "/api/v1/benchmarks/{id}",
+        "/api/v1/benchmarks/chart/scaling.svg",
+        "/api/v1/sizing",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} is documented");
+    }
     let (status, html) = page("/sizing?gpus=-1".into()).await;
     assert_eq!(status, 400);
     assert!(html.contains("id=\"sizing-error\""), "{html}");
