@@ -181,7 +181,14 @@ fn draw(svg: &mut String, chart: &Chart) -> Result<(), Box<dyn std::error::Error
         .light_line_style(WHITE)
         .x_desc("GPUs")
         .y_desc(y_desc)
-        .x_label_formatter(&|x| figure(*x))
+        // GPUs come whole: no label between two counts.
+        .x_label_formatter(&|x| {
+            if x.fract() == 0.0 {
+                figure(*x)
+            } else {
+                String::new()
+            }
+        })
         .y_label_formatter(&|y| figure(*y))
         .draw()?;
     let label_font = ("sans-serif", 12).into_font();
