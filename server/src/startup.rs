@@ -56,6 +56,9 @@ impl Application {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
         let store = open_store(&config).await?;
+        crate::bench::reference::seed(&store, now_ms())
+            .await
+            .context("storing the reference benchmark runs")?;
         let keys = session_keys(&config)?;
 
         let first_admin = if config.auth.local_accounts {

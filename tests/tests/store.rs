@@ -919,3 +919,241 @@ async fn accounting_on_postgres() {
     let (store, _db) = on_postgres().await;
     accounting_suite(store).await;
 }
+
+/// Benchmark runs: recorded with their metrics, filtered (a tag's `_` literally, the
+/// time of local runs only), sorted by a metric, deleted; the reference runs seeded
+/// once per version and never deleted one by one.
+async fn benchmarks_suite(store: Store) {
+    use atrium::bench::Metric;
+    use atrium::store::{BenchmarkFilter, BenchmarkRun, BenchmarkSort};
+
+    let now = 1_700_000_000_000;
+    let metric = |name: &str, value: f64| Metric {
+        name: name.into(),
+        value,
+        unit: "images/s".into(),
+    };
+    let run = |user: &str, gpus: i64, tags: &str, images: f64| BenchmarkRun {
+        suite: "tf_cnn_benchmarks".into(),
+        model: Some("ResNet-50".into()),
+        gpus,
+        nodes: 1,
+        gpu_model: Some("A100".into()),
+        storage: Some("nfs".into()),
+        user_name: user.into(),
+        tags: tags.into(),
+        source: "local".into(),
+        started_at: Some(now - 10_000),
+        metrics: vec![
+            metric("images_per_sec", images),
+            metric("storage_mb_per_s", images / 10.0),
+        ],
+        ..BenchmarkRun::default()
+    };
+    let all = |filter: BenchmarkFilter| BenchmarkFilter {
+        limit: 100,
+        ..filter
+    };
+    let ids =
+        |runs: Vec<atrium::store::BenchmarkRecord>| runs.iter().map(|r| r.id).collect::<Vec<_>>();
+
+    let one = store
+        .create_benchmark_run(&run("alice", 1, "nightly,lab_1", 900.0), now)
+        .await
+        .expect("create");
+    assert_eq!(
+        one.run,
+        run("alice", 1, "nightly,lab_1", 900.0),
+        "stored as given"
+    );
+    let eight = store
+        .create_benchmark_run(&run("alice", 8, "labx1", 6800.0), now + 1)
+        .await
+        .expect("create");
+    let bob = store
+        .create_benchmark_run(
+            &BenchmarkRun {
+                suite: "fio".into(),
+                gpus: 1,
+                nodes: 1,
+                user_name: "bob".into(),
+                source: "local".into(),
+                job_id: Some(42),
+                ..BenchmarkRun::default()
+            },
+            now + 2,
+        )
+        .await
+        .expect("a run without metrics");
+    assert_eq!(
+        store.benchmark_run(eight.id).await.expect("get"),
+        Some(eight.clone())
+    );
+    assert_eq!(store.benchmark_run(999_999).await.expect("get"), None);
+
+    let list = |filter: BenchmarkFilter| {
+        let store = store.clone();
+        async move { ids(store.benchmark_runs(&all(filter)).await.expect("list")) }
+    };
+    assert_eq!(
+        list(BenchmarkFilter::default()).await,
+        [bob.id, eight.id, one.id]
+    );
+    assert_eq!(
+        list(BenchmarkFilter {
+            tag: Some("lab_1".into()),
+            ..Default::default()
+        })
+        .await,
+        [one.id],
+        "`_` is not a wildcard"
+    );
+    assert_eq!(
+        list(BenchmarkFilter {
+            user: Some("alice".into()),
+            suite: Some("tf_cnn_benchmarks".into()),
+            model: Some("ResNet-50".into()),
+            gpu_model: Some("A100".into()),
+            storage: Some("nfs".into()),
+            sort: BenchmarkSort::Gpus,
+            ..Default::default()
+        })
+        .await,
+        [one.id, eight.id]
+    );
+    assert_eq!(
+        list(BenchmarkFilter {
+            job_id: Some(42),
+            ..Default::default()
+        })
+        .await,
+        [bob.id]
+    );
+    assert_eq!(
+        list(BenchmarkFilter {
+            metric: Some("images_per_sec".into()),
+            sort: BenchmarkSort::Metric("images_per_sec".into()),
+            ..Default::default()
+        })
+        .await,
+        [eight.id, one.id]
+    );
+    assert_eq!(
+        list(BenchmarkFilter {
+            sort: BenchmarkSort::Metric("images_per_sec".into()),
+            ..Default::default()
+        })
+        .await,
+        [eight.id, one.id, bob.id],
+        "runs without the metric last"
+    );
+    assert_eq!(
+        list(BenchmarkFilter {
+            from: Some(now - 10_000),
+            to: Some(now),
+            ..Default::default()
+        })
+        .await,
+        [eight.id, one.id],
+        "started in the range; bob's run, without a start, was recorded after it"
+    );
+
+    // Reference runs: seeded once per version, read-only one by one.
+    let reference = BenchmarkRun {
+        source: "some-study-2019".into(),
+        user_name: String::new(),
+        ..run("", 4, "", 2657.0)
+    };
+    assert!(store
+        .seed_reference_benchmarks(7, std::slice::from_ref(&reference), now)
+        .await
+        .expect("seed"));
+    let seeded = ids(store
+        .benchmark_runs(&all(BenchmarkFilter {
+            reference: Some(true),
+            ..Default::default()
+        }))
+        .await
+        .expect("list"));
+    assert_eq!(seeded.len(), 1);
+    assert!(!store
+        .seed_reference_benchmarks(7, std::slice::from_ref(&reference), now)
+        .await
+        .expect("again"));
+    assert_eq!(
+        list(BenchmarkFilter {
+            reference: Some(true),
+            from: Some(now + 1),
+            ..Default::default()
+        })
+        .await,
+        seeded,
+        "the same rows, not narrowed by time"
+    );
+    assert!(matches!(
+        store.delete_benchmark_run(seeded[0], now, None).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(store
+        .seed_reference_benchmarks(8, &[reference.clone(), reference], now)
+        .await
+        .expect("a new version"));
+    assert_eq!(
+        list(BenchmarkFilter {
+            reference: Some(true),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        2
+    );
+    assert_eq!(
+        list(BenchmarkFilter {
+            reference: Some(false),
+            ..Default::default()
+        })
+        .await,
+        [bob.id, eight.id, one.id],
+        "local runs stay"
+    );
+
+    // Deleting a local run takes its metrics with it, with its audit entry.
+    let deleted = store
+        .delete_benchmark_run(
+            eight.id,
+            now,
+            Some(&NewAuditEntry {
+                actor: "root",
+                action: "benchmark.delete",
+                target: "benchmark",
+                detail: "{}",
+                client_addr: "127.0.0.1",
+            }),
+        )
+        .await
+        .expect("delete");
+    assert_eq!(deleted, eight);
+    assert_eq!(store.benchmark_run(eight.id).await.expect("get"), None);
+    assert!(store
+        .audit_entries(10)
+        .await
+        .expect("audit")
+        .iter()
+        .any(|e| e.action == "benchmark.delete"));
+    assert!(matches!(
+        store.delete_benchmark_run(eight.id, now, None).await,
+        Err(StoreError::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn benchmarks_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    benchmarks_suite(store).await;
+}
+
+#[tokio::test]
+async fn benchmarks_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    benchmarks_suite(store).await;
+}

@@ -18,7 +18,7 @@ const LEGEND_WIDTH: u32 = 150;
 const HEIGHT: u32 = 420;
 
 /// One colour per series; the last (grey) for `other`.
-const PALETTE: [RGBColor; MAX_SERIES] = [
+pub const PALETTE: [RGBColor; MAX_SERIES] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x2c, 0xa0, 0x2c),

@@ -27,7 +27,8 @@ pub struct FieldError {
     pub message: String,
 }
 
-fn bad(field: &'static str, message: impl Into<String>) -> FieldError {
+/// The error of `field`: `message` says what is wrong with its value.
+pub(crate) fn bad(field: &'static str, message: impl Into<String>) -> FieldError {
     FieldError {
         field,
         message: message.into(),

@@ -4,7 +4,11 @@
 //! Owns: the vocabulary of runs (suites, metrics and their units). Must not touch:
 //! HTTP, or how jobs run.
 
+pub mod chart;
 pub mod parse;
+pub mod reference;
+pub mod run;
+pub mod sizing;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

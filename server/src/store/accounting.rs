@@ -12,6 +12,7 @@ use jiff::{Timestamp, ToSpan};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use super::sql::{Arg, Sql};
 use super::{opt_i64, Backend, Result, Store};
 
 /// Which jobs to account for; `None` matches everything. Times are Unix ms.
@@ -128,31 +129,6 @@ pub struct BucketUsage {
 
 /// The most buckets one query may ask for (ten years of days).
 pub const MAX_BUCKETS: usize = 3660;
-
-enum Arg<'a> {
-    Int(i64),
-    Text(&'a str),
-}
-
-/// SQL with numbered placeholders and their values, in order.
-#[derive(Default)]
-struct Sql<'a> {
-    args: Vec<Arg<'a>>,
-}
-
-impl<'a> Sql<'a> {
-    fn arg(&mut self, value: Arg<'a>) -> String {
-        self.args.push(value);
-        format!("${}", self.args.len())
-    }
-
-    fn bind(&self, sql: &'a str) -> sqlx::query::Query<'a, sqlx::Any, sqlx::any::AnyArguments<'a>> {
-        self.args.iter().fold(sqlx::query(sql), |q, arg| match arg {
-            Arg::Int(v) => q.bind(*v),
-            Arg::Text(v) => q.bind(*v),
-        })
-    }
-}
 
 /// A filter as SQL over `jobs j`.
 struct Filtered {

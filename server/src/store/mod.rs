@@ -6,10 +6,12 @@
 
 mod accounting;
 mod audit;
+pub mod benchmarks;
 mod interactive;
 mod jobs;
 mod quotas;
 mod sessions;
+mod sql;
 mod tokens;
 mod users;
 
@@ -26,6 +28,7 @@ pub use accounting::{
     MAX_BUCKETS,
 };
 pub use audit::{AuditEntry, NewAuditEntry};
+pub use benchmarks::{BenchmarkFilter, BenchmarkRecord, BenchmarkRun, BenchmarkSort};
 pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
 pub use quotas::QuotaRecord;

@@ -3,6 +3,7 @@
 
 mod accounting;
 mod admin;
+mod benchmarks;
 mod browser;
 mod cli;
 mod helpers;

@@ -2,6 +2,8 @@
 
 pub mod accounting;
 pub mod audit;
+pub mod benchmark_charts;
+pub mod benchmarks;
 mod cluster;
 pub mod groups;
 pub mod jobs;
@@ -11,6 +13,7 @@ pub mod nodes;
 pub mod output;
 pub mod quotas;
 pub mod sessions;
+pub mod sizing;
 pub mod tokens;
 pub mod users;
 
@@ -50,6 +53,23 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/nodes", web::get().to(cluster::nodes))
         .route("/accounting", web::get().to(accounting::get))
         .route("/accounting/chart.svg", web::get().to(accounting::chart))
+        .route("/benchmarks", web::post().to(benchmarks::create))
+        .route("/benchmarks", web::get().to(benchmarks::list))
+        .route(
+            "/benchmarks/reference/sizing",
+            web::get().to(sizing::reference_rows),
+        )
+        .route(
+            "/benchmarks/chart/scaling.svg",
+            web::get().to(benchmark_charts::scaling),
+        )
+        .route(
+            "/benchmarks/chart/storage.svg",
+            web::get().to(benchmark_charts::storage),
+        )
+        .route("/benchmarks/{id}", web::get().to(benchmarks::get))
+        .route("/benchmarks/{id}", web::delete().to(benchmarks::delete))
+        .route("/sizing", web::get().to(sizing::get))
         .route("/openapi.json", web::get().to(openapi))
         .default_service(web::to(|| async {
             Err::<(), _>(super::ApiError::NotFound)
@@ -65,13 +85,15 @@ pub fn rfc3339(ms: i64) -> String {
 /// The API's OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes and usage accounting of an atrium portal."),
+    info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes, usage accounting, benchmark runs and sizing advice of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
           sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
           audit::list, nodes::act, users::list, users::act, groups::list,
-          sessions::list_running, accounting::get, accounting::chart),
+          sessions::list_running, accounting::get, accounting::chart, benchmarks::create,
+          benchmarks::list, benchmarks::get, benchmarks::delete, benchmark_charts::scaling,
+          benchmark_charts::storage, sizing::get, sizing::reference_rows),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
@@ -82,7 +104,11 @@ pub fn rfc3339(ms: i64) -> String {
                        users::UserInfo, users::UserList, users::UserChanged,
                        groups::GroupInfo, groups::GroupList,
                        crate::accounting::answer::Accounting, crate::accounting::answer::Totals,
-                       crate::accounting::answer::JobUsage, crate::accounting::answer::KeyUsage)),
+                       crate::accounting::answer::JobUsage, crate::accounting::answer::KeyUsage,
+                       crate::bench::run::NewRun, crate::bench::Metric, benchmarks::RunInfo,
+                       benchmarks::RunList, sizing::SizingRows, crate::bench::reference::SizingRow,
+                       crate::bench::sizing::Advice, crate::bench::sizing::Figure,
+                       crate::bench::sizing::NodesNeeded, crate::bench::sizing::GpusFed)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

@@ -2,11 +2,13 @@
 
 mod accounting;
 mod admin;
+mod benchmarks;
 mod cluster;
 mod home;
 mod jobs;
 mod login;
 mod sessions;
+mod sizing;
 
 use actix_web::{web, HttpResponse};
 use askama::Template;
@@ -29,6 +31,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
         .route("/cluster", web::get().to(cluster::show))
         .route("/accounting", web::get().to(accounting::show))
+        .route("/benchmarks", web::get().to(benchmarks::list))
+        .route("/benchmarks/{id}", web::get().to(benchmarks::show))
+        .route(
+            "/benchmarks/{id}/delete",
+            web::post().to(benchmarks::delete),
+        )
+        .route("/sizing", web::get().to(sizing::show))
         .route("/sessions", web::post().to(sessions::start))
         // Before `/sessions/{id}`, which would take "new" for an id.
         .route("/sessions/new", web::get().to(sessions::new_form))
@@ -61,6 +70,17 @@ impl Nav {
             csrf: p.csrf_token().to_string(),
         }
     }
+}
+
+/// The last value of query parameter `name`, trimmed (empty when absent): what a GET
+/// form shows again.
+pub fn query_value(pairs: &[(String, String)], name: &str) -> String {
+    pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Render a page as an HTML response with `status`.
