@@ -11,7 +11,7 @@ CREATE TABLE benchmark_runs (
     framework           TEXT,
     precision           TEXT,
     batch_size_per_gpu  INTEGER,
-    gpus                INTEGER NOT NULL CHECK (gpus >= 1),
+    gpus                INTEGER NOT NULL CHECK (gpus >= 0),
     nodes               INTEGER NOT NULL CHECK (nodes >= 1),
     gpu_model           TEXT,
     storage             TEXT,

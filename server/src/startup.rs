@@ -149,6 +149,7 @@ impl Application {
         let spool = settings.spool_dir.clone();
         let (scheduler, scheduler_task) =
             Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?;
+        let _recorder = crate::bench::recorder::spawn(store.clone(), inventory.clone(), as_root);
         let quotas = crate::admin::Quotas::load(
             store.clone(),
             scheduler.clone(),

@@ -75,11 +75,12 @@ pub struct Chart {
 }
 
 impl Chart {
-    /// Lay out `metric` of `runs` (runs without it are skipped).
+    /// Lay out `metric` of `runs` against their GPUs (runs without the metric, or
+    /// without GPUs, are skipped).
     pub fn of(runs: &[BenchmarkRecord], metric: &str, by: SeriesBy, title: String) -> Chart {
         let mut best: BTreeMap<(bool, String), BTreeMap<i64, f64>> = BTreeMap::new();
         let mut unit = String::new();
-        for r in runs {
+        for r in runs.iter().filter(|r| r.run.gpus > 0) {
             let Some(m) = r.run.metrics.iter().find(|m| m.name == metric) else {
                 continue;
             };

@@ -6,6 +6,7 @@
 
 pub mod chart;
 pub mod parse;
+pub mod recorder;
 pub mod reference;
 pub mod run;
 pub mod sizing;

@@ -102,17 +102,18 @@ impl NewRun {
                 ),
             )
         })?;
-        if !(1..=MAX_GPUS).contains(&self.gpus) {
+        // 0 GPUs: a storage or CPU benchmark.
+        if !(0..=MAX_GPUS).contains(&self.gpus) {
             return Err(bad(
                 "gpus",
-                format!("must be 1 to {MAX_GPUS}, not {}", self.gpus),
+                format!("must be 0 to {MAX_GPUS}, not {}", self.gpus),
             ));
         }
         let nodes = self.nodes.unwrap_or(1);
-        if !(1..=self.gpus).contains(&nodes) {
+        if !(1..=self.gpus.max(1)).contains(&nodes) {
             return Err(bad(
                 "nodes",
-                format!("must be 1 to gpus ({}), not {nodes}", self.gpus),
+                format!("must be 1 to gpus ({}), not {nodes}", self.gpus.max(1)),
             ));
         }
         if let Some(b) = self.batch_size_per_gpu {

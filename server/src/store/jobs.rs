@@ -436,3 +436,31 @@ fn bind_filter<'q>(mut q: AnyQuery<'q>, filter: &'q JobFilter) -> AnyQuery<'q> {
     }
     q
 }
+
+impl Store {
+    /// Ended jobs marked as benchmarks whose output has not been read yet, oldest
+    /// first.
+    pub async fn unread_benchmark_jobs(&self, limit: i64) -> Result<Vec<JobRecord>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE benchmark IS NOT NULL \
+             AND benchmark_note IS NULL AND end_time IS NOT NULL \
+             AND state NOT IN ('PENDING', 'RUNNING', 'COMPLETING') \
+             ORDER BY end_time, id, task LIMIT $1"
+        ))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    /// Say what became of a benchmark job's output.
+    pub async fn set_benchmark_note(&self, id: i64, task: i64, note: &str) -> Result<()> {
+        sqlx::query("UPDATE jobs SET benchmark_note = $3 WHERE id = $1 AND task = $2")
+            .bind(id)
+            .bind(task)
+            .bind(note)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

@@ -603,3 +603,71 @@ async fn the_pages_show_runs_charts_and_sizing() {
     assert_eq!(status, 400);
     assert!(html.contains("id=\"sizing-error\""), "{html}");
 }
+
+#[tokio::test]
+async fn the_fio_starter_job_records_its_outcome_linked_to_the_job() {
+    let c = crate::jobs::JobCluster::start(0).await;
+    let user = c.user("fiona", 20601).await;
+    let script = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../templates/starters/jobs/fio-seqread.sh"),
+    )
+    .expect("the fio starter");
+    let res = c
+        .submit(
+            &user,
+            serde_json::json!({
+                "script": script,
+                "working_directory": user.home,
+                "environment": {"FIO_SIZE": "8M", "FIO_JOBS": "1", "FIO_RUNTIME": "1"},
+                "options": {"cpus-per-task": 1},
+            }),
+        )
+        .await;
+    let status = res.status();
+    let body: serde_json::Value = res.json().await.expect("json");
+    assert_eq!(status, 201, "{body}");
+    let id = body["id"].as_str().expect("id").to_string();
+    let job = c
+        .wait_for(
+            &user,
+            &id,
+            &["COMPLETED", "FAILED"],
+            std::time::Duration::from_secs(120),
+        )
+        .await;
+    assert_eq!(job["state"], "COMPLETED", "{job}\n{}", c.output(&user, &id));
+    assert_eq!(job["benchmark"], "fio", "{job}");
+    let note = atrium_tests::support::until(
+        "the benchmark to be read",
+        std::time::Duration::from_secs(60),
+        || {
+            let fut = c.job(&user, &id);
+            async move { fut.await["benchmark_note"].as_str().map(str::to_string) }
+        },
+    )
+    .await
+    .expect("a note");
+    let run_id: i64 = note
+        .strip_prefix("recorded as benchmark run ")
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("not recorded: {note}"));
+    let run: serde_json::Value = c
+        .app
+        .get_bearer(&format!("/api/v1/benchmarks/{run_id}"), &user.token)
+        .await
+        .json()
+        .await
+        .expect("run");
+    assert_eq!(run["suite"], "fio", "{run}");
+    assert_eq!(run["job_id"].as_i64(), id.parse::<i64>().ok(), "{run}");
+    let read = run["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .find(|m| m["name"] == "read_mb_per_s")
+        .unwrap_or_else(|| panic!("no read_mb_per_s: {run}"));
+    assert!(read["value"].as_f64().unwrap_or(0.0) > 0.0, "{run}");
+    assert_eq!(read["unit"], "MB/s", "{run}");
+}
