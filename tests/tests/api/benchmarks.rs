@@ -671,3 +671,60 @@ async fn the_fio_starter_job_records_its_outcome_linked_to_the_job() {
     assert!(read["value"].as_f64().unwrap_or(0.0) > 0.0, "{run}");
     assert_eq!(read["unit"], "MB/s", "{run}");
 }
+
+#[tokio::test]
+async fn chromium_opens_the_benchmarks_page_and_its_charts() {
+    use atrium_tests::support::browser;
+    use fantoccini::Locator;
+    let app = crate::helpers::spawn_app().await;
+    let password = app.admin_password.clone().expect("admin password");
+    let b = browser().await.expect("chromium");
+    b.goto(&app.url("/login")).await.expect("open login");
+    crate::browser::submit_login(&b, "admin", &password).await;
+    b.goto(&app.url("/benchmarks?model=ResNet-50"))
+        .await
+        .expect("benchmarks page");
+    let runs = b
+        .wait()
+        .for_element(Locator::Id("benchmark-runs"))
+        .await
+        .expect("the runs table")
+        .text()
+        .await
+        .expect("text");
+    assert!(runs.contains("ResNet-50"), "{runs}");
+    // The charts are SVG drawn by the server: the browser decodes them as images.
+    for chart in ["scaling-chart", "storage-chart"] {
+        let decoded = atrium_tests::support::until(
+            &format!("{chart} to load"),
+            std::time::Duration::from_secs(20),
+            || {
+                let b = b.clone();
+                async move {
+                    let width = b
+                        .execute(
+                            &format!(
+                                "const i = document.getElementById('{chart}'); \
+                                 return i && i.complete ? i.naturalWidth : 0;"
+                            ),
+                            vec![],
+                        )
+                        .await
+                        .ok()?;
+                    width.as_u64().filter(|w| *w > 0)
+                }
+            },
+        )
+        .await;
+        assert!(decoded.is_ok(), "{chart} did not load as an image");
+    }
+    b.find(Locator::Id("sizing-link"))
+        .await
+        .expect("sizing link")
+        .click()
+        .await
+        .expect("open sizing");
+    let url = b.current_url().await.expect("url");
+    assert_eq!(url.path(), "/sizing");
+    b.close().await.expect("close");
+}

@@ -182,7 +182,18 @@ mod tests {
     fn starters_are_embedded_with_directives_and_titles() {
         let all = starters();
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["array", "gpu-check", "hello"]);
+        assert_eq!(
+            names,
+            [
+                "array",
+                "fio-randread",
+                "fio-seqread",
+                "gpu-check",
+                "hello",
+                "nccl-allreduce",
+                "resnet50-synthetic"
+            ]
+        );
         for s in &all {
             assert!(s.script.starts_with("#!"), "{}", s.name);
             assert!(s.script.contains("\n#SBATCH "), "{}", s.name);
@@ -194,7 +205,13 @@ mod tests {
                 Default::default(),
                 None,
             );
-            assert!(parsed.is_ok(), "{}: {:?}", s.name, parsed.err());
+            let benchmark = parsed
+                .unwrap_or_else(|e| panic!("{}: {e}", s.name))
+                .benchmark;
+            let is_benchmark = ["fio-", "nccl-", "resnet50-"]
+                .iter()
+                .any(|p| s.name.starts_with(p));
+            assert_eq!(benchmark.is_some(), is_benchmark, "{}", s.name);
         }
     }
 
