@@ -89,8 +89,20 @@ async fn the_first_login_creates_the_home_and_its_templates_and_edits_survive() 
         .await
         .expect("query")
         .expect("bob");
-    let current = store.templates_digest(bob.id).await.expect("digest");
-    assert!(current.is_some(), "the sync was recorded");
+    // The sync is recorded once every starter is copied, which may be a little after
+    // the first one appears.
+    until("the sync to be recorded", Duration::from_secs(30), || {
+        let store = &store;
+        async move {
+            store
+                .templates_digest(bob.id)
+                .await
+                .expect("digest")
+                .map(|_| ())
+        }
+    })
+    .await
+    .expect("the sync was recorded");
     store
         .set_templates_digest(bob.id, "stale")
         .await
