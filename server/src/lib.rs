@@ -11,6 +11,7 @@ pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod csv;
 pub mod http;
 pub mod launch;
 pub mod metrics;

@@ -6,6 +6,8 @@
 
 use std::borrow::Cow;
 
+use crate::csv::field as text;
+
 use super::answer::{Accounting, JobUsage, KeyUsage};
 
 const JOB_HEADER: [&str; 24] = [
@@ -34,20 +36,6 @@ const JOB_HEADER: [&str; 24] = [
     "gpu_hours",
     "cpu_hours",
 ];
-
-/// One text field, quoted when it must be.
-fn text(value: &str) -> Cow<'_, str> {
-    let value: Cow<'_, str> = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        Cow::Owned(format!("'{value}"))
-    } else {
-        Cow::Borrowed(value)
-    };
-    if value.contains([',', '"', '\n', '\r']) {
-        Cow::Owned(format!("\"{}\"", value.replace('"', "\"\"")))
-    } else {
-        value
-    }
-}
 
 fn opt<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
@@ -137,15 +125,6 @@ mod tests {
     use super::*;
     use crate::accounting::GroupBy;
     use crate::store::{Usage, UsageKey, UsageRecord, UsageRow};
-
-    #[test]
-    fn fields_are_quoted_and_formulas_defused() {
-        assert_eq!(text("plain"), "plain");
-        assert_eq!(text("a,b"), "\"a,b\"");
-        assert_eq!(text("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(text("=cmd()"), "'=cmd()");
-        assert_eq!(text("-1+1,x"), "\"'-1+1,x\"");
-    }
 
     #[test]
     fn jobs_have_a_header_and_a_line_each() {

@@ -38,21 +38,6 @@ pub struct AuditList {
     pub entries: Vec<AuditInfo>,
 }
 
-/// A CSV field, quoted when it needs to be (RFC 4180), and never read as a formula by
-/// a spreadsheet.
-pub fn csv_field(text: &str) -> String {
-    let text = if text.starts_with(['=', '+', '-', '@']) {
-        format!("'{text}")
-    } else {
-        text.to_string()
-    };
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text
-    }
-}
-
 /// The newest `limit` audit entries, newest first.
 pub async fn audit_infos(state: &AppState, limit: i64) -> Result<Vec<AuditInfo>, ApiError> {
     let entries = state.store.audit_entries(limit).await?;
@@ -100,7 +85,7 @@ pub async fn list(
                     e.detail.to_string(),
                     e.client_addr.clone(),
                 ];
-                let row: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
+                let row: Vec<_> = row.iter().map(|f| crate::csv::field(f)).collect();
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

@@ -15,11 +15,15 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::{now_ms, Principal, Scope};
 use crate::bench::run::{may_delete, DeleteRefusal, ListQuery, NewRun};
 use crate::bench::Metric;
-use crate::http::api::audit::csv_field;
 use crate::http::{ApiError, AppState};
 use crate::store::{BenchmarkRecord, NewAuditEntry, StoreError};
 
 use super::rfc3339;
+
+/// A CSV field as an owned string.
+fn csv_field(text: &str) -> String {
+    crate::csv::field(text).into_owned()
+}
 
 /// A benchmark run.
 #[derive(Debug, Clone, Serialize, ToSchema)]
