@@ -160,6 +160,7 @@ impl Application {
         let (sessions, culler) = crate::sessions::Sessions::start(
             store.clone(),
             scheduler.clone(),
+            quotas.clone(),
             config.clone(),
             &spool,
             jobs_runtime,

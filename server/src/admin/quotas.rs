@@ -238,17 +238,24 @@ impl Quotas {
 
     /// Whether a session of `gpus` GPUs (of `slice` type, if named) for `hours` may
     /// start for `owner` now; the error names the quota, its value and the use now.
-    /// `running_sessions` counts the running sessions by `user:NAME`, `group:NAME` and
-    /// `account:NAME`.
     pub async fn check_session(
         &self,
         owner: &Owner,
         gpus: u32,
         slice: Option<&str>,
         hours: f64,
-        running_sessions: &BTreeMap<String, u32>,
     ) -> Result<(), QuotaError> {
-        for q in self.applying(owner) {
+        let applying = self.applying(owner);
+        let counted: Vec<String> = applying
+            .iter()
+            .filter(|q| q.limits.max_sessions.is_some())
+            .filter_map(|q| match &q.scope {
+                LimitScope::Group(g) => Some(g.clone()),
+                _ => None,
+            })
+            .collect();
+        let running_sessions = self.store.running_sessions(&owner.user, &counted).await?;
+        for q in applying {
             let label = scope_label(&q.scope);
             let l = &q.limits;
             if let Some(max) = l.max_session_hours {

@@ -111,6 +111,9 @@ pub enum SessionError {
     Scheduler(#[from] SchedError),
     #[error(transparent)]
     Store(StoreError),
+    /// Over a quota: names it, its value and the use now.
+    #[error(transparent)]
+    Quota(#[from] crate::admin::quotas::QuotaError),
     #[error("{0}")]
     Internal(String),
 }
@@ -223,6 +226,7 @@ pub struct Sessions {
 struct Inner {
     store: Store,
     scheduler: Scheduler,
+    quotas: crate::admin::Quotas,
     config: Arc<Config>,
     environments: Vec<Environment>,
     /// `<spool>/sessions`: one 0700 directory per session, owned by its user.
@@ -252,6 +256,7 @@ impl Sessions {
     pub async fn start(
         store: Store,
         scheduler: Scheduler,
+        quotas: crate::admin::Quotas,
         config: Arc<Config>,
         spool_dir: &Path,
         jobs_runtime: RuntimeKind,
@@ -271,6 +276,7 @@ impl Sessions {
             inner: Arc::new(Inner {
                 store,
                 scheduler,
+                quotas,
                 config,
                 environments,
                 socket_root,
@@ -379,7 +385,12 @@ impl Sessions {
             ));
         }
         let seconds = (hours * 3600.0).ceil().max(1.0) as u64;
-        let gres = gres(request.gpus, request.slice.as_deref())?;
+        let (gpus, gres) = gres(request.gpus, request.slice.as_deref())?;
+        // A session is never left waiting for quota: over one, it does not start.
+        self.inner
+            .quotas
+            .check_session(&owner, gpus, request.slice.as_deref(), hours)
+            .await?;
         let identity = self.identity(&owner.user).await?;
         let logdir = match kind {
             Kind::Tensorboard => Some(
@@ -754,12 +765,12 @@ pub fn prefix(owner: &str, name: &str) -> String {
 }
 
 /// The `--gres` of a request: `gpu:N`, `gpu:TYPE:N` or `shard:N`.
-fn gres(gpus: Option<u32>, slice: Option<&str>) -> Result<String, SessionError> {
+fn gres(gpus: Option<u32>, slice: Option<&str>) -> Result<(u32, String), SessionError> {
     let n = gpus.unwrap_or(if slice.is_some() { 1 } else { 0 });
     if n > 64 {
         return Err(invalid("gpus", "at most 64"));
     }
-    match slice.map(str::trim).filter(|s| !s.is_empty()) {
+    let gres = match slice.map(str::trim).filter(|s| !s.is_empty()) {
         None if n == 0 => Ok(String::new()),
         None => Ok(format!("gpu:{n}")),
         Some(_) if n == 0 => Err(invalid("gpus", "a slice needs at least 1")),
@@ -774,7 +785,8 @@ fn gres(gpus: Option<u32>, slice: Option<&str>) -> Result<String, SessionError> 
             "slice",
             format!("{t:?} is not a GPU type or MIG profile"),
         )),
-    }
+    }?;
+    Ok((n, gres))
 }
 
 /// Create the session's directory: the user's, mode 0700, with the server's runtime
@@ -825,13 +837,19 @@ mod tests {
 
     #[test]
     fn gres_from_gpus_and_slices() {
-        assert_eq!(gres(None, None).ok(), Some(String::new()));
-        assert_eq!(gres(Some(2), None).ok(), Some("gpu:2".into()));
+        assert_eq!(gres(None, None).ok().map(|(_, g)| g), Some(String::new()));
         assert_eq!(
-            gres(None, Some("1g.10gb")).ok(),
+            gres(Some(2), None).ok().map(|(_, g)| g),
+            Some("gpu:2".into())
+        );
+        assert_eq!(
+            gres(None, Some("1g.10gb")).ok().map(|(_, g)| g),
             Some("gpu:1g.10gb:1".into())
         );
-        assert_eq!(gres(Some(2), Some("shard")).ok(), Some("shard:2".into()));
+        assert_eq!(
+            gres(Some(2), Some("shard")).ok().map(|(_, g)| g),
+            Some("shard:2".into())
+        );
         assert!(gres(Some(0), Some("a100")).is_err());
         assert!(gres(Some(1), Some("a;b")).is_err());
     }

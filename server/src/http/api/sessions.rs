@@ -115,6 +115,7 @@ impl From<SessionError> for ApiError {
             SessionError::Forbidden(m) => ApiError::Forbidden(m),
             SessionError::Scheduler(e) => e.into(),
             SessionError::Store(e) => e.into(),
+            SessionError::Quota(e) => e.into(),
             SessionError::Internal(m) => ApiError::internal(m),
         }
     }
@@ -184,7 +185,6 @@ pub async fn start_audited(
     request: StartRequest,
 ) -> Result<SessionRecord, ApiError> {
     let owner = super::jobs::owner_of(state, caller).await?;
-    check_quotas(state, &owner, &request).await?;
     let record = state.sessions.launch(owner, request).await?;
     let detail = serde_json::json!({"name": record.name, "kind": record.kind, "gres": record.gres});
     state
@@ -197,36 +197,6 @@ pub async fn start_audited(
         )
         .await?;
     Ok(record)
-}
-
-/// Refuse a session the caller's quotas do not allow now, saying which and why.
-async fn check_quotas(
-    state: &AppState,
-    owner: &scheduler::Owner,
-    request: &StartRequest,
-) -> Result<(), ApiError> {
-    let counted: Vec<String> = state
-        .quotas
-        .applying(owner)
-        .into_iter()
-        .filter(|q| q.limits.max_sessions.is_some())
-        .filter_map(|q| match q.scope {
-            scheduler::LimitScope::Group(g) => Some(g),
-            _ => None,
-        })
-        .collect();
-    let running = state.store.running_sessions(&owner.user, &counted).await?;
-    let gpus = request
-        .gpus
-        .unwrap_or(if request.slice.is_some() { 1 } else { 0 });
-    let hours = request
-        .hours
-        .unwrap_or(f64::from(state.config.sessions.default_hours));
-    state
-        .quotas
-        .check_session(owner, gpus, request.slice.as_deref(), hours, &running)
-        .await?;
-    Ok(())
 }
 
 /// Stop session `id` for `caller` (its owner: `stopped`; an administrator: `cancelled`)
