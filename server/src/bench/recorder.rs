@@ -5,8 +5,6 @@
 //! Works from the database (ended, marked jobs without a note), so a restart loses
 //! nothing: what was not read yet is read then.
 
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,10 +65,19 @@ async fn record(
     let Some(path) = job.stdout_path.clone() else {
         return "nothing recorded: the job has no output file".into();
     };
-    let read = tokio::task::spawn_blocking(move || read_tail(&path, uid)).await;
+    // A plain file of the job's user (of the portal's when it runs jobs as itself).
+    let owner = uid
+        .and_then(|u| u32::try_from(u).ok())
+        .unwrap_or_else(|| crate::launch::current_ids().0);
+    let shown = path.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        crate::launch::read_tail_owned(std::path::Path::new(&path), owner, MAX_READ)
+    })
+    .await;
     let output = match read {
-        Ok(Ok(text)) => text,
-        Ok(Err(why)) => return format!("nothing recorded: {why}"),
+        Ok(Ok(Some(text))) => text,
+        Ok(Ok(None)) => return format!("nothing recorded: there is no output file {shown}"),
+        Ok(Err(e)) => return format!("nothing recorded: the output {shown} cannot be read ({e})"),
         Err(e) => return format!("nothing recorded: reading the output failed ({e})"),
     };
     let marked = job.benchmark.clone().unwrap_or_default();
@@ -157,38 +164,4 @@ fn job_display(job: &JobRecord) -> String {
     } else {
         job.id.to_string()
     }
-}
-
-/// The end of an output file (at most [`MAX_READ`]), which must be a plain file and,
-/// when `uid` is given, the job's user's.
-fn read_tail(path: &str, uid: Option<i64>) -> Result<String, String> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_o_nofollow())
-        .open(path)
-        .map_err(|e| format!("the output {path} cannot be read ({e})"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("the output {path} cannot be read ({e})"))?;
-    if !meta.is_file() {
-        return Err(format!("the output {path} is not a plain file"));
-    }
-    if uid.is_some_and(|u| i64::from(meta.uid()) != u) {
-        return Err(format!(
-            "the output {path} does not belong to the job's user"
-        ));
-    }
-    if meta.len() > MAX_READ {
-        file.seek(SeekFrom::Start(meta.len() - MAX_READ))
-            .map_err(|e| format!("the output {path} cannot be read ({e})"))?;
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_READ)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("the output {path} cannot be read ({e})"))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-fn libc_o_nofollow() -> i32 {
-    nix::fcntl::OFlag::O_NOFOLLOW.bits()
 }

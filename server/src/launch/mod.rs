@@ -222,6 +222,20 @@ pub fn open_owned(path: &Path, owner: u32) -> std::io::Result<Option<std::fs::Fi
     Ok(Some(file))
 }
 
+/// The last `max` bytes of `path`, a plain file of `owner` (as [`open_owned`] opens
+/// it), as text; `None` if there is no such file.
+pub fn read_tail_owned(path: &Path, owner: u32, max: u64) -> std::io::Result<Option<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Some(mut file) = open_owned(path, owner)? else {
+        return Ok(None);
+    };
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
 /// The portal's uid and gid.
 pub fn current_ids() -> (u32, u32) {
     (

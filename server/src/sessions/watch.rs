@@ -377,14 +377,8 @@ async fn finish(sessions: &Sessions, route: &Route, end: End) {
 /// The end of the server's log, read without following links and only from a plain
 /// file of the session's user (the directory is theirs to change).
 fn log_tail(path: &Path, owner: Option<u32>) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
     let owner = owner.unwrap_or_else(|| crate::launch::current_ids().0);
-    let mut f = crate::launch::open_owned(path, owner).ok()??;
-    let len = f.metadata().ok()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(8192))).ok()?;
-    let mut buf = Vec::new();
-    f.take(8192).read_to_end(&mut buf).ok()?;
-    let text = String::from_utf8_lossy(&buf);
+    let text = crate::launch::read_tail_owned(path, owner, 8192).ok()??;
     let lines: Vec<&str> = text.lines().collect();
     let from = lines.len().saturating_sub(LOG_LINES);
     Some(lines[from..].join("\n"))
