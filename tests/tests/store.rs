@@ -1157,3 +1157,59 @@ async fn benchmarks_on_postgres() {
     let (store, _db) = on_postgres().await;
     benchmarks_suite(store).await;
 }
+
+/// Changes that read before they write (a quota's create and update check what is
+/// there first) succeed while another connection commits all the time, as the
+/// scheduler does: none fails with "database is locked".
+async fn concurrent_writers_suite(store: Store) {
+    let now = 1_700_000_000_000;
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            for seq in 1..=300_i64 {
+                store
+                    .commit_scheduler_batch(&[(seq, "{}".to_string())], &[])
+                    .await
+                    .expect("scheduler batch");
+            }
+        })
+    };
+    let audit = |action| NewAuditEntry {
+        actor: "admin",
+        action,
+        target: "user:u",
+        detail: "{}",
+        client_addr: "127.0.0.1",
+    };
+    for i in 0..60 {
+        let name = format!("u{i}");
+        let created = store
+            .create_quota(
+                "user",
+                &name,
+                r#"{"max_gpus":1}"#,
+                now,
+                &audit("quota.create"),
+            )
+            .await
+            .expect("create quota beside a busy writer");
+        store
+            .update_quota(created.id, r#"{"max_gpus":2}"#, now, &audit("quota.update"))
+            .await
+            .expect("update quota beside a busy writer");
+    }
+    writer.await.expect("writer");
+    assert_eq!(store.quotas().await.expect("quotas").len(), 60);
+}
+
+#[tokio::test]
+async fn concurrent_writers_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    concurrent_writers_suite(store).await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    concurrent_writers_suite(store).await;
+}

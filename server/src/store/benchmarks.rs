@@ -253,7 +253,7 @@ impl Store {
         run: &BenchmarkRun,
         now: i64,
     ) -> Result<BenchmarkRecord> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let id = insert_run(&mut tx, run, now).await?;
         tx.commit().await?;
         self.benchmark_run(id).await?.ok_or(StoreError::NotFound)
@@ -336,7 +336,7 @@ impl Store {
             .await?
             .filter(|r| !r.is_reference())
             .ok_or(StoreError::NotFound)?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         sqlx::query("DELETE FROM benchmark_metrics WHERE run_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -367,7 +367,7 @@ impl Store {
         runs: &[BenchmarkRun],
         now: i64,
     ) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         // The update takes the row's lock first: a second portal seeding at the same
         // time waits, then finds the version current.
         let changed = sqlx::query(

@@ -83,7 +83,7 @@ impl Store {
         max_active: i64,
         now: i64,
     ) -> Result<SessionRecord> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         // Writing first serializes starts of the same user: SQLite takes its write lock
         // (a read first could not be upgraded while another writer commits), and
         // PostgreSQL locks the user's row until commit, so the count below is exact.
@@ -204,7 +204,7 @@ impl Store {
         if seen.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         for (id, at) in seen {
             sqlx::query(
                 "UPDATE sessions SET last_activity = $2 \

@@ -270,7 +270,7 @@ impl Store {
         log: &[(i64, String)],
         changes: &[JobChange],
     ) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         for (seq, event) in log {
             sqlx::query("INSERT INTO sched_log (seq, event) VALUES ($1, $2)")
                 .bind(*seq)
@@ -288,7 +288,7 @@ impl Store {
     /// Replace the scheduler snapshot and drop the log entries it covers.
     #[tracing::instrument(skip_all, fields(seq), err)]
     pub async fn save_scheduler_snapshot(&self, seq: i64, data: &str) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         sqlx::query("DELETE FROM sched_snapshot")
             .execute(&mut *tx)
             .await?;

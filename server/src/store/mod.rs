@@ -165,6 +165,17 @@ impl Store {
         Ok(row.try_get(0)?)
     }
 
+    /// A transaction that will write. On SQLite it takes the write lock at `BEGIN`
+    /// (waiting up to the busy timeout for another writer), so a transaction that
+    /// reads before it writes cannot fail with "database is locked" when another
+    /// connection commits in between; PostgreSQL needs no such thing.
+    pub(crate) async fn write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool.begin().await?,
+        })
+    }
+
     /// A change to credentials: run `guard`, then `then`, in one transaction, and bump
     /// the auth epoch so that every process drops what it cached. `NotFound` (and
     /// nothing changed) when `guard` changes no row.
@@ -173,7 +184,7 @@ impl Store {
         guard: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
         then: Vec<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>>,
     ) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         if guard.execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }

@@ -63,7 +63,7 @@ impl Store {
         now: i64,
         audit: &NewAuditEntry<'_>,
     ) -> Result<QuotaRecord> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let exists = sqlx::query("SELECT id FROM quotas WHERE scope_kind = $1 AND scope_name = $2")
             .bind(kind)
             .bind(name)
@@ -97,7 +97,7 @@ impl Store {
         now: i64,
         audit: &NewAuditEntry<'_>,
     ) -> Result<(QuotaRecord, QuotaRecord)> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let before = sqlx::query(&format!("SELECT {COLUMNS} FROM quotas WHERE id = $1"))
             .bind(id)
             .fetch_optional(&mut *tx)
@@ -127,7 +127,7 @@ impl Store {
         now: i64,
         audit: &NewAuditEntry<'_>,
     ) -> Result<QuotaRecord> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let row = sqlx::query(&format!(
             "DELETE FROM quotas WHERE id = $1 RETURNING {COLUMNS}"
         ))

@@ -119,7 +119,7 @@ impl Store {
         now: i64,
     ) -> Result<User> {
         let (min, max) = (*range.start(), *range.end());
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         // Writing first serializes allocators: SQLite takes its write lock, and
         // PostgreSQL locks the row until commit, so each one sees the uids the
         // previous one committed.
@@ -284,7 +284,7 @@ impl Store {
         for group in groups {
             ids.push(self.ensure_group(group, source, now).await?);
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         sqlx::query("DELETE FROM memberships WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)
