@@ -27,7 +27,7 @@ pub use config::{
 };
 pub use error::{ConfigError, OpError, SubmitError};
 pub use model::*;
-pub use parse::{parse_args, parse_script, ParseError};
+pub use parse::{compress_hostlist, parse_args, parse_script, ParseError};
 pub use policy::limits::LimitUsage;
 pub use snapshot::Snapshot;
 pub use views::{JobView, NodeView, PartitionView, SliceUsage, SqueueFilter};

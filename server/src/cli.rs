@@ -63,12 +63,26 @@ pub enum Command {
     Scancel(crate::client::scancel::ScancelArgs),
     /// Show accounting records of jobs (like Slurm's sacct).
     Sacct(crate::client::sacct::SacctArgs),
+    /// Work with the site's Slurm (`[scheduler] backend = "slurm"`).
+    #[command(subcommand)]
+    Slurm(SlurmCommand),
     /// Run a job step (started by the portal).
     #[command(subcommand, hide = true)]
     Step(StepCommand),
     /// Work on a user's home, as that user (started by the portal).
     #[command(subcommand, hide = true)]
     Home(HomeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SlurmCommand {
+    /// Make Slurm enforce atrium's quotas: set the association limits they map to
+    /// with `sacctmgr` (the mapping is in the README, "Running on a Slurm cluster").
+    ApplyQuotas {
+        /// Print the commands without running them.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -185,6 +199,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             result
         }
+        Command::Slurm(SlurmCommand::ApplyQuotas { dry_run }) => {
+            let config = usable_config(path)?;
+            let store = open_store(&config).await?;
+            let result = apply_quotas(&store, &config, dry_run).await;
+            store.close().await;
+            result
+        }
         Command::Sbatch(args) => crate::client::sbatch::run(*args).await,
         Command::Squeue(args) => crate::client::squeue::run(args).await,
         Command::Sinfo(args) => crate::client::sinfo::run(args).await,
@@ -194,6 +215,48 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
         Command::Home(HomeCommand::Sync { dir }) => crate::storage::sync_command(&dir),
     }
+}
+
+/// `atrium slurm apply-quotas`: print each `sacctmgr` command, and run it unless
+/// `dry_run`; stop at the first that fails.
+async fn apply_quotas(store: &Store, config: &Config, dry_run: bool) -> anyhow::Result<()> {
+    use crate::admin::quotas::Quota;
+    use crate::sched::slurm::{cli::SlurmCli, quotas::commands};
+    let quotas: Vec<Quota> = store
+        .quotas()
+        .await?
+        .iter()
+        .filter_map(Quota::from_record)
+        .collect();
+    let users: Vec<String> = store
+        .list_users()
+        .await?
+        .into_iter()
+        .filter(|u| u.uid_number.is_some() && !u.disabled)
+        .map(|u| u.username)
+        .collect();
+    let (cmds, notes) = commands(&quotas, &users);
+    let cli = SlurmCli {
+        bin_dir: config.slurm.bin_dir.clone(),
+        conf: config.slurm.conf.clone(),
+        timeout: config.slurm.command_timeout.0,
+        switch_user: false,
+    };
+    for cmd in &cmds {
+        println!("sacctmgr {}", cmd.args.join(" "));
+        if !dry_run {
+            cli.admin("sacctmgr", &cmd.args)
+                .await
+                .map_err(|e| anyhow::anyhow!("sacctmgr failed: {e}"))?;
+        }
+    }
+    for note in &notes {
+        println!("# {note}");
+    }
+    if cmds.is_empty() {
+        println!("# no quotas to apply");
+    }
+    Ok(())
 }
 
 fn config_check(path: Option<&std::path::Path>) -> anyhow::Result<()> {

@@ -13,11 +13,13 @@ use serde::Deserialize;
 
 mod quotas;
 mod sessions;
+mod slurm;
 pub use quotas::QuotasConfig;
 pub use sessions::{
     is_name as is_session_name, EnvironmentConfig, HumanDuration, MountConfig, SessionsConfig,
     StorageConfig,
 };
+pub use slurm::{SchedulerConfig, SlurmConfig};
 
 /// Prefix of environment overrides. `ATRIUM_LISTEN` sets `listen`;
 /// `ATRIUM_DATABASE__URL` sets `database.url` (a double underscore separates sections).
@@ -120,6 +122,8 @@ pub struct Config {
     pub environments: Vec<EnvironmentConfig>,
     pub storage: StorageConfig,
     pub quotas: QuotasConfig,
+    pub scheduler: SchedulerConfig,
+    pub slurm: SlurmConfig,
 }
 
 /// How batch jobs run.
@@ -461,6 +465,8 @@ impl Default for Config {
             environments: Vec::new(),
             storage: StorageConfig::default(),
             quotas: QuotasConfig::default(),
+            scheduler: SchedulerConfig::default(),
+            slurm: SlurmConfig::default(),
         }
     }
 }
@@ -1133,6 +1139,8 @@ impl Config {
         );
         self.accounts.check(&mut problem);
         self.quotas.check(&mut problem);
+        self.scheduler.check(&mut problem);
+        self.slurm.check(&mut problem);
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
             problem(
                 "log.filter",

@@ -147,8 +147,13 @@ impl Application {
         };
         let jobs_runtime = settings.runtime.clone();
         let spool = settings.spool_dir.clone();
-        let (scheduler, scheduler_task) =
-            Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?;
+        let (scheduler, scheduler_task) = if config.scheduler.is_slurm() {
+            tracing::info!("jobs and sessions are Slurm jobs (scheduler.backend = \"slurm\")");
+            let slurm = crate::sched::slurm::SlurmSettings::from_config(&config.slurm, as_root);
+            Scheduler::start_slurm(store.clone(), slurm).await?
+        } else {
+            Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?
+        };
         let _recorder = crate::bench::recorder::spawn(store.clone(), inventory.clone(), as_root);
         let quotas = crate::admin::Quotas::load(
             store.clone(),

@@ -89,6 +89,9 @@ pub enum JobState {
     Timeout,
     NodeFail,
     OutOfMemory,
+    /// An external scheduler (Slurm) did not answer: the last known state is not
+    /// guessed on. Never set by this crate's cluster.
+    Unknown,
 }
 
 impl JobState {
@@ -96,7 +99,7 @@ impl JobState {
     pub fn is_terminal(self) -> bool {
         !matches!(
             self,
-            JobState::Pending | JobState::Running | JobState::Completing
+            JobState::Pending | JobState::Running | JobState::Completing | JobState::Unknown
         )
     }
     /// Slurm's upper-case name.
@@ -111,10 +114,11 @@ impl JobState {
             JobState::Timeout => "TIMEOUT",
             JobState::NodeFail => "NODE_FAIL",
             JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::Unknown => "UNKNOWN",
         }
     }
     /// Every state, in Slurm's order.
-    pub const ALL: [JobState; 9] = [
+    pub const ALL: [JobState; 10] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completing,
@@ -124,6 +128,7 @@ impl JobState {
         JobState::Timeout,
         JobState::NodeFail,
         JobState::OutOfMemory,
+        JobState::Unknown,
     ];
     /// The state named as [`JobState::name`] spells it.
     pub fn parse(name: &str) -> Option<JobState> {
@@ -141,6 +146,7 @@ impl JobState {
             JobState::Timeout => "TO",
             JobState::NodeFail => "NF",
             JobState::OutOfMemory => "OOM",
+            JobState::Unknown => "??",
         }
     }
 }
@@ -208,6 +214,33 @@ impl PendingReason {
     }
 }
 
+impl PendingReason {
+    /// Every reason, for [`PendingReason::parse`].
+    const ALL: [PendingReason; 17] = [
+        PendingReason::None,
+        PendingReason::Priority,
+        PendingReason::Resources,
+        PendingReason::Dependency,
+        PendingReason::DependencyNeverSatisfied,
+        PendingReason::JobHeldUser,
+        PendingReason::JobHeldAdmin,
+        PendingReason::BeginTime,
+        PendingReason::PartitionTimeLimit,
+        PendingReason::ReqNodeNotAvail,
+        PendingReason::QosMaxGresPerUser,
+        PendingReason::AssocGrpGres,
+        PendingReason::AssocGrpGresMinutes,
+        PendingReason::AssocMaxJobsLimit,
+        PendingReason::AssocGrpJobsLimit,
+        PendingReason::AssocMaxWallDurationPerJobLimit,
+        PendingReason::JobArrayTaskLimit,
+    ];
+    /// The reason Slurm spells `name`, if it is one of these.
+    pub fn parse(name: &str) -> Option<PendingReason> {
+        PendingReason::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
 impl fmt::Display for PendingReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -224,4 +257,17 @@ pub enum JobOutcome {
     OutOfMemory,
     /// Killed by a signal.
     Signaled(i32),
+}
+
+impl JobOutcome {
+    /// The exit code and the signal as job records keep them (an out-of-memory kill
+    /// is signal 9).
+    pub fn code_and_signal(outcome: Option<JobOutcome>) -> (Option<i64>, Option<i64>) {
+        match outcome {
+            Some(JobOutcome::Exited(c)) => (Some(i64::from(c)), None),
+            Some(JobOutcome::Signaled(s)) => (None, Some(i64::from(s))),
+            Some(JobOutcome::OutOfMemory) => (None, Some(9)),
+            None => (None, None),
+        }
+    }
 }

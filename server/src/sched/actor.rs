@@ -52,7 +52,7 @@ pub enum SchedError {
     Unavailable,
 }
 
-type Reply<T> = oneshot::Sender<Result<T, SchedError>>;
+pub(super) type Reply<T> = oneshot::Sender<Result<T, SchedError>>;
 
 pub(super) enum Command {
     Submit {
@@ -122,6 +122,16 @@ impl Scheduler {
         let mut actor = Actor::load(store, config, runner).await?;
         actor.adopt_steps().await?;
         let handle = tokio::spawn(actor.run(rx));
+        Ok((Scheduler { tx }, handle))
+    }
+
+    /// Answer through the site's Slurm instead (`[scheduler] backend = "slurm"`).
+    pub async fn start_slurm(
+        store: Store,
+        settings: super::slurm::SlurmSettings,
+    ) -> anyhow::Result<(Scheduler, tokio::task::JoinHandle<()>)> {
+        let (tx, rx) = mpsc::channel(16_384);
+        let handle = super::slurm::start(store, settings, rx).await?;
         Ok((Scheduler { tx }, handle))
     }
 

@@ -7,6 +7,7 @@
 mod actor;
 mod event;
 pub mod inventory;
+pub mod slurm;
 mod steps;
 pub mod submission;
 

@@ -38,6 +38,9 @@ impl From<ParseError> for SubmissionError {
 pub struct Submission {
     pub script: String,
     pub request: JobRequest,
+    /// The options given beside the script, as `sbatch` long options (`--gres=gpu:1`):
+    /// already in `request`; the Slurm backend passes them to `sbatch` as they are.
+    pub options: Vec<String>,
     pub environment: BTreeMap<String, String>,
     /// Where `sbatch` was run (`SLURM_SUBMIT_DIR`); the job runs here unless `-D`.
     pub submit_dir: Option<String>,
@@ -75,8 +78,9 @@ pub fn build(
     if let Some(value) = options.remove("benchmark") {
         benchmark = benchmark_option(&value)?;
     }
+    let mut words = Vec::new();
     if !options.is_empty() {
-        let words = option_words(&options)?;
+        words = option_words(&options)?;
         let from_options = scheduler::parse_args(&words).map_err(|e| SubmissionError::Field {
             field: "options",
             message: e.message.clone(),
@@ -102,6 +106,7 @@ pub fn build(
     Ok(Submission {
         script,
         request,
+        options: words,
         environment,
         submit_dir,
         container: None,

@@ -340,6 +340,13 @@ impl Sessions {
         owner: Owner,
         request: StartRequest,
     ) -> Result<SessionRecord, SessionError> {
+        if self.inner.config.scheduler.is_slurm() {
+            // Sessions need a TCP route to a compute node (not built yet): say so
+            // rather than submit a job whose server the proxy could not reach.
+            return Err(SessionError::Conflict(
+                "sessions are not available with the Slurm backend yet; submit a batch job".into(),
+            ));
+        }
         let cfg = &self.inner.config.sessions;
         let name = request.name.clone().unwrap_or_else(|| "default".into());
         if !crate::config::is_session_name(&name) {

@@ -203,10 +203,10 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
             "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
              array_spec, script, request, environment, workdir, submit_dir, submit_time, \
              start_time, time_limit, allocation, nodelist, cpus, memory_mb, gpus, stdout_path, \
-             stderr_path, gpu_milli, benchmark) \
+             stderr_path, gpu_milli, benchmark, slurm_id) \
              SELECT id, $2, user_name, account, partition, name, 'RUNNING', NULL, NULL, '', \
              '{}', '{}', workdir, submit_dir, submit_time, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-             $12, benchmark \
+             $12, benchmark, slurm_id \
              FROM jobs WHERE id = $1 AND task = -1 \
              ON CONFLICT (id, task) DO UPDATE SET state = 'RUNNING', reason = NULL, \
              start_time = excluded.start_time, end_time = NULL, time_limit = excluded.time_limit, \
@@ -330,6 +330,50 @@ impl Store {
             entries,
             max_job_id,
         })
+    }
+
+    /// Record a job Slurm accepted (`slurm_id`, its id there) in one transaction.
+    #[tracing::instrument(skip_all, fields(id = record.id, slurm_id), err)]
+    pub async fn record_slurm_submission(&self, record: &JobRecord, slurm_id: &str) -> Result<()> {
+        let mut tx = self.write().await?;
+        change_query(&JobChange::Submitted(Box::new(record.clone())))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE jobs SET slurm_id = $2 WHERE id = $1 AND task = -1")
+            .bind(record.id)
+            .bind(slurm_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The Slurm backend's jobs that have not ended, each row with its Slurm id: the
+    /// job's (or array's) row and every task row of it.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn open_slurm_jobs(&self) -> Result<Vec<(JobRecord, String)>> {
+        sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS}, slurm_id FROM jobs WHERE id IN (SELECT id FROM jobs \
+             WHERE task = -1 AND slurm_id IS NOT NULL AND end_time IS NULL) ORDER BY id, task"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| Ok((job_from_row(row)?, row.try_get("slurm_id")?)))
+        .collect()
+    }
+
+    /// The highest job id used so far (0 when none).
+    pub async fn max_job_id(&self) -> Result<i64> {
+        Ok(sqlx::query("SELECT COALESCE(MAX(id), 0) FROM jobs")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get::<i64, _>(0)?)
+    }
+
+    /// Apply job row changes (those of the Slurm backend's polls), all or nothing.
+    pub async fn apply_job_changes(&self, changes: &[JobChange]) -> Result<()> {
+        self.commit_scheduler_batch(&[], changes).await
     }
 
     /// One job row (`task = -1` for a job or a whole array).

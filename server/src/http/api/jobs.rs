@@ -446,12 +446,7 @@ fn secs(t: i64) -> String {
 }
 
 pub fn from_view(v: JobView) -> JobInfo {
-    let (exit_code, signal) = match v.exit {
-        Some(scheduler::JobOutcome::Exited(c)) => (Some(i64::from(c)), None),
-        Some(scheduler::JobOutcome::Signaled(s)) => (None, Some(i64::from(s))),
-        Some(scheduler::JobOutcome::OutOfMemory) => (None, Some(9)),
-        None => (None, None),
-    };
+    let (exit_code, signal) = scheduler::JobOutcome::code_and_signal(v.exit);
     let alloc = v.allocation.as_ref();
     JobInfo {
         id: v.id.to_string(),
