@@ -30,8 +30,9 @@ PACKAGES=(
     slapd               # tests/src/support/ldap.rs (slapd, slapadd; modules back_mdb, memberof, refint)
     ldap-utils          # ldapsearch/ldapmodify/ldapwhoami used by support/ldap.rs and its self-test
     openssl             # throwaway CA and server certificate for the LDAP fixture's TLS mode
-    slurm-wlm           # bench/slurm/setup.sh (slurmctld, slurmd, sbatch, squeue): the Slurm reference
+    slurm-wlm           # bench/slurm/setup.sh and tests/src/support/slurm.rs (slurmctld, slurmd, sbatch, squeue): the Slurm reference
     munge               # munged and mungekey for that throwaway Slurm's authentication
+    libnss-wrapper      # tests/src/support/slurm.rs: the Slurm daemons and jobs resolve test users not in /etc/passwd
     bubblewrap          # the job container runtime the job tests run (server/src/launch)
     fio                 # server/src/bench/parse: a parser test runs fio; the fio starter benchmark job
     python3             # job scripts in tests and starter scripts
@@ -116,8 +117,8 @@ keep_system_service_off() {
         fi
     done
 }
-# The test slapd runs with -F <tmpdir>/atrium-slapd-*; bench/slurm/setup.sh starts slurmctld
-# and slurmd with -f <dir>/etc/slurm.conf and munged with --socket=<dir>/...
+# The test slapd runs with -F <tmpdir>/atrium-slapd-*; bench/slurm/setup.sh and the Slurm test
+# fixture start slurmctld and slurmd with -f <dir>/etc/slurm.conf and munged with --socket=<dir>/...
 if is_installed slapd; then keep_system_service_off slapd slapd 'atrium-slapd-'; fi
 if is_installed slurmd; then keep_system_service_off slurmd slurmd 'etc/slurm.conf'; fi
 if is_installed slurmctld; then keep_system_service_off slurmctld slurmctld 'etc/slurm.conf'; fi

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use atrium_tests::support::{self, process, wait};
+use atrium_tests::support::{self, process, slurm, wait, Slurm, SlurmOptions};
 
 #[tokio::test]
 async fn fresh_databases_are_distinct_usable_and_dropped() -> anyhow::Result<()> {
@@ -179,4 +179,238 @@ async fn child_guard_kills_on_drop() -> anyhow::Result<()> {
     assert!(!process::pid_alive(pa), "std child survived");
     assert!(!process::pid_alive(pb), "tokio child survived");
     Ok(())
+}
+
+/// A test user of the Slurm fixture: known to the cluster through `Slurm::add_user`, with a home
+/// directory of its own (removed when dropped).
+struct SlurmUser {
+    name: &'static str,
+    uid: u32,
+    home: tempfile::TempDir,
+}
+
+impl SlurmUser {
+    fn add(slurm: &Slurm, name: &'static str, uid: u32) -> anyhow::Result<Self> {
+        let home = tempfile::Builder::new()
+            .prefix(&format!("atrium-{name}-"))
+            .tempdir()?;
+        std::os::unix::fs::chown(home.path(), Some(uid), Some(uid))?;
+        slurm.add_user(name, uid, uid, home.path())?;
+        Ok(Self { name, uid, home })
+    }
+
+    /// Runs `sbatch --parsable ARGS` as this user, from its home, with only `SLURM_CONF` and the
+    /// usual login variables; returns the job id.
+    async fn sbatch(&self, slurm: &Slurm, args: &[&str]) -> anyhow::Result<u32> {
+        let id = self.uid.to_string();
+        let out = tokio::process::Command::new(process::find_binary("setpriv", &[])?)
+            .args(["--reuid", &id, "--regid", &id, "--clear-groups", "--"])
+            .arg(process::find_binary("sbatch", &[])?)
+            .arg("--parsable")
+            .args(args)
+            .current_dir(self.home.path())
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.home.path())
+            .env("USER", self.name)
+            .env("LOGNAME", self.name)
+            .envs(slurm.env())
+            .output()
+            .await?;
+        anyhow::ensure!(
+            out.status.success(),
+            "sbatch {args:?} as {} failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // --parsable prints "ID" or "ID;CLUSTER".
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let job = stdout.trim().split(';').next().unwrap_or_default();
+        job.parse()
+            .map_err(|e| anyhow::anyhow!("sbatch printed {stdout:?}: {e}"))
+    }
+
+    fn read(&self, file: &str) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(self.home.path().join(file))?)
+    }
+}
+
+/// State and raw exit code (`wait` status) of `job`, once it has finished.
+async fn finished_job(slurm: &Slurm, job: u32) -> anyhow::Result<(String, i32)> {
+    let id = job.to_string();
+    let line = wait::until(
+        &format!("job {job} to finish"),
+        Duration::from_secs(30),
+        || async {
+            let line = slurm
+                .run(
+                    "squeue",
+                    &["-h", "-t", "all", "-j", &id, "-O", "State:|,exit_code:|"],
+                )
+                .await
+                .ok()?;
+            let state = line.split('|').next()?.trim();
+            (!state.is_empty()
+                && !["PENDING", "CONFIGURING", "RUNNING", "COMPLETING"].contains(&state))
+            .then(|| line.trim().to_owned())
+        },
+    )
+    .await
+    .map_err(|e| e.context(slurm.log("slurmctld")))?;
+    let mut fields = line.split('|');
+    let state = fields.next().unwrap_or_default().to_owned();
+    let code = fields
+        .next()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|e| anyhow::anyhow!("exit code in {line:?}: {e}"))?;
+    Ok((state, code))
+}
+
+#[tokio::test]
+async fn slurm_runs_jobs_of_wrapped_users_and_keeps_them_across_a_controller_restart(
+) -> anyhow::Result<()> {
+    let mut slurm = Slurm::start(SlurmOptions::default()).await?;
+    let user = SlurmUser::add(&slurm, "slurmtest", 20391)?;
+    let out = format!("{}/out-%j.txt", user.home.path().display());
+    let job = user
+        .sbatch(
+            &slurm,
+            &["--comment=atrium", "-o", &out, "--wrap", "id -un; exit 3"],
+        )
+        .await?;
+
+    let (state, code) = finished_job(&slurm, job).await?;
+    assert_eq!(state, "FAILED");
+    assert_eq!(code, 3 << 8, "raw wait status of exit 3");
+    let output = user.read(&format!("out-{job}.txt"))?;
+    assert_eq!(output.trim(), "slurmtest", "{}", slurm.log("slurmd"));
+
+    slurm.stop_controller().await?;
+    let down = slurm.run("squeue", &["-h"]).await;
+    assert!(down.is_err(), "squeue answered without slurmctld: {down:?}");
+
+    slurm.start_controller().await?;
+    let listed = slurm
+        .run(
+            "squeue",
+            &[
+                "-h",
+                "-t",
+                "all",
+                "-j",
+                &job.to_string(),
+                "-O",
+                "JobID:|,State:|,UserName:|",
+            ],
+        )
+        .await?;
+    assert_eq!(listed.trim(), format!("{job}|FAILED|slurmtest|"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn slurm_runs_typed_gpu_jobs_and_leaves_nothing_behind() -> anyhow::Result<()> {
+    let slurm = Slurm::start(SlurmOptions::default()).await?;
+    let node = slurm.node_name().to_owned();
+    let partitions = slurm.run("sinfo", &["-h", "-o", "%P|%l|%G|%N|%T"]).await?;
+    let expected = [
+        format!("gpu*|infinite|{}|{node}|idle", slurm::NODE_GRES),
+        format!("debug|1:00:00|{}|{node}|idle", slurm::NODE_GRES),
+    ];
+    assert_eq!(partitions.lines().collect::<Vec<_>>(), expected);
+
+    let user = SlurmUser::add(&slurm, "slurmgpu", 20392)?;
+    let out = format!("{}/out-%j.txt", user.home.path().display());
+    for gres in ["gpu:1g.10gb:1", "gpu:1", "gpu:a100:2"] {
+        let job = user
+            .sbatch(
+                &slurm,
+                &[
+                    &format!("--gres={gres}"),
+                    "-o",
+                    &out,
+                    "--wrap",
+                    "echo $CUDA_VISIBLE_DEVICES",
+                ],
+            )
+            .await?;
+        assert_eq!(
+            finished_job(&slurm, job).await?,
+            ("COMPLETED".to_owned(), 0)
+        );
+        let devices = user.read(&format!("out-{job}.txt"))?;
+        let wanted: usize = gres.rsplit(':').next().unwrap_or_default().parse()?;
+        assert_eq!(
+            devices.trim().split(',').filter(|d| !d.is_empty()).count(),
+            wanted,
+            "--gres={gres}: CUDA_VISIBLE_DEVICES={devices:?}"
+        );
+    }
+
+    // A job still running when the fixture goes: its processes go too.
+    let job = user
+        .sbatch(
+            &slurm,
+            &["-p", "debug", "-o", "/dev/null", "--wrap", "sleep 600"],
+        )
+        .await?;
+    let sleepers = wait::until(
+        &format!("job {job}'s sleep to run"),
+        Duration::from_secs(30),
+        || async {
+            let running = processes_of(user.uid);
+            let sleeping = running.iter().any(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == "sleep")
+            });
+            sleeping.then_some(running)
+        },
+    )
+    .await?;
+    let dir = slurm.dir().to_path_buf();
+    drop(slurm);
+    assert!(!dir.exists(), "{} not removed", dir.display());
+    let left = wait::until(
+        "the job's processes to be gone",
+        Duration::from_secs(5),
+        || async {
+            let left: Vec<u32> = sleepers
+                .iter()
+                .copied()
+                .filter(|&p| process::pid_alive(p))
+                .collect();
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("still running: {left:?}"))
+            }
+        },
+    )
+    .await;
+    assert!(left.is_ok(), "{left:?}");
+    let dir = dir.to_string_lossy().into_owned();
+    assert!(process::live_processes_mentioning(&dir).is_empty());
+    Ok(())
+}
+
+/// Live processes whose real uid is `uid`.
+fn processes_of(uid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|status| {
+                    let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+                    uids.split_whitespace().next()?.parse::<u32>().ok()
+                })
+                == Some(uid)
+                && process::pid_alive(pid)
+        })
+        .collect()
 }

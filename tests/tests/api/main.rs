@@ -16,6 +16,7 @@ mod login;
 mod postgres;
 mod quotas;
 mod sessions;
+mod slurm;
 mod slurm_cli;
 mod tls;
 mod tokens;

@@ -1,0 +1,851 @@
+//! A throwaway single-node Slurm cluster for tests: Debian's slurm-wlm 22.05 (`slurmctld`,
+//! `slurmd`) with its own `munged`, on loopback only, everything in a temp dir the fixture owns.
+//!
+//! [`Slurm::start`] writes the configuration and runs the three daemons in the foreground
+//! (`munged -F`, `slurmctld -D`, `slurmd -D`), each under a [`Supervised`] lifeline: they die
+//! with the test process, however that ends. It returns once `sinfo` reports the node `idle`.
+//! The configuration follows `bench/slurm/setup.sh`:
+//!
+//! * one node named after this host (`hostname -s`) at `NodeAddr=127.0.0.1`, with
+//!   [`SlurmOptions::cpus`] CPUs (more than the machine has is accepted:
+//!   `SlurmdParameters=config_overrides`), 90 % of the machine's memory and the gres
+//!   [`NODE_GRES`]: two `a100` and two `1g.10gb` "GPUs", device files `DIR/dev/nvidia0..3`
+//!   (character devices 195,N where mknod is allowed, plain files otherwise; nothing opens them);
+//! * two partitions on it, [`DEFAULT_PARTITION`] (`gpu`, `MaxTime=INFINITE`) and
+//!   [`DEBUG_PARTITION`] (`debug`, `MaxTime=1:00:00`);
+//! * two free ports of 127.0.0.1, `CommunicationParameters=NoInAddrAny,NoCtldInAddrAny` so that
+//!   neither daemon listens on other addresses; `SlurmUser=root`; munge through
+//!   `AuthInfo=socket=DIR/munge/munge.socket` with a fresh key;
+//! * `proctrack/linuxproc`, `task/none`, `select/cons_tres` with `CR_CPU`, no accounting
+//!   storage, `ReturnToService=2`, `MinJobAge=600` (finished jobs stay visible to `squeue -t all`
+//!   for ten minutes) and `sched_interval=1`.
+//!
+//! # Users
+//!
+//! Test users need not exist in `/etc/passwd`: the daemons run with nss_wrapper
+//! (`libnss-wrapper`) over `DIR/passwd` and `DIR/group`, copies of the system files to which
+//! [`Slurm::add_user`] appends. slurmctld refuses jobs of uids it cannot resolve; with this it
+//! resolves the fixture's users. A `TaskProlog` gives the jobs' tasks the same nss_wrapper
+//! environment, so `id -un` in a job prints the user's name whatever the job's `--export`.
+//!
+//! # Clients
+//!
+//! `sbatch`, `squeue`, `scontrol`, `sinfo` and `scancel` need only `SLURM_CONF` ([`Slurm::env`]);
+//! add [`Slurm::nss_env`] where they should print the fixture users' names rather than `nobody`.
+//! [`Slurm::run`] runs one as root with both.
+//!
+//! # Teardown
+//!
+//! Dropping the fixture kills the daemons, then every job still running (the sessions of the
+//! `slurmstepd`s started from `DIR`), then removes `DIR`. [`Slurm::stop_controller`] and
+//! [`Slurm::start_controller`] stop and restart slurmctld alone (a controller outage); its state
+//! (`StateSaveLocation`) survives, and so do the jobs.
+//!
+//! Requires root (`SlurmUser=root`, device files, the test users' uids) and the packages
+//! `slurm-wlm`, `munge` and `libnss-wrapper` (`tests/install-deps.sh`).
+//!
+//! # The fixture directory
+//!
+//! ```text
+//! DIR/etc/{slurm.conf, gres.conf, task-prolog}   configuration
+//! DIR/passwd, DIR/group                          the users nss_wrapper serves
+//! DIR/munge/{munge.key, munge.socket, ...}       munged's key (0400) and socket (dir 0755)
+//! DIR/log/{slurmctld,slurmd,munged}.log          the daemons' logs (see Slurm::log)
+//! DIR/state, DIR/spool, DIR/run, DIR/dev         slurmctld's state, slurmd's spool, pid files, GPUs
+//! ```
+
+use std::ffi::OsString;
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use super::process::{find_binary, is_root, Supervised, SupervisedCommand};
+use super::wait;
+
+/// The partition jobs land in unless they name one (`MaxTime=INFINITE`).
+pub const DEFAULT_PARTITION: &str = "gpu";
+/// The second partition (`MaxTime=1:00:00`).
+pub const DEBUG_PARTITION: &str = "debug";
+/// The generic resources of the node, as `sinfo -o %G` prints them.
+pub const NODE_GRES: &str = "gpu:a100:2,gpu:1g.10gb:2";
+
+/// Name of the cluster in `slurm.conf`.
+const CLUSTER_NAME: &str = "atriumtest";
+/// How long the node may take to become idle, and slurmctld to answer after a restart.
+const START_DEADLINE: Duration = Duration::from_secs(60);
+/// How long slurmctld may take to save its state and exit after SIGTERM (about 2 s).
+const STOP_DEADLINE: Duration = Duration::from_secs(20);
+/// How long one client command (sinfo, squeue, munge ...) may take.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Attempts with fresh ports when another process takes one between probing and binding.
+const PORT_ATTEMPTS: usize = 3;
+/// Lines of each log shown when the cluster fails to start.
+const LOG_TAIL_LINES: usize = 20;
+/// Where nss_wrapper may live (Debian's multiarch directories first).
+const NSS_WRAPPER_CANDIDATES: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so",
+    "/usr/lib/aarch64-linux-gnu/libnss_wrapper.so",
+    "/usr/lib64/libnss_wrapper.so",
+    "/usr/lib/libnss_wrapper.so",
+];
+
+/// Options for [`Slurm::start`].
+#[derive(Debug, Clone)]
+pub struct SlurmOptions {
+    /// CPUs of the node (default 8); may exceed the machine's.
+    pub cpus: u32,
+}
+
+impl Default for SlurmOptions {
+    fn default() -> Self {
+        Self { cpus: 8 }
+    }
+}
+
+/// The three daemons, by the names [`Slurm::log`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Daemon {
+    Munged,
+    Slurmctld,
+    Slurmd,
+}
+
+impl Daemon {
+    const ALL: [Daemon; 3] = [Daemon::Slurmctld, Daemon::Slurmd, Daemon::Munged];
+
+    fn name(self) -> &'static str {
+        match self {
+            Daemon::Munged => "munged",
+            Daemon::Slurmctld => "slurmctld",
+            Daemon::Slurmd => "slurmd",
+        }
+    }
+}
+
+/// The programs the fixture runs.
+#[derive(Debug, Clone)]
+struct Programs {
+    munged: PathBuf,
+    munge: PathBuf,
+    slurmctld: PathBuf,
+    slurmd: PathBuf,
+    kill: PathBuf,
+}
+
+/// A running single-node Slurm cluster (see the module docs). Dropping it stops everything,
+/// jobs included, and removes its directory.
+pub struct Slurm {
+    // Field order is drop order: the daemons, then the keeper, which kills what is left of the
+    // jobs and removes the directory.
+    slurmd: Option<Supervised>,
+    slurmctld: Option<Supervised>,
+    munged: Option<Supervised>,
+    _keeper: Supervised,
+    dir: PathBuf,
+    conf: PathBuf,
+    node: String,
+    nss_wrapper: PathBuf,
+    programs: Programs,
+}
+
+impl Slurm {
+    /// Builds and starts a fresh cluster (see the module docs). Returns once the node is idle.
+    pub async fn start(opts: SlurmOptions) -> anyhow::Result<Slurm> {
+        let started = Instant::now();
+        anyhow::ensure!(
+            is_root(),
+            "the Slurm fixture must run as root (SlurmUser=root, device files, test users' uids)"
+        );
+        let programs = Programs {
+            munged: find_binary("munged", &[])?,
+            munge: find_binary("munge", &[])?,
+            slurmctld: find_binary("slurmctld", &[])?,
+            slurmd: find_binary("slurmd", &[])?,
+            kill: find_binary("kill", &[])?,
+        };
+        let nss_wrapper = NSS_WRAPPER_CANDIDATES
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .context("libnss_wrapper.so not found; run tests/install-deps.sh (libnss-wrapper)")?;
+        let node = short_hostname().await?;
+
+        let dir = tempfile::Builder::new()
+            .prefix("atrium-slurm-")
+            .tempdir()
+            .context("creating temp dir for Slurm")?
+            .keep();
+        let keeper = match spawn_keeper(&dir) {
+            Ok(k) => k,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        // From here on the keeper removes `dir`, however this function or the process ends.
+
+        let mut slurm = Slurm {
+            slurmd: None,
+            slurmctld: None,
+            munged: None,
+            _keeper: keeper,
+            conf: dir.join("etc/slurm.conf"),
+            dir,
+            node,
+            nss_wrapper,
+            programs,
+        };
+        slurm.prepare_dir().await?;
+        slurm.start_munged().await?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let ports = (free_port()?, free_port()?);
+            if ports.0 == ports.1 {
+                continue;
+            }
+            slurm.write_slurm_conf(&opts, ports)?;
+            let out_lens = slurm.out_lens();
+            match slurm.start_slurm_daemons().await {
+                Ok(()) => break,
+                Err(e) if attempt < PORT_ATTEMPTS && slurm.port_was_taken(out_lens) => {
+                    if verbose() {
+                        eprintln!("Slurm could not bind its ports, retrying: {e:#}");
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if verbose() {
+            eprintln!(
+                "Slurm ({}, node {}) ready in {} ms",
+                slurm.dir.display(),
+                slurm.node,
+                started.elapsed().as_millis()
+            );
+        }
+        Ok(slurm)
+    }
+
+    /// The `slurm.conf`; clients find the cluster through `SLURM_CONF` set to it.
+    pub fn conf(&self) -> &Path {
+        &self.conf
+    }
+
+    /// The fixture's directory (see the module docs). Removed on drop.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Name of the one node (this host's short name).
+    pub fn node_name(&self) -> &str {
+        &self.node
+    }
+
+    /// The environment Slurm clients need: `SLURM_CONF`.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![("SLURM_CONF".to_owned(), self.conf.display().to_string())]
+    }
+
+    /// `LD_PRELOAD` and `NSS_WRAPPER_*` for processes that should resolve the users added with
+    /// [`Slurm::add_user`] (the daemons and jobs have them already).
+    pub fn nss_env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "LD_PRELOAD".to_owned(),
+                self.nss_wrapper.display().to_string(),
+            ),
+            (
+                "NSS_WRAPPER_PASSWD".to_owned(),
+                self.dir.join("passwd").display().to_string(),
+            ),
+            (
+                "NSS_WRAPPER_GROUP".to_owned(),
+                self.dir.join("group").display().to_string(),
+            ),
+        ]
+    }
+
+    /// Makes user `name` (uid, primary group `gid` named like the user, `home`, `/bin/bash`)
+    /// known to the cluster. nss_wrapper rereads the files, so it works at once.
+    pub fn add_user(&self, name: &str, uid: u32, gid: u32, home: &Path) -> anyhow::Result<()> {
+        let home = home
+            .to_str()
+            .with_context(|| format!("home {} is not UTF-8", home.display()))?;
+        let invalid = |s: &str| s.is_empty() || s.contains([':', '\n']);
+        anyhow::ensure!(
+            !invalid(name) && !invalid(home),
+            "user name {name:?} and home {home:?} must be non-empty, without ':' or newlines"
+        );
+        let passwd = self.dir.join("passwd");
+        let known = std::fs::read_to_string(&passwd)
+            .with_context(|| format!("reading {}", passwd.display()))?;
+        anyhow::ensure!(
+            !known.lines().any(|l| l.split(':').next() == Some(name)),
+            "user {name:?} exists already"
+        );
+        append_line(&passwd, &format!("{name}:x:{uid}:{gid}::{home}:/bin/bash"))?;
+        append_line(&self.dir.join("group"), &format!("{name}:x:{gid}:"))
+    }
+
+    /// Runs the Slurm client `program` (`squeue`, `scontrol` ...) as root with [`Slurm::env`] and
+    /// [`Slurm::nss_env`]; returns its standard output, or fails with its standard error.
+    pub async fn run(&self, program: &str, args: &[&str]) -> anyhow::Result<String> {
+        let program = find_binary(program, &[])?;
+        let env = self.env().into_iter().chain(self.nss_env());
+        run_command(&program, args, env, CLIENT_TIMEOUT).await
+    }
+
+    /// The log of `which` daemon (`slurmctld`, `slurmd`, `munged`), for failure messages. Ends
+    /// with the daemon's own output where that holds what the log file does not (errors from
+    /// before it opened the file).
+    pub fn log(&self, which: &str) -> String {
+        let Some(daemon) = Daemon::ALL.into_iter().find(|d| d.name() == which) else {
+            return format!("<no daemon called {which:?}: slurmctld, slurmd or munged>");
+        };
+        let log = std::fs::read(self.log_path(daemon))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let out_path = self.out_path(daemon);
+        if out_path == self.log_path(daemon) {
+            return log;
+        }
+        let out = std::fs::read(&out_path)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        // Output lines read "slurmctld: MESSAGE", log lines "[TIME] MESSAGE".
+        let last_message = out
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.split_once(": ").map_or(l, |(_, message)| message));
+        match last_message {
+            Some(message) if !log.contains(message) => {
+                format!(
+                    "{log}--- output of {which} ({}):\n{out}",
+                    out_path.display()
+                )
+            }
+            _ => log,
+        }
+    }
+
+    /// Stops slurmctld (SIGTERM: it saves its state) and waits until it has exited. slurmd, the
+    /// jobs and the state stay. Idempotent.
+    pub async fn stop_controller(&mut self) -> anyhow::Result<()> {
+        let Some(mut slurmctld) = self.slurmctld.take() else {
+            return Ok(());
+        };
+        let pid = slurmctld.pid().to_string();
+        run_command(
+            &self.programs.kill,
+            &["-TERM", &pid],
+            std::iter::empty::<(&str, &str)>(),
+            CLIENT_TIMEOUT,
+        )
+        .await
+        .context("sending SIGTERM to slurmctld")?;
+        let exited = wait::until(
+            "slurmctld to save its state and exit",
+            STOP_DEADLINE,
+            || {
+                let slurmctld = &slurmctld;
+                async move { (!slurmctld.is_running()).then_some(()) }
+            },
+        )
+        .await;
+        // Reaps it (or SIGKILLs it, had it ignored SIGTERM).
+        slurmctld.stop().context("stopping slurmctld")?;
+        exited.with_context(|| self.log("slurmctld"))
+    }
+
+    /// Starts slurmctld again (after [`Slurm::stop_controller`]) on the same port with the same
+    /// state; returns once it answers (`scontrol ping`). It recovers the jobs at once; the node
+    /// shows `unknown` until slurmd registers again, about 4 s later (slurmctld asks it then),
+    /// and jobs submitted meanwhile pend until it has.
+    pub async fn start_controller(&mut self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.slurmctld.is_none(), "slurmctld is already running");
+        self.slurmctld = Some(self.spawn_daemon(Daemon::Slurmctld)?);
+        let answered = self
+            .wait_for("slurmctld to answer again", "scontrol", &["ping"], |_| true)
+            .await;
+        if answered.is_err() {
+            self.slurmctld = None;
+        }
+        answered
+    }
+
+    /// Writes everything but `slurm.conf` (which holds the ports): directories, users, munge key,
+    /// device files, gres.conf and the task prolog.
+    async fn prepare_dir(&self) -> anyhow::Result<()> {
+        let dir = &self.dir;
+        for sub in ["etc", "munge", "log", "run", "state", "spool", "dev"] {
+            std::fs::create_dir(dir.join(sub))
+                .with_context(|| format!("creating {}/{sub}", dir.display()))?;
+        }
+        // slurmd creates its spool directory itself, but complains first.
+        std::fs::create_dir(self.spool_dir())?;
+        // Users reach the munge socket, read the configuration and the user files and run the
+        // task prolog: all of it is world-readable, only the munge key is not.
+        for d in [
+            dir.clone(),
+            dir.join("munge"),
+            dir.join("etc"),
+            dir.join("dev"),
+        ] {
+            set_mode(&d, 0o755)?;
+        }
+        for file in ["passwd", "group"] {
+            let mut text = std::fs::read_to_string(Path::new("/etc").join(file))
+                .with_context(|| format!("reading /etc/{file}"))?;
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            std::fs::write(dir.join(file), text).with_context(|| format!("writing {file}"))?;
+            set_mode(&dir.join(file), 0o644)?;
+        }
+
+        let key = dir.join("munge/munge.key");
+        let mut bytes = [0u8; 128];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .context("reading /dev/urandom for the munge key")?;
+        std::fs::write(&key, bytes).context("writing the munge key")?;
+        set_mode(&key, 0o400)?;
+
+        let mknod = find_binary("mknod", &[]).ok();
+        for n in 0..4 {
+            let device = dir.join(format!("dev/nvidia{n}"));
+            let made = match &mknod {
+                Some(mknod) => tokio::process::Command::new(mknod)
+                    .arg(&device)
+                    .args(["c", "195", &n.to_string()])
+                    .stderr(Stdio::null())
+                    .status()
+                    .await
+                    .is_ok_and(|s| s.success()),
+                None => false,
+            };
+            if !made {
+                std::fs::write(&device, "")
+                    .with_context(|| format!("creating {}", device.display()))?;
+            }
+        }
+        let d = dir.display();
+        std::fs::write(
+            dir.join("etc/gres.conf"),
+            format!(
+                "Name=gpu Type=a100 File={d}/dev/nvidia[0-1]\n\
+                 Name=gpu Type=1g.10gb File={d}/dev/nvidia[2-3]\n"
+            ),
+        )
+        .context("writing gres.conf")?;
+
+        // Lines "export NAME=VALUE" that a TaskProlog prints go into the task's environment.
+        let prolog = dir.join("etc/task-prolog");
+        let exports: String = self
+            .nss_env()
+            .iter()
+            .map(|(k, v)| format!("echo 'export {k}={v}'\n"))
+            .collect();
+        std::fs::write(
+            &prolog,
+            format!(
+                "#!/bin/sh\n# Jobs resolve the fixture's users too (support/slurm.rs).\n{exports}"
+            ),
+        )
+        .context("writing the task prolog")?;
+        set_mode(&prolog, 0o755)
+    }
+
+    fn write_slurm_conf(&self, opts: &SlurmOptions, ports: (u16, u16)) -> anyhow::Result<()> {
+        let (ctld_port, slurmd_port) = ports;
+        let d = self.dir.display();
+        let node = &self.node;
+        let cpus = opts.cpus;
+        let memory_mb = memory_mb()? * 9 / 10;
+        let conf = format!(
+            "\
+# Throwaway single-node Slurm written by tests/src/support/slurm.rs.
+ClusterName={CLUSTER_NAME}
+SlurmctldHost={node}(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={d}/munge/munge.socket
+CredType=cred/munge
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool/slurmd.%n
+SlurmctldPidFile={d}/run/slurmctld.pid
+SlurmdPidFile={d}/run/slurmd.pid
+SlurmctldLogFile={d}/log/slurmctld.log
+SlurmdLogFile={d}/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+# Debian has no mail program; the default one makes slurmctld log an error.
+MailProg=/bin/true
+TaskProlog={d}/etc/task-prolog
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=1
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+GresTypes=gpu
+# AccountingStorageTRES=gres/gpu needs slurmdbd: slurmctld 22.05 refuses to start without it.
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+MinJobAge=600
+ReturnToService=2
+SlurmdParameters=config_overrides
+NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} Gres={NODE_GRES} State=UNKNOWN
+PartitionName={DEFAULT_PARTITION} Default=YES Nodes=ALL MaxTime=INFINITE State=UP
+PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
+"
+        );
+        std::fs::write(&self.conf, conf).context("writing slurm.conf")?;
+        set_mode(&self.conf, 0o644)
+    }
+
+    async fn start_munged(&mut self) -> anyhow::Result<()> {
+        self.munged = Some(self.spawn_daemon(Daemon::Munged)?);
+        let socket = self.munge_socket();
+        let (munge, munged) = (&self.programs.munge, &self.munged);
+        let ready = wait::until("munged to issue credentials", START_DEADLINE, || {
+            let socket = socket.as_os_str();
+            async move {
+                if !munged.as_ref().is_some_and(Supervised::is_running) {
+                    return Some(Err(anyhow::anyhow!("munged exited during startup")));
+                }
+                let args: [&std::ffi::OsStr; 3] =
+                    ["--no-input".as_ref(), "--socket".as_ref(), socket];
+                let made = tokio::process::Command::new(munge)
+                    .args(args)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .kill_on_drop(true)
+                    .status()
+                    .await;
+                made.is_ok_and(|s| s.success()).then_some(Ok(()))
+            }
+        })
+        .await
+        .and_then(|r| r);
+        ready.with_context(|| format!("starting munged; log:\n{}", self.log_tails()))
+    }
+
+    /// Spawns slurmctld and slurmd and waits until the node is idle; on failure, stops both.
+    async fn start_slurm_daemons(&mut self) -> anyhow::Result<()> {
+        self.slurmctld = Some(self.spawn_daemon(Daemon::Slurmctld)?);
+        self.slurmd = Some(self.spawn_daemon(Daemon::Slurmd)?);
+        let idle = self
+            .wait_for(
+                "the node to be idle",
+                "sinfo",
+                &["-h", "-o", "%T", "-p", DEFAULT_PARTITION, "-n", &self.node],
+                |state| state.trim() == "idle",
+            )
+            .await;
+        if idle.is_err() {
+            self.slurmd = None;
+            self.slurmctld = None;
+        }
+        idle
+    }
+
+    fn spawn_daemon(&self, daemon: Daemon) -> anyhow::Result<Supervised> {
+        let (program, args): (&Path, Vec<OsString>) = match daemon {
+            Daemon::Munged => (
+                &self.programs.munged,
+                vec![
+                    "--foreground".into(),
+                    // Accepts the socket directory being world-readable.
+                    "--force".into(),
+                    format!("--socket={}", self.munge_socket().display()).into(),
+                    format!("--key-file={}", self.dir.join("munge/munge.key").display()).into(),
+                    format!("--pid-file={}", self.dir.join("run/munged.pid").display()).into(),
+                    format!(
+                        "--seed-file={}",
+                        self.dir.join("munge/munged.seed").display()
+                    )
+                    .into(),
+                    "--num-threads=4".into(),
+                ],
+            ),
+            Daemon::Slurmctld => (
+                &self.programs.slurmctld,
+                vec![
+                    "-D".into(),
+                    "-i".into(),
+                    "-f".into(),
+                    self.conf.clone().into(),
+                ],
+            ),
+            Daemon::Slurmd => (
+                &self.programs.slurmd,
+                vec![
+                    "-D".into(),
+                    "-f".into(),
+                    self.conf.clone().into(),
+                    "-N".into(),
+                    self.node.clone().into(),
+                ],
+            ),
+        };
+        let mut spec =
+            SupervisedCommand::new(daemon.name(), program, self.out_path(daemon)).args(args);
+        spec.envs = self
+            .nss_env()
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        // slurmstepd inherits slurmd's working directory; the keeper finds the job steps by it.
+        spec.current_dir = Some(self.dir.join("spool"));
+        Supervised::spawn(spec)
+    }
+
+    /// Runs the client `program` with `args` until it succeeds with an output that is `ready`;
+    /// fails early when a daemon exits, and with the logs' tails.
+    async fn wait_for(
+        &self,
+        what: &str,
+        program: &str,
+        args: &[&str],
+        ready: fn(&str) -> bool,
+    ) -> anyhow::Result<()> {
+        let program = find_binary(program, &[])?;
+        let this = self;
+        let answered = wait::until(what, START_DEADLINE, || {
+            let program = &program;
+            async move {
+                if let Some(dead) = this.exited_daemon() {
+                    return Some(Err(anyhow::anyhow!("{dead} exited")));
+                }
+                let out = run_command(program, args, this.env(), CLIENT_TIMEOUT)
+                    .await
+                    .ok()?;
+                ready(&out).then_some(Ok(()))
+            }
+        })
+        .await
+        .and_then(|r| r);
+        answered.with_context(|| format!("Slurm in {}:\n{}", self.dir.display(), self.log_tails()))
+    }
+
+    /// The first daemon that should run and does not.
+    fn exited_daemon(&self) -> Option<&'static str> {
+        [
+            (Daemon::Munged, &self.munged),
+            (Daemon::Slurmctld, &self.slurmctld),
+            (Daemon::Slurmd, &self.slurmd),
+        ]
+        .into_iter()
+        .find(|(_, d)| d.as_ref().is_some_and(|d| !d.is_running()))
+        .map(|(daemon, _)| daemon.name())
+    }
+
+    /// Whether slurmctld's or slurmd's output since `lens` says its port was taken.
+    fn port_was_taken(&self, lens: [u64; 2]) -> bool {
+        [Daemon::Slurmctld, Daemon::Slurmd]
+            .into_iter()
+            .zip(lens)
+            .any(|(daemon, start)| {
+                std::fs::read(self.out_path(daemon))
+                    .ok()
+                    .and_then(|out| {
+                        let run = out.get(usize::try_from(start).ok()?..)?;
+                        Some(String::from_utf8_lossy(run).contains("Address already in use"))
+                    })
+                    .unwrap_or(false)
+            })
+    }
+
+    /// Current lengths of slurmctld's and slurmd's output, for [`Slurm::port_was_taken`].
+    fn out_lens(&self) -> [u64; 2] {
+        [Daemon::Slurmctld, Daemon::Slurmd].map(|daemon| {
+            std::fs::metadata(self.out_path(daemon))
+                .map(|m| m.len())
+                .unwrap_or(0)
+        })
+    }
+
+    fn log_tails(&self) -> String {
+        Daemon::ALL
+            .into_iter()
+            .map(|daemon| {
+                let log = self.log(daemon.name());
+                let lines: Vec<&str> = log.lines().collect();
+                format!(
+                    "--- {} (last {LOG_TAIL_LINES} lines)\n{}\n",
+                    daemon.name(),
+                    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+                )
+            })
+            .collect()
+    }
+
+    /// The daemon's log file (munged, in the foreground, logs to its output only).
+    fn log_path(&self, daemon: Daemon) -> PathBuf {
+        self.dir.join(format!("log/{}.log", daemon.name()))
+    }
+
+    /// Where the daemon's standard output and error go. slurmctld and slurmd copy their log
+    /// there in the foreground, plus what happens before they open their log file.
+    fn out_path(&self, daemon: Daemon) -> PathBuf {
+        match daemon {
+            Daemon::Munged => self.log_path(daemon),
+            _ => self.dir.join(format!("log/{}.out", daemon.name())),
+        }
+    }
+
+    fn munge_socket(&self) -> PathBuf {
+        self.dir.join("munge/munge.socket")
+    }
+
+    fn spool_dir(&self) -> PathBuf {
+        self.dir.join(format!("spool/slurmd.{}", self.node))
+    }
+}
+
+/// The keeper: waits until its lifeline closes (SIGTERM), then SIGKILLs the sessions of the
+/// `slurmstepd`s working in DIR ($1): each job step runs in its own session, away from slurmd's
+/// process group. Its supervisor then removes DIR.
+const KEEPER_SCRIPT: &str = r#"
+dir=$1
+kill_jobs() {
+    for pid in $(pgrep -x slurmstepd); do
+        case $(readlink "/proc/$pid/cwd" 2>/dev/null) in
+            "$dir" | "$dir"/*) ;;
+            *) continue ;;
+        esac
+        sid=$(cut -d' ' -f6 "/proc/$pid/stat" 2>/dev/null) || continue
+        [ "${sid:-0}" -gt 1 ] || continue
+        pkill -KILL -s "$sid"
+        n=0
+        while pgrep -s "$sid" >/dev/null && [ "$n" -lt 200 ]; do
+            sleep 0.01
+            n=$((n + 1))
+        done
+    done
+}
+trap 'kill_jobs; exit 0' TERM
+sleep infinity &
+wait
+"#;
+
+/// Starts the process that owns `dir` (see [`KEEPER_SCRIPT`]).
+fn spawn_keeper(dir: &Path) -> anyhow::Result<Supervised> {
+    let mut spec =
+        SupervisedCommand::new("Slurm keeper", "/bin/sh", dir.join("keeper.log")).args([
+            "-c".as_ref(),
+            KEEPER_SCRIPT.as_ref(),
+            "atrium-slurm-keeper".as_ref(),
+            dir.as_os_str(),
+        ]);
+    spec.stop_signal = "TERM";
+    spec.remove_on_exit = Some(dir.to_path_buf());
+    Supervised::spawn(spec)
+}
+
+/// Runs `program` with `args` and extra `env`, killing it after `timeout`; returns its standard
+/// output, or fails with its standard error.
+async fn run_command<I, K, V>(
+    program: &Path,
+    args: &[&str],
+    env: I,
+    timeout: Duration,
+) -> anyhow::Result<String>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let shown = || format!("{} {}", program.display(), args.join(" "));
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("spawning {}", shown()))?;
+    let out = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .with_context(|| format!("{} did not finish within {timeout:?}", shown()))?
+        .with_context(|| format!("waiting for {}", shown()))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{} failed ({}): {}",
+        shown(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// This host's short name (`hostname -s`): slurmctld runs only where `SlurmctldHost` names.
+async fn short_hostname() -> anyhow::Result<String> {
+    let hostname = find_binary("hostname", &[])?;
+    let name = run_command(
+        &hostname,
+        &["-s"],
+        std::iter::empty::<(&str, &str)>(),
+        CLIENT_TIMEOUT,
+    )
+    .await?
+    .trim()
+    .to_owned();
+    anyhow::ensure!(!name.is_empty(), "hostname -s printed nothing");
+    Ok(name)
+}
+
+/// The machine's memory in MiB (`MemTotal` of /proc/meminfo).
+fn memory_mb() -> anyhow::Result<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").context("reading /proc/meminfo")?;
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .context("no MemTotal in /proc/meminfo")?;
+    Ok(kib / 1024)
+}
+
+/// A port on 127.0.0.1 that was free a moment ago (Slurm's ports go into slurm.conf).
+fn free_port() -> anyhow::Result<u16> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("chmod {mode:o} {}", path.display()))
+}
+
+/// Appends `line` and a newline to `path` in one write, so a reader never sees half of it.
+fn append_line(path: &Path, line: &str) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()))
+        .with_context(|| format!("appending to {}", path.display()))
+}
+
+/// Whether to print timings (`ATRIUM_TEST_VERBOSE` set).
+fn verbose() -> bool {
+    std::env::var_os("ATRIUM_TEST_VERBOSE").is_some()
+}
