@@ -53,8 +53,8 @@
 //!
 //! System dependencies (`tests/install-deps.sh`): `slapd`, `ldap-utils`, `openssl`.
 
+use super::{free_port, verbose};
 use std::ffi::OsString;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -519,18 +519,6 @@ impl Slapd {
             })
             .unwrap_or(false)
     }
-}
-
-/// Whether to print timings (`ATRIUM_TEST_VERBOSE` set).
-fn verbose() -> bool {
-    std::env::var_os("ATRIUM_TEST_VERBOSE").is_some()
-}
-
-/// A port on 127.0.0.1 that was free a moment ago (slapd cannot listen on port 0).
-fn free_port() -> anyhow::Result<u16> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// ldapsearch arguments reading the root DSE anonymously: succeeds once slapd serves requests.

@@ -19,3 +19,17 @@ pub use pg::{fresh_database, PgDatabase};
 pub use process::{find_binary, ChildGuard, Supervised, SupervisedCommand};
 pub use slurm::{Slurm, SlurmOptions};
 pub use wait::until;
+
+/// A port on 127.0.0.1 that was free a moment ago, for servers that cannot listen on port 0
+/// or whose port goes into a configuration file first (slapd, Slurm).
+pub fn free_port() -> anyhow::Result<u16> {
+    use anyhow::Context as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .context("binding 127.0.0.1:0 to find a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Whether fixtures print their timings (`ATRIUM_TEST_VERBOSE` set).
+pub fn verbose() -> bool {
+    std::env::var_os("ATRIUM_TEST_VERBOSE").is_some()
+}

@@ -54,9 +54,9 @@
 //! DIR/state, DIR/spool, DIR/run, DIR/dev         slurmctld's state, slurmd's spool, pid files, GPUs
 //! ```
 
+use super::{free_port, verbose};
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -824,13 +824,6 @@ fn memory_mb() -> anyhow::Result<u64> {
     Ok(kib / 1024)
 }
 
-/// A port on 127.0.0.1 that was free a moment ago (Slurm's ports go into slurm.conf).
-fn free_port() -> anyhow::Result<u16> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
-    Ok(listener.local_addr()?.port())
-}
-
 fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .with_context(|| format!("chmod {mode:o} {}", path.display()))
@@ -843,9 +836,4 @@ fn append_line(path: &Path, line: &str) -> anyhow::Result<()> {
         .open(path)
         .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()))
         .with_context(|| format!("appending to {}", path.display()))
-}
-
-/// Whether to print timings (`ATRIUM_TEST_VERBOSE` set).
-fn verbose() -> bool {
-    std::env::var_os("ATRIUM_TEST_VERBOSE").is_some()
 }
