@@ -236,12 +236,7 @@ async fn apply_quotas(store: &Store, config: &Config, dry_run: bool) -> anyhow::
         .map(|u| u.username)
         .collect();
     let (cmds, notes) = commands(&quotas, &users);
-    let cli = SlurmCli {
-        bin_dir: config.slurm.bin_dir.clone(),
-        conf: config.slurm.conf.clone(),
-        timeout: config.slurm.command_timeout.0,
-        switch_user: false,
-    };
+    let cli = SlurmCli::from_config(&config.slurm, false);
     for cmd in &cmds {
         println!("sacctmgr {}", cmd.args.join(" "));
         if !dry_run {

@@ -38,6 +38,14 @@ pub struct Requester {
     pub admin: bool,
 }
 
+impl Requester {
+    /// Whether the requester may see and act on a job of `owner`: its own, or any
+    /// for an administrator.
+    pub fn may_see(&self, owner: &str) -> bool {
+        self.admin || self.user == owner
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SchedError {
     #[error("no such job")]
@@ -591,7 +599,7 @@ impl Actor {
     /// The job's view if `who` may see it; another user's job does not exist.
     fn visible(&self, who: &Requester, job: JobId, now: Time) -> Result<JobView, SchedError> {
         let view = self.cluster.job(job, now).ok_or(SchedError::NotFound)?;
-        if view.user != who.user && !who.admin {
+        if !who.may_see(&view.user) {
             return Err(SchedError::NotFound);
         }
         Ok(view)
@@ -807,6 +815,8 @@ impl Actor {
         }
     }
 
+    /// The submission's row, with what the cluster resolved at submission (account,
+    /// partition, name, reason, time limit, GPUs).
     fn submitted_record(
         &self,
         id: u64,
@@ -815,47 +825,19 @@ impl Actor {
         workdir: &std::path::Path,
         now: Time,
     ) -> JobRecord {
-        let view = self.cluster.job(JobId::new(id), now);
-        JobRecord {
-            id: id as i64,
-            task: -1,
-            user_name: owner.user.clone(),
-            account: view
-                .as_ref()
-                .map_or_else(|| owner.account.clone(), |v| v.account.clone()),
-            partition: view
-                .as_ref()
-                .map_or_else(String::new, |v| v.partition.clone()),
-            name: view
-                .as_ref()
-                .map_or_else(|| "sbatch".into(), |v| v.name.clone()),
-            state: "PENDING".into(),
-            reason: view
-                .as_ref()
-                .and_then(|v| v.reason)
-                .map(|r| r.name().to_string()),
-            array_spec: s.request.array.as_ref().map(|a| a.to_string()),
-            script: s.script.clone(),
-            request: serde_json::to_string(&s.request).unwrap_or_default(),
-            environment: serde_json::to_string(&s.environment).unwrap_or_else(|_| "{}".into()),
-            workdir: workdir.display().to_string(),
-            submit_dir: s
-                .submit_dir
-                .clone()
-                .unwrap_or_else(|| workdir.display().to_string()),
-            submit_time: crate::auth::now_ms(),
-            time_limit: view.as_ref().and_then(|v| match v.time_limit {
+        let mut record = s.record(id, owner, workdir);
+        if let Some(v) = self.cluster.job(JobId::new(id), now) {
+            record.account = v.account;
+            record.partition = v.partition;
+            record.name = v.name;
+            record.reason = v.reason.map(|r| r.name().to_string());
+            record.time_limit = match v.time_limit {
                 scheduler::TimeLimit::Seconds(s) => Some(s as i64),
                 scheduler::TimeLimit::Unlimited => None,
-            }),
-            gpus: view.as_ref().map_or_else(String::new, |v| v.gres.clone()),
-            container: s
-                .container
-                .as_ref()
-                .and_then(|c| serde_json::to_string(c).ok()),
-            benchmark: s.benchmark.clone(),
-            ..Default::default()
+            };
+            record.gpus = v.gres;
         }
+        record
     }
 
     async fn commit(&mut self, batch: Batch) {

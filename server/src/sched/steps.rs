@@ -185,7 +185,7 @@ async fn start_step(
                 .await?
                 .ok_or_else(|| format!("user {} has no POSIX identity (uid)", row.user_name))?,
         };
-        let groups = id.groups.iter().filter_map(|(_, gid)| *gid).collect();
+        let groups = id.supplementary_gids();
         (id.uid, id.gid, groups, id.home)
     } else {
         let (uid, gid) = launch::current_ids();

@@ -50,6 +50,49 @@ pub struct Submission {
     pub benchmark: Option<String>,
 }
 
+impl Submission {
+    /// The row of job `id` as submitted, from what the submission itself says (the
+    /// scheduler may fill in the partition, name and limits it resolves).
+    pub fn record(
+        &self,
+        id: u64,
+        owner: &scheduler::Owner,
+        workdir: &Path,
+    ) -> crate::store::JobRecord {
+        let r = &self.request;
+        crate::store::JobRecord {
+            id: id as i64,
+            task: -1,
+            user_name: owner.user.clone(),
+            account: r.account.clone().unwrap_or_else(|| owner.account.clone()),
+            partition: r.partition.clone().unwrap_or_default(),
+            name: r.name.clone().unwrap_or_else(|| "sbatch".into()),
+            state: "PENDING".into(),
+            reason: None,
+            array_spec: r.array.as_ref().map(|a| a.to_string()),
+            script: self.script.clone(),
+            request: serde_json::to_string(r).unwrap_or_default(),
+            environment: serde_json::to_string(&self.environment).unwrap_or_else(|_| "{}".into()),
+            workdir: workdir.display().to_string(),
+            submit_dir: self
+                .submit_dir
+                .clone()
+                .unwrap_or_else(|| workdir.display().to_string()),
+            submit_time: crate::auth::now_ms(),
+            time_limit: match r.time_limit {
+                Some(scheduler::TimeLimit::Seconds(s)) => Some(s as i64),
+                _ => None,
+            },
+            container: self
+                .container
+                .as_ref()
+                .and_then(|c| serde_json::to_string(c).ok()),
+            benchmark: self.benchmark.clone(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Build a submission from a script with `#SBATCH` directives, or from a command
 /// (`--wrap`), plus options spelled like `sbatch`'s long options.
 pub fn build(

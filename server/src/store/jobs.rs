@@ -363,19 +363,6 @@ impl Store {
         .collect()
     }
 
-    /// The highest job id used so far (0 when none).
-    pub async fn max_job_id(&self) -> Result<i64> {
-        Ok(sqlx::query("SELECT COALESCE(MAX(id), 0) FROM jobs")
-            .fetch_one(&self.pool)
-            .await?
-            .try_get::<i64, _>(0)?)
-    }
-
-    /// Apply job row changes (those of the Slurm backend's polls), all or nothing.
-    pub async fn apply_job_changes(&self, changes: &[JobChange]) -> Result<()> {
-        self.commit_scheduler_batch(&[], changes).await
-    }
-
     /// One job row (`task = -1` for a job or a whole array).
     #[tracing::instrument(skip_all, fields(id, task), err)]
     pub async fn job(&self, id: i64, task: i64) -> Result<JobRecord> {

@@ -59,6 +59,13 @@ pub struct PosixIdentity {
     pub groups: Vec<(String, Option<u32>)>,
 }
 
+impl PosixIdentity {
+    /// The gids of the user's groups that have one (the supplementary groups).
+    pub fn supplementary_gids(&self) -> Vec<u32> {
+        self.groups.iter().filter_map(|(_, gid)| *gid).collect()
+    }
+}
+
 const USER_COLUMNS: &str = "id, username, display_name, email, source, password_hash, \
     uid_number, gid_number, home, login_shell, disabled, created_at, last_login_at";
 

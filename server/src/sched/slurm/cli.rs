@@ -42,6 +42,18 @@ pub struct SlurmCli {
     pub switch_user: bool,
 }
 
+impl SlurmCli {
+    /// The commands as `[slurm]` configures them.
+    pub fn from_config(config: &crate::config::SlurmConfig, switch_user: bool) -> SlurmCli {
+        SlurmCli {
+            bin_dir: config.bin_dir.clone(),
+            conf: config.conf.clone(),
+            timeout: config.command_timeout.0,
+            switch_user,
+        }
+    }
+}
+
 const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 impl SlurmCli {

@@ -51,12 +51,7 @@ pub struct SlurmSettings {
 impl SlurmSettings {
     pub fn from_config(config: &crate::config::SlurmConfig, switch_user: bool) -> SlurmSettings {
         SlurmSettings {
-            cli: SlurmCli {
-                bin_dir: config.bin_dir.clone(),
-                conf: config.conf.clone(),
-                timeout: config.command_timeout.0,
-                switch_user,
-            },
+            cli: SlurmCli::from_config(config, switch_user),
             poll_interval: config.poll_interval.0,
             nodes_interval: config.nodes_interval.0,
         }
@@ -225,7 +220,7 @@ impl Backend {
             user: user.to_string(),
             uid: id.uid,
             gid: id.gid,
-            groups: id.groups.iter().filter_map(|(_, g)| *g).collect(),
+            groups: id.supplementary_gids(),
             home: id.home,
         })
     }
@@ -279,7 +274,7 @@ impl Backend {
         })?;
         // Slurm's id is atrium's: users, `squeue` and dependencies name the same job.
         let id: u64 = slurm_id.parse().map_err(|_| SchedError::Unavailable)?;
-        let record = submitted_record(id, &owner, &submission, &workdir);
+        let record = submission.record(id, &owner, &workdir);
         if let Err(e) = self.store.record_slurm_submission(&record, &slurm_id).await {
             tracing::error!(error = %e, slurm_id, "recording a Slurm job failed; cancelling it");
             let _ = self
@@ -317,7 +312,7 @@ impl Backend {
     fn visible(&self, who: &Requester, job: JobId) -> Result<Entry, SchedError> {
         let s = lock(&self.state);
         match s.jobs.get(&job) {
-            Some(e) if who.admin || e.record.user_name == who.user => Ok(e.clone()),
+            Some(e) if who.may_see(&e.record.user_name) => Ok(e.clone()),
             _ => Err(SchedError::NotFound),
         }
     }
@@ -462,7 +457,7 @@ impl Backend {
         }
         let writes: Vec<JobChange> = changes.iter().flat_map(|c| c.writes.clone()).collect();
         if !writes.is_empty() {
-            if let Err(e) = self.store.apply_job_changes(&writes).await {
+            if let Err(e) = self.store.commit_scheduler_batch(&[], &writes).await {
                 tracing::error!(error = %e, "recording Slurm's job states failed; trying again");
                 return;
             }
@@ -668,8 +663,7 @@ fn diff(s: &State, rows: &[SqueueRow]) -> (Vec<Change>, Vec<(JobId, String)>) {
                 .range(JobId::task(id.job, 0)..=JobId::task(id.job, u32::MAX))
                 .map(|(_, t)| t)
                 .collect();
-            let seen_tasks = tasks.iter().any(|t| listed.contains(&t.view.id));
-            if tasks.is_empty() && !seen_tasks {
+            if tasks.is_empty() {
                 missing.push((*id, e.slurm_id.clone()));
                 continue;
             }
@@ -881,42 +875,6 @@ fn update_record(record: &mut JobRecord, change: &JobChange) {
             record.state = state.clone();
             record.reason = reason.clone();
         }
-    }
-}
-
-/// The row a job was submitted with.
-fn submitted_record(
-    id: u64,
-    owner: &Owner,
-    s: &Submission,
-    workdir: &std::path::Path,
-) -> JobRecord {
-    let r = &s.request;
-    JobRecord {
-        id: id as i64,
-        task: -1,
-        user_name: owner.user.clone(),
-        account: r.account.clone().unwrap_or_else(|| owner.account.clone()),
-        partition: r.partition.clone().unwrap_or_default(),
-        name: r.name.clone().unwrap_or_else(|| "sbatch".into()),
-        state: "PENDING".into(),
-        reason: None,
-        array_spec: r.array.as_ref().map(|a| a.to_string()),
-        script: s.script.clone(),
-        request: serde_json::to_string(r).unwrap_or_default(),
-        environment: serde_json::to_string(&s.environment).unwrap_or_else(|_| "{}".into()),
-        workdir: workdir.display().to_string(),
-        submit_dir: s
-            .submit_dir
-            .clone()
-            .unwrap_or_else(|| workdir.display().to_string()),
-        submit_time: crate::auth::now_ms(),
-        time_limit: match r.time_limit {
-            Some(TimeLimit::Seconds(s)) => Some(s as i64),
-            _ => None,
-        },
-        benchmark: s.benchmark.clone(),
-        ..Default::default()
     }
 }
 
