@@ -54,8 +54,13 @@ pub struct SlurmConfig {
     pub nodes_interval: HumanDuration,
     /// The longest a Slurm command may take before it counts as not answering.
     pub command_timeout: HumanDuration,
-    /// The partition sessions go to (default: Slurm's default partition).
+    /// The partition sessions go to (default: `[sessions] partition`, else Slurm's
+    /// default partition).
     pub session_partition: Option<String>,
+    /// The address a session's server listens on, on its compute node: one the head
+    /// node reaches (`0.0.0.0`: every address of the node). The server answers only
+    /// requests that carry the session's token.
+    pub session_listen: String,
 }
 
 impl Default for SlurmConfig {
@@ -67,6 +72,7 @@ impl Default for SlurmConfig {
             nodes_interval: HumanDuration(Duration::from_secs(30)),
             command_timeout: HumanDuration(Duration::from_secs(30)),
             session_partition: None,
+            session_listen: "0.0.0.0".into(),
         }
     }
 }
@@ -78,6 +84,12 @@ impl SlurmConfig {
         }
         if self.command_timeout.0 < Duration::from_secs(1) {
             problem("slurm.command_timeout", "must be at least 1s".into());
+        }
+        if self.session_listen.parse::<std::net::IpAddr>().is_err() {
+            problem(
+                "slurm.session_listen",
+                format!("{:?} is not an IP address", self.session_listen),
+            );
         }
         if let Some(conf) = &self.conf {
             if !conf.is_absolute() {

@@ -1,5 +1,5 @@
 //! The sessions' reverse proxy: `/user/{owner}/{session}/…` carries HTTP and
-//! websockets to the session's unix socket.
+//! websockets to the session's server (its unix socket, or TCP on a compute node).
 //!
 //! Only the owner passes (administrators too when `sessions.admin_access`); anyone
 //! else gets 404, as if the session did not exist. The portal's own credentials (its
@@ -237,9 +237,12 @@ async fn forward(
         ProxyBody::Empty
     };
     let request = upstream_request(req, &route, body)?;
-    let mut sender = upstream::pooled(&route.socket)
-        .await
-        .map_err(unreachable_session)?;
+    let Some(up) = route.upstream() else {
+        return Err(ApiError::Unavailable(
+            "the session is not ready yet; follow its progress".into(),
+        ));
+    };
+    let mut sender = upstream::pooled(up).await.map_err(unreachable_session)?;
     let response = sender
         .send_request(request)
         .await
@@ -265,7 +268,7 @@ async fn forward(
         out.insert_header(("x-frame-options", "SAMEORIGIN"));
     }
     if incoming.is_end_stream() {
-        upstream::release(&route.socket.path, sender);
+        upstream::release(up, sender);
         return Ok(out.finish());
     }
     let relay = Relay {
@@ -309,8 +312,8 @@ impl Stream for Relay {
                     return Poll::Ready(Some(Err(std::io::Error::other(e))));
                 }
                 Poll::Ready(None) => {
-                    if let Some(sender) = this.sender.take() {
-                        upstream::release(&this.route.socket.path, sender);
+                    if let (Some(sender), Some(up)) = (this.sender.take(), this.route.upstream()) {
+                        upstream::release(up, sender);
                     }
                     return Poll::Ready(None);
                 }

@@ -50,7 +50,12 @@ pub(super) async fn relay(
     let auth = hyper::header::HeaderValue::from_str(&route.authorization)
         .map_err(|_| ApiError::internal("session secret is not a header value"))?;
     headers.insert(hyper::header::AUTHORIZATION, auth);
-    let stream = route.socket.connect().await.map_err(unreachable_session)?;
+    let stream = route
+        .upstream()
+        .ok_or_else(|| ApiError::Unavailable("the session is not ready yet".into()))?
+        .connect()
+        .await
+        .map_err(unreachable_session)?;
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_MESSAGE);
     config.max_frame_size = Some(MAX_MESSAGE);

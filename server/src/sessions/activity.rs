@@ -60,9 +60,10 @@ fn jupyter_activity(kernels: &[u8], terminals: &[u8]) -> JupyterActivity {
 }
 
 async fn ask_jupyter(route: &Route) -> Option<JupyterActivity> {
+    let up = route.upstream()?;
     let get = |path: String| async move {
         match upstream::get(
-            &route.socket,
+            up,
             &path,
             &route.authorization,
             Duration::from_secs(5),

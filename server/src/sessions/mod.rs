@@ -1,6 +1,8 @@
 //! Interactive sessions: JupyterLab, a terminal, or TensorBoard, run as the user by the
 //! scheduler like any job (same queue, step supervisor and re-adoption), listening on
-//! a unix socket in a per-session 0700 directory that the proxy reaches.
+//! a unix socket in a per-session 0700 directory that the proxy reaches. Under the
+//! Slurm backend the session is a Slurm job on a compute node, its directory is in the
+//! user's home on shared storage, and the proxy reaches it over TCP (`remote`).
 //!
 //! Owns: starting (validation, the session's directory, the job), the routes the proxy
 //! follows (rebuilt from the database at startup), progress, activity and culling,
@@ -8,6 +10,7 @@
 //! process details (`launch`).
 
 mod activity;
+mod remote;
 pub mod script;
 pub mod upstream;
 mod watch;
@@ -16,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use scheduler::{JobId, Owner};
 use serde::Serialize;
@@ -25,10 +28,11 @@ use tokio::sync::watch as progress_channel;
 use crate::auth::now_ms;
 use crate::config::{Config, EnvironmentConfig};
 use crate::launch::{self, Container, Mount, RuntimeKind};
+use crate::sched::slurm::cli::AsUser;
 use crate::sched::{submission, Requester, SchedError, Scheduler};
 use crate::store::{NewSession, SessionRecord, Store, StoreError};
 
-pub use upstream::Socket;
+pub use upstream::Upstream;
 
 /// What a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -166,7 +170,13 @@ pub struct Route {
     pub kind: Kind,
     /// `/user/<owner>/<name>/`.
     pub prefix: String,
-    pub socket: Socket,
+    /// Where its server listens: known from the start on this machine, once the
+    /// server names its port on a compute node.
+    upstream: OnceLock<Upstream>,
+    /// The session's directory (its log, its socket or connection file).
+    dir: PathBuf,
+    /// The uid its files must belong to (`None`: not checked; single-user mode).
+    uid: Option<u32>,
     /// `token <secret>`: added to every proxied request.
     pub authorization: String,
     pub job: Option<JobId>,
@@ -177,6 +187,11 @@ pub struct Route {
 }
 
 impl Route {
+    /// Where its server listens, once known.
+    pub fn upstream(&self) -> Option<&Upstream> {
+        self.upstream.get()
+    }
+
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
@@ -231,6 +246,8 @@ struct Inner {
     environments: Vec<Environment>,
     /// `<spool>/sessions`: one 0700 directory per session, owned by its user.
     socket_root: PathBuf,
+    /// Under the Slurm backend: sessions run on compute nodes.
+    remote: Option<remote::Remote>,
     drop_privileges: bool,
     routes: RwLock<Routes>,
 }
@@ -272,6 +289,10 @@ impl Sessions {
             tracing::info!(environment = %e.name, ?runtime, image = ?e.image, "session environment");
             environments.push(Environment { config: e, runtime });
         }
+        let remote = config
+            .scheduler
+            .is_slurm()
+            .then(|| remote::Remote::new(&config, drop_privileges));
         let sessions = Sessions {
             inner: Arc::new(Inner {
                 store,
@@ -280,6 +301,7 @@ impl Sessions {
                 config,
                 environments,
                 socket_root,
+                remote,
                 drop_privileges,
                 routes: RwLock::new(Routes::default()),
             }),
@@ -340,13 +362,6 @@ impl Sessions {
         owner: Owner,
         request: StartRequest,
     ) -> Result<SessionRecord, SessionError> {
-        if self.inner.config.scheduler.is_slurm() {
-            // Sessions need a TCP route to a compute node (not built yet): say so
-            // rather than submit a job whose server the proxy could not reach.
-            return Err(SessionError::Conflict(
-                "sessions are not available with the Slurm backend yet; submit a batch job".into(),
-            ));
-        }
         let cfg = &self.inner.config.sessions;
         let name = request.name.clone().unwrap_or_else(|| "default".into());
         if !crate::config::is_session_name(&name) {
@@ -384,6 +399,15 @@ impl Sessions {
             )
         })?
         .clone();
+        if self.inner.remote.is_some()
+            && (env.config.image.is_some() || env.config.command.is_some())
+        {
+            return Err(SessionError::Conflict(format!(
+                "environment {}: under Slurm, sessions run in the compute nodes' own software; \
+                 an environment with an image or its own server command cannot start there",
+                env.config.name
+            )));
+        }
         let hours = request.hours.unwrap_or(f64::from(cfg.default_hours));
         if !(hours > 0.0 && hours <= f64::from(cfg.max_hours)) {
             return Err(invalid(
@@ -399,6 +423,7 @@ impl Sessions {
             .check_session(&owner, gpus, request.slice.as_deref(), hours)
             .await?;
         let identity = self.identity(&owner.user).await?;
+        let owner_name = owner.user.clone();
         let logdir = match kind {
             Kind::Tensorboard => Some(
                 crate::storage::confine(
@@ -412,6 +437,10 @@ impl Sessions {
         };
         let secret = crate::auth::random_text(32);
         let now = now_ms();
+        let root = match &self.inner.remote {
+            Some(_) => identity.home.join(".atrium").join("sessions"),
+            None => self.inner.socket_root.clone(),
+        };
         let record = self
             .inner
             .store
@@ -425,7 +454,7 @@ impl Sessions {
                     logdir: logdir.as_ref().and_then(|l| l.to_str()),
                     secret: &secret,
                 },
-                &self.inner.socket_root.display().to_string(),
+                &root.display().to_string(),
                 i64::from(cfg.max_per_user),
                 now,
             )
@@ -459,7 +488,13 @@ impl Sessions {
                     .store
                     .end_session(record.id, "failed", Some(&message), now_ms())
                     .await;
-                let _ = std::fs::remove_dir_all(&record.socket_dir);
+                let dir = Path::new(&record.socket_dir);
+                match &self.inner.remote {
+                    Some(remote) => remote.remove(&identity.as_user(&owner_name), dir).await,
+                    None => {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                }
                 Err(e)
             }
         }
@@ -470,7 +505,12 @@ impl Sessions {
         if !self.inner.drop_privileges {
             let (uid, gid) = launch::current_ids();
             let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-            return Ok(Identity { uid, gid, home });
+            return Ok(Identity {
+                uid,
+                gid,
+                groups: Vec::new(),
+                home,
+            });
         }
         let id = self
             .inner
@@ -485,8 +525,14 @@ impl Sessions {
         Ok(Identity {
             uid: id.uid,
             gid: id.gid,
+            groups: id.supplementary_gids(),
             home: id.home,
         })
+    }
+
+    /// Whom to act as on the session's files and in Slurm for `user`.
+    async fn as_user(&self, user: &str) -> Result<AsUser, SessionError> {
+        Ok(self.identity(user).await?.as_user(user))
     }
 
     /// Folders a user's paths may name: their home is added by the caller; project
@@ -511,10 +557,29 @@ impl Sessions {
         logdir: Option<&Path>,
     ) -> Result<JobId, SessionError> {
         let dir = PathBuf::from(&record.socket_dir);
-        prepare_dir(&dir, kind, identity, self.inner.drop_privileges)
-            .map_err(|e| SessionError::Internal(format!("preparing the session directory: {e}")))?;
+        let remote = self.inner.remote.as_ref();
+        match remote {
+            Some(r) => r
+                .prepare(
+                    &identity.as_user(&owner.user),
+                    &dir,
+                    &record.secret,
+                    kind == Kind::Tensorboard,
+                )
+                .await
+                .map_err(|e| {
+                    SessionError::Internal(format!("preparing the session directory: {e}"))
+                })?,
+            None => prepare_dir(&dir, kind, identity, self.inner.drop_privileges).map_err(|e| {
+                SessionError::Internal(format!("preparing the session directory: {e}"))
+            })?,
+        }
         let text = script::script(&script::ScriptInput {
             kind,
+            listen: match remote {
+                Some(_) => script::Listen::Tcp,
+                None => script::Listen::Socket,
+            },
             kernels: &env.config.kernels,
             command: env.config.command.as_deref(),
         });
@@ -541,23 +606,41 @@ impl Sessions {
         if !record.gres.is_empty() {
             options.insert("gres".into(), record.gres.clone().into());
         }
-        if let Some(p) = &self.inner.config.sessions.partition {
+        let partition = match remote {
+            Some(r) => r.partition.as_ref(),
+            None => self.inner.config.sessions.partition.as_ref(),
+        };
+        if let Some(p) = partition {
             options.insert("partition".into(), p.clone().into());
         }
-        let environment: BTreeMap<String, String> = script::environment(
-            &dir,
-            &prefix,
-            &record.secret,
-            logdir.and_then(|l| l.to_str()),
-        )
-        .into_iter()
-        .collect();
+        let logdir = logdir.and_then(|l| l.to_str());
+        let environment: BTreeMap<String, String> = match remote {
+            // No container on a compute node: the environment's variables (its
+            // `PATH` to Jupyter) go to the job itself.
+            Some(r) => env
+                .config
+                .env
+                .clone()
+                .into_iter()
+                .chain(script::tcp_environment(&dir, &prefix, &r.listen, logdir))
+                .collect(),
+            None => script::environment(&dir, &prefix, &record.secret, logdir)
+                .into_iter()
+                .collect(),
+        };
         let home = identity.home.display().to_string();
         let mut sub = submission::build(Some(&text), None, &options, environment, Some(home))
             .map_err(|e| SessionError::Invalid {
                 field: "gpus",
                 message: e.to_string(),
             })?;
+        if remote.is_some() {
+            return Ok(self
+                .inner
+                .scheduler
+                .submit(owner, sub, identity.home.clone())
+                .await?);
+        }
         let mut mounts: Vec<Mount> = env
             .config
             .mounts
@@ -595,10 +678,15 @@ impl Sessions {
             name: record.name.clone(),
             kind,
             prefix: prefix.clone(),
-            socket: Socket {
-                path: Path::new(&record.socket_dir).join(script::SOCKET),
-                owner: uid,
+            upstream: match &self.inner.remote {
+                Some(_) => OnceLock::new(),
+                None => OnceLock::from(Upstream::Unix {
+                    path: Path::new(&record.socket_dir).join(script::SOCKET),
+                    owner: uid,
+                }),
             },
+            dir: PathBuf::from(&record.socket_dir),
+            uid,
             authorization: format!("token {}", record.secret),
             job: record.job_id.map(|j| JobId::new(j as u64)),
             ready: AtomicBool::new(record.state == "ready"),
@@ -735,10 +823,23 @@ impl Sessions {
 struct Identity {
     uid: u32,
     gid: u32,
+    /// Supplementary groups.
+    groups: Vec<u32>,
     home: PathBuf,
 }
 
 impl Identity {
+    /// Whom the Slurm commands and the session's files are run and written as.
+    fn as_user(&self, name: &str) -> AsUser {
+        AsUser {
+            user: name.to_string(),
+            uid: self.uid,
+            gid: self.gid,
+            groups: self.groups.clone(),
+            home: self.home.clone(),
+        }
+    }
+
     fn uid_if(&self, checked: bool) -> Option<u32> {
         checked.then_some(self.uid)
     }

@@ -7,7 +7,16 @@ to that socket.
 
     python3 tensorboard_unix.py --sock PATH --logdir DIR --path_prefix /user/U/S [flags]
 
-Every flag other than --sock is TensorBoard's own. --load_fast defaults to "false"
+On a compute node (sessions under Slurm) the portal reaches the server over TCP: the
+launcher binds a free port of the --listen address itself (no moment where another
+process could take it), answers only requests carrying "Authorization: token T" with
+the token read from --token-file, and then writes {"host": ..., "port": ...} to
+--connection-file (atomically, by renaming).
+
+    python3 tensorboard_unix.py --listen ADDR --token-file PATH --connection-file PATH \
+        --logdir DIR --path_prefix /user/U/S [flags]
+
+Every other flag is TensorBoard's own. --load_fast defaults to "false"
 here: the faster loader runs a helper that serves the logs over gRPC on a TCP port of
 localhost, which any local user could read.
 
@@ -17,6 +26,8 @@ Run it with the Python that has the tensorboard package.
 """
 
 import argparse
+import hmac
+import json
 import logging
 import mimetypes
 import os
@@ -35,17 +46,60 @@ SERVER_STOPPED = b"\xff"
 
 
 def parse_arguments(argv):
-    """Split argv into the socket path and TensorBoard's own arguments."""
+    """Split argv into ours (where to listen) and TensorBoard's own arguments."""
     parser = argparse.ArgumentParser(
         prog="tensorboard_unix.py",
-        description="Serve TensorBoard on a unix socket.",
+        description="Serve TensorBoard on a unix socket, or on TCP with a token.",
         epilog="All other arguments are passed to TensorBoard.",
     )
-    parser.add_argument("--sock", required=True, help="path of the unix socket")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--sock", help="path of the unix socket")
+    where.add_argument("--listen", help="address to serve on, on a free TCP port")
+    parser.add_argument("--token-file", help="with --listen: the file holding the token")
+    parser.add_argument(
+        "--connection-file", help="with --listen: where to write the host and port"
+    )
     ours, theirs = parser.parse_known_args(argv)
+    if ours.listen is not None and not (ours.token_file and ours.connection_file):
+        parser.error("--listen needs --token-file and --connection-file")
     if not any(a == "--load_fast" or a.startswith("--load_fast=") for a in theirs):
         theirs.append("--load_fast=false")
-    return ours.sock, theirs
+    return ours, theirs
+
+
+def read_token(path):
+    """The session's token: the file's first line, which must not be empty."""
+    with open(path, encoding="utf-8") as f:
+        token = f.readline().strip()
+    if not token:
+        raise SystemExit(f"tensorboard_unix: {path} holds no token")
+    return token
+
+
+def token_required(app, token):
+    """Wrap a WSGI app: requests without "Authorization: token <token>" get 403."""
+    expected = ("token " + token).encode()
+
+    def guarded(environ, start_response):
+        given = environ.get("HTTP_AUTHORIZATION", "").encode()
+        if not hmac.compare_digest(given, expected):
+            start_response(
+                "403 Forbidden",
+                [("Content-Type", "text/plain"), ("Content-Length", "10")],
+            )
+            return [b"forbidden\n"]
+        return app(environ, start_response)
+
+    return guarded
+
+
+def write_connection(path, port):
+    """{"host": this node, "port": port} at `path`, replaced in one rename."""
+    new = path + ".new"
+    with open(new, "w", encoding="utf-8") as f:
+        json.dump({"host": socket.gethostname(), "port": port}, f)
+        f.write("\n")
+    os.replace(new, path)
 
 
 def clear_stale_socket(path):
@@ -67,9 +121,10 @@ def clear_stale_socket(path):
         probe.close()
 
 
-def unix_server_class(wake_fd):
-    """TensorBoard's server hook, bound to the wake-up pipe; imported lazily so that
-    --help works without TensorBoard."""
+def server_class(wake_fd, token=None):
+    """TensorBoard's server hook, bound to the wake-up pipe: on a unix socket, or with
+    a token on a free TCP port. Imported lazily so that --help works without
+    TensorBoard."""
     from tensorboard import program
     from werkzeug import serving
 
@@ -78,10 +133,25 @@ def unix_server_class(wake_fd):
 
         protocol_version = "HTTP/1.1"
 
-    class UnixSocketServer(serving.ThreadedWSGIServer, program.TensorBoardServer):
-        """Werkzeug's threaded WSGI server on a unix socket (`unix://PATH` host)."""
+    class Server(serving.ThreadedWSGIServer, program.TensorBoardServer):
+        """Werkzeug's threaded WSGI server that wakes the main thread when it stops."""
 
         daemon_threads = True
+
+        def quiet(self):
+            # As TensorBoard's own server: werkzeug's logger inherits the root level
+            # (WARNING) instead of logging every request.
+            self.log("debug", "werkzeug logger initialised")
+            logging.getLogger("werkzeug").setLevel(logging.NOTSET)
+
+        def serve_forever(self, poll_interval=0.5):
+            try:
+                super().serve_forever(poll_interval)
+            finally:
+                os.write(wake_fd, SERVER_STOPPED)
+
+    class UnixSocketServer(Server):
+        """On a unix socket (`unix://PATH` host)."""
 
         def __init__(self, path, wsgi_app, flags):
             self._path = path
@@ -93,10 +163,7 @@ def unix_server_class(wake_fd):
             finally:
                 os.umask(old_umask)
             os.chmod(path, 0o600)
-            # As TensorBoard's own server: werkzeug's logger inherits the root level
-            # (WARNING) instead of logging every request.
-            self.log("debug", "werkzeug logger initialised")
-            logging.getLogger("werkzeug").setLevel(logging.NOTSET)
+            self.quiet()
 
         def server_bind(self):
             # http.server's server_bind treats the address as (host, port) and looks
@@ -105,12 +172,6 @@ def unix_server_class(wake_fd):
             self.server_address = self.socket.getsockname()
             self.server_name = "localhost"
             self.server_port = 0
-
-        def serve_forever(self, poll_interval=0.5):
-            try:
-                super().serve_forever(poll_interval)
-            finally:
-                os.write(wake_fd, SERVER_STOPPED)
 
         def get_url(self):
             return "http+unix://%s%s/" % (
@@ -125,16 +186,38 @@ def unix_server_class(wake_fd):
             except FileNotFoundError:
                 pass
 
-    return UnixSocketServer
+    class TokenTcpServer(Server):
+        """On port 0 of the address: the kernel picks a free port while the socket is
+        bound, so nothing can take it first. Every request must carry the token."""
+
+        def __init__(self, host, wsgi_app, flags):
+            self._flags = flags
+            super().__init__(host, 0, token_required(wsgi_app, token), RequestHandler)
+            self.quiet()
+
+        def get_url(self):
+            return "http://%s:%d%s/" % (
+                socket.gethostname(),
+                self.server_port,
+                self._flags.path_prefix.rstrip("/"),
+            )
+
+        def remove_socket(self):
+            pass
+
+    return UnixSocketServer if token is None else TokenTcpServer
 
 
 def main(argv):
-    path, tensorboard_argv = parse_arguments(argv[1:])
-    path = os.path.abspath(path)
-    if len(os.fsencode(path)) >= 108:  # sizeof(sun_path) on Linux, with its NUL
-        print(f"tensorboard_unix: socket path too long: {path}", file=sys.stderr)
-        return USAGE
-    clear_stale_socket(path)
+    ours, tensorboard_argv = parse_arguments(argv[1:])
+    if ours.sock is not None:
+        path = os.path.abspath(ours.sock)
+        if len(os.fsencode(path)) >= 108:  # sizeof(sun_path) on Linux, with its NUL
+            print(f"tensorboard_unix: socket path too long: {path}", file=sys.stderr)
+            return USAGE
+        clear_stale_socket(path)
+    else:
+        token = read_token(ours.token_file)
 
     # Signals and the server thread's end both write to this pipe; the main thread
     # blocks reading it. (No Python-level locking in signal handlers.)
@@ -146,11 +229,14 @@ def main(argv):
 
     from tensorboard import program
 
-    server_class = unix_server_class(wake_write)
     servers = []
+    if ours.sock is not None:
+        where, server_type = path, server_class(wake_write)
+    else:
+        where, server_type = ours.listen, server_class(wake_write, token)
 
     def make_server(wsgi_app, flags):
-        server = server_class(path, wsgi_app, flags)
+        server = server_type(where, wsgi_app, flags)
         servers.append(server)
         return server
 
@@ -171,6 +257,8 @@ def main(argv):
         print(f"tensorboard_unix: {e.msg}", file=sys.stderr)
         return FAILED
     server = servers[0]
+    if ours.listen is not None:
+        write_connection(ours.connection_file, server.server_port)
     print(f"TensorBoard serving at {url}", file=sys.stderr, flush=True)
     try:
         woke_by = os.read(wake_read, 1)

@@ -1,16 +1,19 @@
-//! HTTP/1.1 to a session's server over its unix socket: one-shot requests for the
-//! portal's own checks (readiness, kernel activity), and a pool of kept-alive
-//! connections per proxy worker thread.
+//! HTTP/1.1 to a session's server: over its unix socket on this machine, or over TCP
+//! to a compute node (sessions under Slurm). One-shot requests for the portal's own
+//! checks (readiness, kernel activity), and a pool of kept-alive connections per proxy
+//! worker thread.
 //!
 //! A session's directory belongs to its user, who could put anything there: a
 //! connection is made only to a socket that is owned by that user (checked with
-//! `lstat`, so a symbolic link planted in its place is refused).
+//! `lstat`, so a symbolic link planted in its place is refused). A TCP address is
+//! never the user's to choose: the host is the node Slurm runs the session on.
 //! Must not touch: authentication, the database or the scheduler.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -21,7 +24,8 @@ use http_body_util::BodyExt;
 use hyper::body::Frame;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use tokio::net::UnixStream;
+use tokio::net::{TcpStream, UnixStream};
+use tokio_util::either::Either;
 
 /// The request body of pooled connections: nothing, or the browser's body streamed as
 /// it arrives. Connections are driven on the proxy worker's own thread, so the body
@@ -53,8 +57,13 @@ impl hyper::body::Body for ProxyBody {
     }
 }
 
-/// Idle connections kept per socket and worker thread.
+/// Idle connections kept per session server and worker thread.
 const MAX_IDLE: usize = 64;
+/// The longest a TCP connection to a compute node may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection to a session's server.
+pub type Connection = Either<UnixStream, TcpStream>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -68,44 +77,64 @@ pub enum UpstreamError {
     Http(#[from] hyper::Error),
     #[error("the session's server did not answer in time")]
     Timeout,
+    /// Nothing listens there (yet): the server is still starting.
+    #[error("the session's server is not listening yet")]
+    NotListening,
 }
 
-/// Where a session's server listens and whose it must be.
+/// Where a session's server listens.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Socket {
-    pub path: PathBuf,
-    /// The uid that must own the socket (`None`: not checked; single-user mode).
-    pub owner: Option<u32>,
+pub enum Upstream {
+    /// A unix socket on this machine, and the uid that must own it (`None`: not
+    /// checked; single-user mode).
+    Unix { path: PathBuf, owner: Option<u32> },
+    /// A TCP address on a compute node.
+    Tcp(SocketAddr),
 }
 
-impl Socket {
-    /// Connect, after checking what the path is.
-    pub async fn connect(&self) -> Result<UnixStream, UpstreamError> {
-        let meta = match std::fs::symlink_metadata(&self.path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(UpstreamError::NoSocket)
+impl Upstream {
+    /// Connect, after checking what a socket's path is.
+    pub async fn connect(&self) -> Result<Connection, UpstreamError> {
+        match self {
+            Upstream::Unix { path, owner } => {
+                let meta = match std::fs::symlink_metadata(path) {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Err(UpstreamError::NoSocket)
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                if !meta.file_type().is_socket() || owner.is_some_and(|uid| meta.uid() != uid) {
+                    return Err(UpstreamError::NotTheirs(path.clone()));
+                }
+                Ok(Either::Left(UnixStream::connect(path).await?))
             }
-            Err(e) => return Err(e.into()),
-        };
-        if !meta.file_type().is_socket() || self.owner.is_some_and(|uid| meta.uid() != uid) {
-            return Err(UpstreamError::NotTheirs(self.path.clone()));
+            Upstream::Tcp(addr) => {
+                let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+                    .await
+                    .map_err(|_| UpstreamError::Timeout)?
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::ConnectionRefused => UpstreamError::NotListening,
+                        _ => UpstreamError::Io(e),
+                    })?;
+                stream.set_nodelay(true)?;
+                Ok(Either::Right(stream))
+            }
         }
-        Ok(UnixStream::connect(&self.path).await?)
     }
 }
 
 /// One GET on a fresh connection, for the portal's own checks: the status and up to
 /// `limit` bytes of the body.
 pub async fn get(
-    socket: &Socket,
+    upstream: &Upstream,
     path_and_query: &str,
     authorization: &str,
     timeout: Duration,
     limit: usize,
 ) -> Result<(hyper::StatusCode, Bytes), UpstreamError> {
     send(
-        socket,
+        upstream,
         hyper::Method::GET,
         path_and_query,
         authorization,
@@ -118,7 +147,7 @@ pub async fn get(
 
 /// One request on a fresh connection, with an optional JSON body.
 pub async fn send(
-    socket: &Socket,
+    upstream: &Upstream,
     method: hyper::Method,
     path_and_query: &str,
     authorization: &str,
@@ -127,7 +156,7 @@ pub async fn send(
     limit: usize,
 ) -> Result<(hyper::StatusCode, Bytes), UpstreamError> {
     let work = async {
-        let stream = socket.connect().await?;
+        let stream = upstream.connect().await?;
         let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {
             let _ = conn.await;
@@ -159,15 +188,15 @@ pub async fn send(
 }
 
 thread_local! {
-    static POOL: RefCell<HashMap<PathBuf, Vec<SendRequest<ProxyBody>>>> = RefCell::new(HashMap::new());
+    static POOL: RefCell<HashMap<Upstream, Vec<SendRequest<ProxyBody>>>> = RefCell::new(HashMap::new());
 }
 
-/// A kept-alive connection to `socket` for this worker thread: an idle one that is
+/// A kept-alive connection to `upstream` for this worker thread: an idle one that is
 /// still open, or a new one. Must be called on a worker with a local task set (the
 /// connection is driven by a local task, so bodies need not be `Send`).
-pub async fn pooled(socket: &Socket) -> Result<SendRequest<ProxyBody>, UpstreamError> {
+pub async fn pooled(upstream: &Upstream) -> Result<SendRequest<ProxyBody>, UpstreamError> {
     loop {
-        let idle = POOL.with(|p| p.borrow_mut().get_mut(&socket.path).and_then(Vec::pop));
+        let idle = POOL.with(|p| p.borrow_mut().get_mut(upstream).and_then(Vec::pop));
         match idle {
             Some(mut sender) => {
                 if sender.ready().await.is_ok() {
@@ -177,7 +206,7 @@ pub async fn pooled(socket: &Socket) -> Result<SendRequest<ProxyBody>, UpstreamE
             None => break,
         }
     }
-    let stream = socket.connect().await?;
+    let stream = upstream.connect().await?;
     let (sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
     tokio::task::spawn_local(async move {
         let _ = conn.await;
@@ -186,13 +215,18 @@ pub async fn pooled(socket: &Socket) -> Result<SendRequest<ProxyBody>, UpstreamE
 }
 
 /// Give a connection whose last response was read to the end back to the pool.
-pub fn release(path: &Path, sender: SendRequest<ProxyBody>) {
+pub fn release(upstream: &Upstream, sender: SendRequest<ProxyBody>) {
     if sender.is_closed() {
         return;
     }
     POOL.with(|p| {
         let mut pool = p.borrow_mut();
-        let idle = pool.entry(path.to_path_buf()).or_default();
+        if !pool.contains_key(upstream) {
+            pool.insert(upstream.clone(), Vec::new());
+        }
+        let Some(idle) = pool.get_mut(upstream) else {
+            return;
+        };
         if idle.len() < MAX_IDLE {
             idle.push(sender);
         }

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use scheduler::{JobId, JobState, SqueueFilter, TimeLimit};
 
+use super::remote::Remote;
 use super::{portal, upstream, Kind, Progress, Route, Sessions};
 use crate::auth::now_ms;
+use crate::sched::slurm::cli::AsUser;
 use crate::sched::SchedError;
 use crate::store::SessionRecord;
 
@@ -98,6 +100,17 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
     let mut starting_since: Option<tokio::time::Instant> = None;
     let mut warned = false;
     let mut last_queue_look: Option<tokio::time::Instant> = None;
+    let remote = sessions.inner.remote.as_ref();
+    let user = match remote {
+        Some(_) => match sessions.as_user(&route.owner).await {
+            Ok(u) => Some(u),
+            Err(e) => {
+                tracing::error!(session = route.id, error = %e, "the session's user has no identity");
+                None
+            }
+        },
+        None => None,
+    };
     loop {
         let view = match scheduler.job(&portal(), job).await {
             Ok(v) => v,
@@ -118,6 +131,15 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
             }
         };
         match view.state {
+            JobState::Pending if remote.is_some() => {
+                // Slurm's own words: its state and why the job waits.
+                let message = match view.reason {
+                    Some(r) => format!("Queued in Slurm: PENDING ({})", r.name()),
+                    None => "Queued in Slurm: PENDING".to_string(),
+                };
+                set(route, 10, &message, "pending");
+                tokio::time::sleep(QUEUED_EVERY).await;
+            }
             JobState::Pending => {
                 if last_queue_look.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
                     last_queue_look = Some(tokio::time::Instant::now());
@@ -134,7 +156,27 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                 }
                 tokio::time::sleep(QUEUED_EVERY).await;
             }
+            // Slurm does not answer: the session is neither ended nor stopped for it.
+            JobState::Unknown => {
+                if route.progress().warning.is_none() {
+                    let mut p = route.progress();
+                    p.warning = Some(
+                        "Slurm is not answering: this session's state is unknown for now.".into(),
+                    );
+                    route.set_progress(p);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            // Ready before a portal restart: where it listens is read again.
+            JobState::Running if route.upstream().is_none() && route.is_ready() => {
+                clear_unknown(route);
+                if let (Some(remote), Some(user)) = (remote, user.as_ref()) {
+                    locate(remote, user, route, &view.nodelist).await;
+                }
+                tokio::time::sleep(QUEUED_EVERY).await;
+            }
             JobState::Running if !route.is_ready() => {
+                clear_unknown(route);
                 let since = *starting_since.get_or_insert_with(|| {
                     let id = route.id;
                     let store = store.clone();
@@ -145,27 +187,36 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                         route,
                         40,
                         &format!(
-                            "Allocated {} on {}; starting the container",
+                            "Allocated {} on {}; starting the {}",
                             if view.gres.is_empty() {
                                 "CPUs".to_string()
                             } else {
                                 view.gres.clone()
                             },
-                            view.nodelist
+                            view.nodelist,
+                            if remote.is_some() {
+                                "server"
+                            } else {
+                                "container"
+                            }
                         ),
                         "starting",
                     );
                     tokio::time::Instant::now()
                 });
-                match upstream::get(
-                    &route.socket,
-                    &probe,
-                    &route.authorization,
-                    Duration::from_secs(5),
-                    0,
-                )
-                .await
-                {
+                if route.upstream().is_none() {
+                    if let (Some(remote), Some(user)) = (remote, user.as_ref()) {
+                        locate(remote, user, route, &view.nodelist).await;
+                    }
+                }
+                let probed = match route.upstream() {
+                    Some(up) => {
+                        upstream::get(up, &probe, &route.authorization, Duration::from_secs(5), 0)
+                            .await
+                    }
+                    None => Err(upstream::UpstreamError::NotListening),
+                };
+                match probed {
                     Ok((status, _)) if status.as_u16() < 500 => {
                         if route.kind == Kind::Terminal && !custom {
                             open_on_a_terminal(route).await;
@@ -185,7 +236,9 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                         tracing::info!(session = route.id, user = %route.owner, "session ready");
                         continue;
                     }
-                    Err(upstream::UpstreamError::NoSocket) => {}
+                    Err(
+                        upstream::UpstreamError::NoSocket | upstream::UpstreamError::NotListening,
+                    ) => {}
                     _ => {
                         if route.progress().progress < 70 {
                             set(route, 70, server_wait_message(route.kind), "starting");
@@ -203,9 +256,15 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                         .end_session(route.id, "failed", Some(&message), now_ms())
                         .await;
                 }
-                tokio::time::sleep(PROBE_EVERY).await;
+                tokio::time::sleep(match remote {
+                    // Each look at the connection file is a process run as the user.
+                    Some(_) if route.upstream().is_none() => QUEUED_EVERY,
+                    _ => PROBE_EVERY,
+                })
+                .await;
             }
             JobState::Running => {
+                clear_unknown(route);
                 if let (false, Some(start), TimeLimit::Seconds(limit)) =
                     (warned, view.start_time, view.time_limit)
                 {
@@ -246,6 +305,7 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
 /// A terminal session opens JupyterLab on a terminal: its `terminal` workspace has
 /// one, in the main area.
 async fn open_on_a_terminal(route: &Route) {
+    let Some(up) = route.upstream() else { return };
     let workspace = serde_json::json!({
         "data": {
             "layout-restorer:data": {
@@ -259,7 +319,7 @@ async fn open_on_a_terminal(route: &Route) {
         "metadata": {"id": "terminal"}
     });
     let result = upstream::send(
-        &route.socket,
+        up,
         hyper::Method::PUT,
         &format!("{}lab/api/workspaces/terminal", route.prefix),
         &route.authorization,
@@ -276,6 +336,43 @@ async fn open_on_a_terminal(route: &Route) {
         Err(e) => {
             tracing::warn!(session = route.id, error = %e, "setting up the terminal workspace failed")
         }
+    }
+}
+
+/// Find where a session on a compute node listens: the port from its connection
+/// file, on the node Slurm runs it on.
+async fn locate(remote: &Remote, user: &AsUser, route: &Route, nodelist: &str) {
+    let port = match remote.port(user, &route.dir).await {
+        Ok(Some(port)) => port,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(session = route.id, error = %e, "reading the session's connection file failed");
+            return;
+        }
+    };
+    // A session is one node; its name is the node list.
+    let node = nodelist.split(',').next().unwrap_or_default();
+    match remote.address(node, port).await {
+        Ok(addr) => {
+            tracing::info!(session = route.id, node, %addr, "the session's server listens");
+            let _ = route.upstream.set(upstream::Upstream::Tcp(addr));
+        }
+        Err(e) => {
+            tracing::warn!(session = route.id, node, error = %e, "finding the session's node failed")
+        }
+    }
+}
+
+/// Slurm answers again: drop the warning that it did not.
+fn clear_unknown(route: &Route) {
+    let p = route.progress();
+    if p.warning
+        .as_deref()
+        .is_some_and(|w| w.starts_with("Slurm is not answering"))
+    {
+        let mut p = p;
+        p.warning = None;
+        route.set_progress(p);
     }
 }
 
@@ -328,19 +425,22 @@ async fn finish(sessions: &Sessions, route: &Route, end: End) {
         (None, JobState::Completed) => "ended".into(),
         (None, _) => "failed".into(),
     };
-    let dir = route
-        .socket
-        .path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let dir = &route.dir;
+    let remote = sessions.inner.remote.as_ref();
+    let user = match remote {
+        Some(_) => sessions.as_user(&route.owner).await.ok(),
+        None => None,
+    };
     let message = if reason == "failed" {
         let why = record
             .as_ref()
             .and_then(|r| r.message.clone())
             .or(end.message)
             .unwrap_or_else(|| format!("its job ended {}", end.state.name()));
-        let log = log_tail(&dir.join("session.log"), route.socket.owner);
+        let log = match (remote, user.as_ref()) {
+            (Some(remote), Some(user)) => remote.log_tail(user, dir).await,
+            _ => log_tail(&dir.join("session.log"), route.uid),
+        };
         Some(match log {
             Some(log) if !log.trim().is_empty() => format!("{why}\n\n{log}"),
             _ => why,
@@ -367,8 +467,10 @@ async fn finish(sessions: &Sessions, route: &Route, end: End) {
         },
     };
     route.set_progress(last);
-    if dir.starts_with(&sessions.inner.socket_root) && dir != sessions.inner.socket_root {
-        if let Err(e) = std::fs::remove_dir_all(&dir) {
+    if let (Some(remote), Some(user)) = (remote, user.as_ref()) {
+        remote.remove(user, dir).await;
+    } else if dir.starts_with(&sessions.inner.socket_root) && *dir != sessions.inner.socket_root {
+        if let Err(e) = std::fs::remove_dir_all(dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "removing a session's directory failed");
         }
     }

@@ -20,7 +20,7 @@ use crate::jobs::{cluster_config, private_root};
 const PASSWORD: &str = "password-of-some-length";
 /// Jupyter's own start on two busy cores, plus the container.
 const READY_WITHIN: Duration = Duration::from_secs(90);
-const KERNEL_DEADLINE: Duration = Duration::from_secs(60);
+pub const KERNEL_DEADLINE: Duration = Duration::from_secs(60);
 
 /// A portal with declared GPUs, homes and a spool under a private root, and a
 /// `python` environment running JupyterLab from the test environment in bubblewrap.
@@ -58,8 +58,13 @@ impl SessionCluster {
             database_url: None,
         })
         .await;
+        Some(SessionCluster::new(app, root))
+    }
+
+    /// A portal already started on `root` (its spool in `root/spool`).
+    pub fn new(app: TestApp, root: tempfile::TempDir) -> SessionCluster {
         let spool = root.path().join("spool");
-        Some(SessionCluster { app, root, spool })
+        SessionCluster { app, root, spool }
     }
 
     /// A local user whose home the portal creates at their first login.
@@ -196,7 +201,24 @@ impl SessionCluster {
         Url::parse(&self.app.url(&prefix)).expect("url")
     }
 
-    fn log_tail(&self) -> String {
+    /// Stop session `id` as its user and follow it to its end, recorded as stopped.
+    pub async fn stop(&self, user: &SessionUser, id: i64) {
+        let res = user
+            .client
+            .delete(self.app.url(&format!("/api/v1/sessions/{id}")))
+            .header("x-csrf-token", &user.csrf)
+            .send()
+            .await
+            .expect("stop");
+        assert_eq!(res.status(), 202);
+        let ended = self.follow(user, id, |_| false).await;
+        let last = ended.last().expect("an event");
+        assert_eq!(last["state"], "ended", "{ended:?}");
+        let stopped = self.session(user, id).await;
+        assert_eq!(stopped["end_reason"], "stopped", "{stopped}");
+    }
+
+    pub fn log_tail(&self) -> String {
         let log = self.app.log();
         log[log.len().saturating_sub(30)..].join("\n")
     }
@@ -238,7 +260,7 @@ fn stop_steps(spool: &Path) {
 }
 
 /// Run `code` on a new kernel of the session; returns its stdout.
-async fn run_code(user: &SessionUser, base: &Url, code: &str) -> String {
+pub async fn run_code(user: &SessionUser, base: &Url, code: &str) -> String {
     let headers = user.headers(base);
     let kernel = jupyter::start_kernel(&user.client, base, &headers)
         .await
@@ -428,19 +450,7 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
     assert_eq!(after["state"], "ready");
 
     // Stop: the session ends and its slices are free at once.
-    let res = alice
-        .client
-        .delete(c.app.url(&format!("/api/v1/sessions/{id}")))
-        .header("x-csrf-token", &alice.csrf)
-        .send()
-        .await
-        .expect("stop");
-    assert_eq!(res.status(), 202);
-    let ended = c.follow(&alice, id, |_| false).await;
-    let last = ended.last().expect("an event");
-    assert_eq!(last["state"], "ended", "{ended:?}");
-    let stopped = c.session(&alice, id).await;
-    assert_eq!(stopped["end_reason"], "stopped", "{stopped}");
+    c.stop(&alice, id).await;
     let res = alice
         .client
         .get(base.join("api/status").expect("url"))

@@ -1,16 +1,21 @@
 //! The Slurm backend against a real Slurm (munged, slurmctld and slurmd started here
 //! on loopback): jobs run under Slurm as the user, arrays and dependencies pass
-//! through, cancel, a controller outage shows UNKNOWN and loses nothing, and a portal
-//! restart follows the jobs it had.
+//! through, cancel, a controller outage shows UNKNOWN and loses nothing, a portal
+//! restart follows the jobs it had, and a notebook session runs as a Slurm job that
+//! the proxy reaches over TCP.
 
 use std::path::Path;
 use std::time::Duration;
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use atrium_tests::support::jupyter::{self, WsProtocol};
 use atrium_tests::support::{Slurm, SlurmOptions};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::helpers::{spawn_with, Options};
 use crate::jobs::{private_root, JobCluster, JobUser};
+use crate::sessions::{run_code, SessionCluster, KERNEL_DEADLINE};
 
 const RUN: Duration = Duration::from_secs(60);
 
@@ -18,7 +23,7 @@ fn slurm_config(root: &Path, slurm: &Slurm) -> String {
     format!(
         "[scheduler]\nbackend = \"slurm\"\n\
          [slurm]\nconf = \"{}\"\npoll_interval = \"300ms\"\nnodes_interval = \"1s\"\n\
-         command_timeout = \"5s\"\n\
+         command_timeout = \"5s\"\nsession_listen = \"127.0.0.1\"\n\
          [jobs]\nspool_dir = \"{}\"\n\
          [cluster]\nnode_name = \"head\"\ncpus = 2\nmemory_mb = 4000\ndiscover_gpus = false\n\
          [accounts]\nhome_root = \"{}\"\n",
@@ -266,4 +271,212 @@ async fn apply_quotas_prints_the_sacctmgr_commands_of_the_quotas() {
     );
     assert_eq!(text.matches("name=cy").count(), 1, "{text}");
     assert!(text.contains("# default: max_sessions = 1"), "{text}");
+}
+
+#[tokio::test]
+async fn sessions_run_as_slurm_jobs_that_the_proxy_reaches_over_tcp() {
+    let Some(venv) = jupyter::venv_or_skip("slurm sessions").expect("jupyter environment") else {
+        return;
+    };
+    let mut slurm = Slurm::start(SlurmOptions::default()).await.expect("slurm");
+    let root = private_root();
+    let mut config = slurm_config(root.path(), &slurm);
+    // No container on a compute node: the environment's PATH leads to Jupyter.
+    config.push_str(&format!(
+        "[[environments]]\nname = \"python\"\nkernels = [\"python3\"]\n\
+         env = {{ PATH = \"{}/bin:/usr/local/bin:/usr/bin:/bin\" }}\n",
+        venv.display()
+    ));
+    let app = spawn_with(Options {
+        extra_config: config,
+        database_url: None,
+    })
+    .await;
+    let mut c = SessionCluster::new(app, root);
+    let dee = c.user("dee", 20384).await;
+    slurm
+        .add_user("dee", 20384, 20384, &dee.home)
+        .expect("slurm user");
+
+    // The node is taken whole: the session waits, and its progress says what Slurm says.
+    let busy = slurm
+        .run(
+            "sbatch",
+            &[
+                "--parsable",
+                "--exclusive",
+                "--output=/dev/null",
+                "--chdir=/tmp",
+                "--wrap=sleep 300",
+            ],
+        )
+        .await
+        .expect("sbatch a job that takes the node");
+    let busy = busy.trim().to_string();
+    let res = c
+        .start_session(&dee, json!({"environment": "python"}))
+        .await;
+    let started: Value = res.json().await.expect("json");
+    assert!(started["id"].is_i64(), "start: {started}\n{}", c.log_tail());
+    let id = started["id"].as_i64().expect("id");
+    let waiting = c
+        .follow(&dee, id, |e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("Queued in Slurm: PENDING (Resources)"))
+        })
+        .await;
+    assert!(
+        waiting.last().is_some_and(|e| e["state"] == "pending"),
+        "{waiting:?}\n{}",
+        c.log_tail()
+    );
+    slurm
+        .run("scancel", &[&busy])
+        .await
+        .expect("scancel the job that took the node");
+
+    // Ready: the server runs as dee in a Slurm job, on a TCP port of the node.
+    let events = c.follow(&dee, id, |e| e["ready"] == true).await;
+    assert_eq!(
+        events.last().map(|e| e["ready"].clone()),
+        Some(Value::Bool(true)),
+        "{events:?}\n{}",
+        c.log_tail()
+    );
+    assert!(
+        events.iter().any(|e| e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("starting the server"))),
+        "{events:?}"
+    );
+    let session = c.session(&dee, id).await;
+    let job = session["job_id"].as_i64().expect("job id");
+    let dir = dee.home.join(format!(".atrium/sessions/{id}"));
+    let token = std::fs::metadata(dir.join("token")).expect("token file");
+    assert_eq!(token.permissions().mode() & 0o777, 0o600);
+    assert_eq!(token.uid(), 20384);
+    let connection: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("connection.json")).expect("connection"))
+            .expect("connection json");
+    assert!(
+        connection["port"].as_u64().is_some_and(|p| p > 1023),
+        "{connection}"
+    );
+    let squeue = slurm
+        .run("squeue", &["-h", "-j", &job.to_string(), "-o", "%T %u"])
+        .await
+        .expect("squeue");
+    assert_eq!(squeue.trim(), "RUNNING dee", "a Slurm job of dee's");
+
+    // Code runs through the proxy, as dee, inside the Slurm job.
+    let base = c.base(&session);
+    let out = run_code(
+        &dee,
+        &base,
+        "import os; print(os.getuid(), os.environ.get('SLURM_JOB_ID'), 'JUPYTER_TOKEN' in os.environ)",
+    )
+    .await;
+    assert_eq!(out.trim(), format!("20384 {job} True"));
+
+    // The portal restarts: the session is found again where it listens.
+    c.app.terminate();
+    c.app.restart();
+    let dee = c.login("dee").await;
+    let base = c.base(&session);
+    let headers = dee.headers(&base);
+    let kernel = atrium_tests::support::until("the proxy to reach the session again", RUN, || {
+        let (client, base, headers) = (dee.client.clone(), base.clone(), headers.clone());
+        async move { jupyter::start_kernel(&client, &base, &headers).await.ok() }
+    })
+    .await
+    .expect("kernel after the restart");
+    let again = jupyter::execute(
+        &base,
+        &headers,
+        &kernel,
+        "print(6*7)",
+        WsProtocol::V1,
+        KERNEL_DEADLINE,
+    )
+    .await
+    .expect("execute after the restart");
+    assert_eq!(again.trim(), "42");
+
+    // slurmctld away: the session's state is unknown and said so, yet the notebook
+    // answers (the proxy goes to the node, not through Slurm) and nothing is stopped.
+    slurm.stop_controller().await.expect("stop slurmctld");
+    let warned = c
+        .follow(&dee, id, |e| {
+            e["warning"]
+                .as_str()
+                .is_some_and(|w| w.starts_with("Slurm is not answering"))
+        })
+        .await;
+    assert_eq!(
+        warned.last().map(|e| e["ready"].clone()),
+        Some(Value::Bool(true)),
+        "{warned:?}"
+    );
+    assert_eq!(run_code(&dee, &base, "print(7*6)").await.trim(), "42");
+    slurm.start_controller().await.expect("start slurmctld");
+    let back = c
+        .follow(&dee, id, |e| e["ready"] == true && e["warning"].is_null())
+        .await;
+    assert!(
+        back.last().is_some_and(|e| e["warning"].is_null()),
+        "{back:?}"
+    );
+    assert_eq!(c.session(&dee, id).await["state"], "ready");
+
+    // Stop: the Slurm job is cancelled and the session's directory removed.
+    c.stop(&dee, id).await;
+    atrium_tests::support::until("the session's directory to go", RUN, || {
+        let gone = !dir.exists();
+        async move { gone.then_some(()) }
+    })
+    .await
+    .expect("directory removed");
+    let state = slurm
+        .run(
+            "squeue",
+            &["-h", "-j", &job.to_string(), "-t", "all", "-o", "%T"],
+        )
+        .await
+        .unwrap_or_default();
+    assert!(
+        state.trim().is_empty() || state.trim() == "CANCELLED",
+        "{state}"
+    );
+
+    // TensorBoard on the node: through the proxy it answers; at its port without the
+    // session's token it refuses.
+    let (tb, _) = c
+        .ready_session(
+            &dee,
+            json!({"name": "tb", "kind": "tensorboard", "environment": "python", "logdir": "runs"}),
+        )
+        .await;
+    let base = c.base(&tb);
+    let env = dee
+        .client
+        .get(base.join("data/environment").expect("url"))
+        .send()
+        .await
+        .expect("environment");
+    assert_eq!(env.status(), 200);
+    let tb_dir = dee.home.join(format!(
+        ".atrium/sessions/{}",
+        tb["id"].as_i64().expect("id")
+    ));
+    let connection: Value =
+        serde_json::from_slice(&std::fs::read(tb_dir.join("connection.json")).expect("connection"))
+            .expect("connection json");
+    let direct = reqwest::get(format!(
+        "http://127.0.0.1:{}/user/dee/tb/data/environment",
+        connection["port"]
+    ))
+    .await
+    .expect("direct");
+    assert_eq!(direct.status(), 403, "no token, no TensorBoard");
 }

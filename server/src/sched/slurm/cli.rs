@@ -64,7 +64,7 @@ impl SlurmCli {
         }
     }
 
-    fn base(&self, program: &str, args: &[String], user: Option<&AsUser>) -> Command {
+    fn base(&self, program: PathBuf, args: &[String], user: Option<&AsUser>) -> Command {
         let mut cmd = match user.filter(|_| self.switch_user) {
             Some(u) => {
                 let mut c = Command::new("setpriv");
@@ -76,10 +76,10 @@ impl SlurmCli {
                     let list: Vec<String> = u.groups.iter().map(u32::to_string).collect();
                     c.arg(format!("--groups={}", list.join(",")));
                 }
-                c.arg("--").arg(self.program(program));
+                c.arg("--").arg(program);
                 c
             }
-            None => Command::new(self.program(program)),
+            None => Command::new(program),
         };
         cmd.args(args)
             .env_clear()
@@ -119,7 +119,43 @@ impl SlurmCli {
         stdin: Option<&str>,
         cwd: Option<&Path>,
     ) -> Result<String, CliError> {
-        let mut cmd = self.base(program, args, user);
+        self.execute(self.program(program), program, args, user, env, stdin, cwd)
+            .await
+    }
+
+    /// Run a system tool (`sh`, `cat`: found on `PATH`, not in `bin_dir`) as `user`,
+    /// with `stdin` written to it; its standard output when it succeeds.
+    pub async fn tool(
+        &self,
+        program: &str,
+        args: &[String],
+        user: &AsUser,
+        stdin: Option<&str>,
+    ) -> Result<String, CliError> {
+        self.execute(
+            PathBuf::from(program),
+            program,
+            args,
+            Some(user),
+            &[],
+            stdin,
+            None,
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn execute(
+        &self,
+        path: PathBuf,
+        program: &str,
+        args: &[String],
+        user: Option<&AsUser>,
+        env: &[(String, String)],
+        stdin: Option<&str>,
+        cwd: Option<&Path>,
+    ) -> Result<String, CliError> {
+        let mut cmd = self.base(path, args, user);
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
         if let Some(dir) = cwd {
             cmd.current_dir(dir);
