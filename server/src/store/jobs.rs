@@ -363,6 +363,16 @@ impl Store {
         .collect()
     }
 
+    /// The highest id of a job atrium's own scheduler ran (0: none): Slurm must number
+    /// its jobs above it once it is the backend.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn highest_internal_job_id(&self) -> Result<i64> {
+        let row = sqlx::query("SELECT MAX(id) AS id FROM jobs WHERE slurm_id IS NULL")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<Option<i64>, _>("id")?.unwrap_or(0))
+    }
+
     /// One job row (`task = -1` for a job or a whole array).
     #[tracing::instrument(skip_all, fields(id, task), err)]
     pub async fn job(&self, id: i64, task: i64) -> Result<JobRecord> {

@@ -114,6 +114,7 @@ pub(super) async fn start(
         jobs = state.jobs.len(),
         "the Slurm backend follows the jobs it had"
     );
+    check_first_job_id(&store, &settings.cli).await;
     let backend = Arc::new(Backend {
         store,
         settings,
@@ -122,6 +123,27 @@ pub(super) async fn start(
     });
     tokio::spawn(poll_loop(backend.clone()));
     Ok(tokio::spawn(serve(backend, rx)))
+}
+
+/// Slurm's ids become atrium's: after the internal scheduler, Slurm must start above
+/// the ids it used, or a new job whose id Slurm gives again is refused.
+async fn check_first_job_id(store: &Store, cli: &SlurmCli) {
+    let highest = match store.highest_internal_job_id().await {
+        Ok(0) | Err(_) => return,
+        Ok(n) => n,
+    };
+    let Ok(config) = cli.admin("scontrol", &["show".into(), "config".into()]).await else {
+        return;
+    };
+    match parse::first_job_id(&config) {
+        Some(first) if first > highest => {}
+        first => tracing::warn!(
+            highest,
+            first_job_id = ?first,
+            "atrium's own scheduler used job ids up to {highest}: set FirstJobId above it in \
+             slurm.conf, or Slurm's new jobs with those ids cannot be recorded"
+        ),
+    }
 }
 
 fn now_secs() -> i64 {

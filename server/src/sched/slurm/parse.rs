@@ -328,6 +328,14 @@ pub fn gres_counts(s: &str) -> Vec<(String, u32)> {
     out
 }
 
+/// `FirstJobId` from `scontrol show config` (`FirstJobId              = 1`).
+pub fn first_job_id(config: &str) -> Option<i64> {
+    config.lines().find_map(|l| {
+        let (key, value) = l.split_once('=')?;
+        (key.trim() == "FirstJobId").then(|| value.trim().parse().ok())?
+    })
+}
+
 /// `scontrol show <thing> -o`: one record per line of `Key=Value` words; a value runs
 /// until the next word that starts a key (values such as `OS=Linux 6.1 #1 SMP` and
 /// `Reason=…` hold spaces).
@@ -661,5 +669,15 @@ mod tests {
         assert!(p.default && p.up);
         assert_eq!(p.max_time, TimeLimit::Seconds(3600));
         assert_eq!(p.nodes, "gpu[01-02]");
+    }
+
+    #[test]
+    fn first_job_id_from_the_configuration() {
+        let config = "Configuration data as of 2026-11-23T10:00:00\n\
+                      EpilogSlurmctld         = (null)\n\
+                      FirstJobId              = 5000\n\
+                      MaxJobId                = 67043328\n";
+        assert_eq!(first_job_id(config), Some(5000));
+        assert_eq!(first_job_id("MaxJobId = 7\n"), None);
     }
 }
