@@ -11,7 +11,7 @@ use crate::jobs::{JobCluster, JobUser};
 const RUN: Duration = Duration::from_secs(60);
 
 /// A token with the admin scope for the first-run administrator.
-async fn admin_token(c: &JobCluster) -> String {
+pub async fn admin_token(c: &JobCluster) -> String {
     let password = c.app.admin_password.clone().expect("admin password");
     let client = c.app.login("admin", &password).await;
     c.app
@@ -19,7 +19,7 @@ async fn admin_token(c: &JobCluster) -> String {
         .await
 }
 
-async fn send(
+pub async fn send(
     c: &JobCluster,
     method: reqwest::Method,
     path: &str,
@@ -38,7 +38,7 @@ async fn send(
     (status, body)
 }
 
-async fn set_quota(c: &JobCluster, admin: &str, scope: &str, name: &str, limits: Value) -> i64 {
+pub async fn set_quota(c: &JobCluster, admin: &str, scope: &str, name: &str, limits: Value) -> i64 {
     let (status, body) = send(
         c,
         reqwest::Method::POST,

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{spawn_with, Options};
 use crate::jobs::{private_root, JobCluster, JobUser};
+use crate::quotas::{admin_token, send, set_quota};
 use crate::sessions::{run_code, SessionCluster, KERNEL_DEADLINE};
 
 const RUN: Duration = Duration::from_secs(60);
@@ -128,9 +129,32 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
             .ends_with(&format!("task-{array}_{t}.out")));
     }
 
-    // Cancel: Slurm's state follows.
-    let sleeper = c.sbatch(&ann, "#!/bin/bash\nsleep 300\n").await;
+    // Cancel: Slurm's state follows. Meanwhile ann's quota is shown with its use.
+    let admin = admin_token(&c).await;
+    set_quota(&c, &admin, "user", "ann", json!({"max_gpus": 2})).await;
+    let sleeper = c
+        .sbatch(
+            &ann,
+            "#!/bin/bash\n#SBATCH --gres=gpu:1g.10gb:1\nsleep 300\n",
+        )
+        .await;
     c.wait_for(&ann, &sleeper, &["RUNNING"], RUN).await;
+    let (_, usage) = send(
+        &c,
+        reqwest::Method::GET,
+        "/api/v1/me/usage",
+        &ann.token,
+        None,
+    )
+    .await;
+    let quota = &usage["quotas"][0];
+    assert_eq!(quota["scope"], "user", "{usage}");
+    assert_eq!(quota["limits"]["max_gpus"], 2, "{usage}");
+    assert_eq!(quota["running_jobs"], 1, "{usage}");
+    assert_eq!(
+        quota["gpus_in_use"], 0.142,
+        "a 1g slice is 1/7 of a GPU: {usage}"
+    );
     assert!(control(&c, &ann, &sleeper, reqwest::Method::DELETE).await < 300);
     c.wait_for(&ann, &sleeper, &["CANCELLED"], RUN).await;
 
@@ -221,34 +245,24 @@ async fn a_controller_outage_shows_unknown_and_a_restart_loses_nothing() {
 #[tokio::test]
 async fn apply_quotas_prints_the_sacctmgr_commands_of_the_quotas() {
     let c = JobCluster::start(1).await;
-    let password = c.app.admin_password.clone().expect("admin password");
-    let client = c.app.login("admin", &password).await;
-    let admin = c
-        .app
-        .create_token(&client, "admin", &["read", "admin"])
-        .await;
+    let admin = admin_token(&c).await;
     let _cy = c.user("cy", 20383).await;
-    for (scope, name, limits) in [
-        (
-            "user",
-            "cy",
-            serde_json::json!({"max_gpus": 2, "max_gpu_hours": 10}),
-        ),
-        (
-            "default",
-            "",
-            serde_json::json!({"max_gpus": 1, "max_sessions": 1}),
-        ),
-    ] {
-        let res = reqwest::Client::new()
-            .post(c.app.url("/api/v1/admin/quotas"))
-            .bearer_auth(&admin)
-            .json(&serde_json::json!({"scope": scope, "name": name, "limits": limits}))
-            .send()
-            .await
-            .expect("create quota");
-        assert_eq!(res.status(), 201);
-    }
+    set_quota(
+        &c,
+        &admin,
+        "user",
+        "cy",
+        json!({"max_gpus": 2, "max_gpu_hours": 10}),
+    )
+    .await;
+    set_quota(
+        &c,
+        &admin,
+        "default",
+        "",
+        json!({"max_gpus": 1, "max_sessions": 1}),
+    )
+    .await;
     let out = c.app.cli(&["slurm", "apply-quotas", "--dry-run"], "");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

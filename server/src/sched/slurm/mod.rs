@@ -12,13 +12,14 @@
 //!   ended or cancelled on atrium's own account.
 //! - Nodes and partitions come from `scontrol show node|partition`.
 //! - Quotas are Slurm's (associations, `atrium slurm apply-quotas`): atrium shows
-//!   them but does not count them here.
+//!   them with their use (`usage`) but does not enforce them here.
 //!
 //! Must not touch: HTTP types, SQL (the store).
 
 pub mod cli;
 pub mod parse;
 pub mod quotas;
+mod usage;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,8 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use scheduler::{
-    JobId, JobOutcome, JobState, JobView, NodeCommand, NodeView, Owner, PartitionView,
-    PendingReason, SliceUsage, SqueueFilter, TimeLimit,
+    JobId, JobOutcome, JobState, JobView, LimitsConfig, NodeCommand, NodeView, Owner,
+    PartitionView, PendingReason, SliceUsage, SqueueFilter, TimeLimit,
 };
 use tokio::sync::{mpsc, Notify};
 
@@ -75,6 +76,8 @@ struct State {
     partitions: Vec<PartitionView>,
     /// Why Slurm did not answer the last poll.
     unreachable: Option<String>,
+    /// atrium's quotas, shown with their use (Slurm enforces them).
+    limits: LimitsConfig,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -132,7 +135,10 @@ async fn check_first_job_id(store: &Store, cli: &SlurmCli) {
         Ok(0) | Err(_) => return,
         Ok(n) => n,
     };
-    let Ok(config) = cli.admin("scontrol", &["show".into(), "config".into()]).await else {
+    let Ok(config) = cli
+        .admin("scontrol", &["show".into(), "config".into()])
+        .await
+    else {
         return;
     };
     match parse::first_job_id(&config) {
@@ -194,11 +200,21 @@ async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
                 let _ = reply.send(Ok((s.nodes.clone(), s.partitions.clone())));
             }
             // Slurm's associations enforce quotas; atrium keeps them to show.
-            Command::Limits { reply, .. } => {
+            Command::Limits { limits, reply } => {
+                lock(&backend.state).limits = *limits;
                 let _ = reply.send(Ok(()));
             }
             Command::LimitUsage { owners, reply } => {
-                let _ = reply.send(Ok(vec![Vec::new(); owners.len()]));
+                let b = backend.clone();
+                tokio::spawn(async move {
+                    let (limits, live) = {
+                        let s = lock(&b.state);
+                        (s.limits.clone(), live_jobs(&s))
+                    };
+                    let each =
+                        usage::limit_usages(&b.store, &limits, &live, &owners, now_secs()).await;
+                    let _ = reply.send(Ok(each));
+                });
             }
             Command::Node {
                 node,
@@ -611,6 +627,26 @@ struct Change {
     writes: Vec<JobChange>,
     record: JobRecord,
     view: JobView,
+}
+
+/// What each job holds now, for quotas: jobs and array tasks, and an array's row only
+/// while it stands for tasks still waiting.
+fn live_jobs(s: &State) -> Vec<usage::Live> {
+    s.jobs
+        .values()
+        .filter(|e| {
+            e.record.task >= 0 || e.record.array_spec.is_none() || e.record.state == "PENDING"
+        })
+        .filter_map(|e| {
+            usage::Live::of(
+                &e.record.user_name,
+                &e.record.account,
+                &e.record.state,
+                &e.view.gres,
+                e.view.gpu_milli,
+            )
+        })
+        .collect()
 }
 
 fn is_array(s: &State, id: JobId) -> bool {
