@@ -33,6 +33,8 @@ PACKAGES=(
     slurm-wlm           # bench/slurm/setup.sh and tests/src/support/slurm.rs (slurmctld, slurmd, sbatch, squeue): the Slurm reference
     munge               # munged and mungekey for that throwaway Slurm's authentication
     libnss-wrapper      # tests/src/support/slurm.rs: the Slurm daemons and jobs resolve test users not in /etc/passwd
+    slurmdbd            # tests/src/support/slurm.rs with accounting: sacct, AllocTRES with gres/gpu, sacctmgr limits
+    mariadb-server      # the private MariaDB behind that slurmdbd (mariadbd, mariadb-install-db)
     bubblewrap          # the job container runtime the job tests run (server/src/launch)
     fio                 # server/src/bench/parse: a parser test runs fio; the fio starter benchmark job
     python3             # job scripts in tests and starter scripts
@@ -88,8 +90,9 @@ if ((${#missing[@]} > 0)); then
     "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Debian's slapd, munge and slurm-wlm packages enable (and may start) system daemons: slapd
-# on port 389, munged on /run/munge, slurmctld/slurmd on 6817/6818. The tests and
+# Debian's slapd, munge, slurm-wlm, slurmdbd and mariadb-server packages enable (and may
+# start) system daemons: slapd on port 389, munged on /run/munge, slurmctld/slurmd on
+# 6817/6818, slurmdbd on 6819, MariaDB on 3306. The tests and
 # benchmarks start their own private ones (on free ports, with their own sockets and
 # configuration) and never use these: keep them stopped and disabled.
 #
@@ -123,6 +126,10 @@ if is_installed slapd; then keep_system_service_off slapd slapd 'atrium-slapd-';
 if is_installed slurmd; then keep_system_service_off slurmd slurmd 'etc/slurm.conf'; fi
 if is_installed slurmctld; then keep_system_service_off slurmctld slurmctld 'etc/slurm.conf'; fi
 if is_installed munge; then keep_system_service_off munge munged '--socket='; fi
+# The fixture's slurmdbd runs as `slurmdbd -D -v` (the system unit: `-D -s`), its MariaDB with
+# --datadir=<dir>/mysql/data under an atrium-slurm-* temp dir.
+if is_installed slurmdbd; then keep_system_service_off slurmdbd slurmdbd '-D -v'; fi
+if is_installed mariadb-server; then keep_system_service_off mariadb mariadbd 'atrium-slurm-'; fi
 
 # ensure_jupyter_venv: create $JUPYTER_VENV with $JUPYTER_PINS unless its stamp says it holds
 # exactly them, built on the same interpreter. The stamp is written only after pip succeeded,

@@ -414,3 +414,64 @@ fn processes_of(uid: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn slurm_with_accounting_answers_sacct_for_jobs_squeue_forgot() -> anyhow::Result<()> {
+    let slurm = Slurm::start(SlurmOptions {
+        accounting: true,
+        ..SlurmOptions::default()
+    })
+    .await?;
+    let user = SlurmUser::add(&slurm, "slurmacct", 20393)?;
+    let job = user
+        .sbatch(
+            &slurm,
+            &["--gres=gpu:a100:1", "-o", "/dev/null", "--wrap", "exit 0"],
+        )
+        .await?;
+    let id = job.to_string();
+    // MinJobAge=2: the job leaves slurmctld's memory; slurmdbd still has it.
+    wait::until(
+        "the job to leave squeue",
+        Duration::from_secs(60),
+        || async {
+            let line = slurm
+                .run("squeue", &["-h", "-t", "all", "-j", &id, "-o", "%T"])
+                .await;
+            // squeue fails with "Invalid job id" once the job is gone.
+            (line.is_err() || line.is_ok_and(|l| l.trim().is_empty())).then_some(())
+        },
+    )
+    .await?;
+    let line = wait::until("sacct to have the job", Duration::from_secs(60), || async {
+        let out = slurm
+            .run(
+                "sacct",
+                &[
+                    "-n",
+                    "-P",
+                    "-X",
+                    "-j",
+                    &id,
+                    "-o",
+                    "JobID,State,User,Account,AllocTRES",
+                ],
+            )
+            .await
+            .ok()?;
+        let line = out.lines().next()?.to_owned();
+        line.contains("COMPLETED").then_some(line)
+    })
+    .await
+    .map_err(|e| e.context(slurm.log("slurmdbd")))?;
+    let fields: Vec<&str> = line.split('|').collect();
+    assert_eq!(
+        fields[..4],
+        [id.as_str(), "COMPLETED", "slurmacct", slurm::ACCOUNT]
+    );
+    assert!(
+        fields[4].contains("gres/gpu:a100=1") && fields[4].contains("gres/gpu=1"),
+        "{line}"
+    );
+    Ok(())
+}

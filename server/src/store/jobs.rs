@@ -93,6 +93,14 @@ pub enum JobChange {
         reason: Option<String>,
         message: Option<String>,
     },
+    /// The account and partition the scheduler settled on (Slurm's defaults where the
+    /// submission named none).
+    Placed {
+        id: i64,
+        task: i64,
+        account: String,
+        partition: String,
+    },
     /// A state change without resources (hold, release, requeue, cancel of a
     /// pending job, a pending array finishing its last task).
     State {
@@ -227,6 +235,16 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         .bind(&s.stdout_path)
         .bind(&s.stderr_path)
         .bind(s.gpu_milli),
+        JobChange::Placed {
+            id,
+            task,
+            account,
+            partition,
+        } => sqlx::query("UPDATE jobs SET account = $3, partition = $4 WHERE id = $1 AND task = $2")
+            .bind(id)
+            .bind(task)
+            .bind(account)
+            .bind(partition),
         JobChange::Ended {
             id,
             task,

@@ -20,6 +20,17 @@
 //!   storage, `ReturnToService=2`, `MinJobAge=600` (finished jobs stay visible to `squeue -t all`
 //!   for ten minutes) and `sched_interval=1`.
 //!
+//! # Accounting
+//!
+//! With [`SlurmOptions::accounting`], the fixture also runs a private MariaDB (`mariadbd` on a
+//! free port of 127.0.0.1, its data in `DIR/mysql`) and `slurmdbd` on another, registers the
+//! cluster and an account [`ACCOUNT`], and configures slurmctld with
+//! `AccountingStorageType=accounting_storage/slurmdbd`, `AccountingStorageTRES=gres/gpu` (and
+//! the typed `gres/gpu:a100`, `gres/gpu:1g.10gb`), `AccountingStorageEnforce=limits` and
+//! `MinJobAge=2`: a finished job leaves `squeue` after seconds and `sacct` answers for it.
+//! [`Slurm::add_user`] then also adds the user's association (`sacctmgr add user`), without
+//! which Slurm would refuse the user's jobs.
+//!
 //! # Users
 //!
 //! Test users need not exist in `/etc/passwd`: the daemons run with nss_wrapper
@@ -76,6 +87,11 @@ pub const NODE_GRES: &str = "gpu:a100:2,gpu:1g.10gb:2";
 
 /// Name of the cluster in `slurm.conf`.
 const CLUSTER_NAME: &str = "atriumtest";
+/// With accounting: the Slurm account every added user belongs to.
+pub const ACCOUNT: &str = "research";
+/// With accounting: slurmdbd's database user and its password (MariaDB on loopback only).
+const DB_USER: &str = "slurm";
+const DB_PASSWORD: &str = "atrium-test-slurmdbd";
 /// How long the node may take to become idle, and slurmctld to answer after a restart.
 const START_DEADLINE: Duration = Duration::from_secs(60);
 /// How long slurmctld may take to save its state and exit after SIGTERM (about 2 s).
@@ -99,11 +115,16 @@ const NSS_WRAPPER_CANDIDATES: &[&str] = &[
 pub struct SlurmOptions {
     /// CPUs of the node (default 8); may exceed the machine's.
     pub cpus: u32,
+    /// Run slurmdbd (with MariaDB) and account jobs (see the module docs).
+    pub accounting: bool,
 }
 
 impl Default for SlurmOptions {
     fn default() -> Self {
-        Self { cpus: 8 }
+        Self {
+            cpus: 8,
+            accounting: false,
+        }
     }
 }
 
@@ -111,16 +132,26 @@ impl Default for SlurmOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Daemon {
     Munged,
+    Mariadb,
+    Slurmdbd,
     Slurmctld,
     Slurmd,
 }
 
 impl Daemon {
-    const ALL: [Daemon; 3] = [Daemon::Slurmctld, Daemon::Slurmd, Daemon::Munged];
+    const ALL: [Daemon; 5] = [
+        Daemon::Slurmctld,
+        Daemon::Slurmd,
+        Daemon::Slurmdbd,
+        Daemon::Mariadb,
+        Daemon::Munged,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Daemon::Munged => "munged",
+            Daemon::Mariadb => "mariadb",
+            Daemon::Slurmdbd => "slurmdbd",
             Daemon::Slurmctld => "slurmctld",
             Daemon::Slurmd => "slurmd",
         }
@@ -137,6 +168,18 @@ struct Programs {
     kill: PathBuf,
 }
 
+/// What accounting runs (see the module docs).
+#[derive(Debug, Clone)]
+struct Accounting {
+    mariadbd: PathBuf,
+    mariadb: PathBuf,
+    install_db: PathBuf,
+    slurmdbd: PathBuf,
+    sacctmgr: PathBuf,
+    /// MariaDB's and slurmdbd's ports, once chosen.
+    ports: (u16, u16),
+}
+
 /// A running single-node Slurm cluster (see the module docs). Dropping it stops everything,
 /// jobs included, and removes its directory.
 pub struct Slurm {
@@ -144,8 +187,11 @@ pub struct Slurm {
     // jobs and removes the directory.
     slurmd: Option<Supervised>,
     slurmctld: Option<Supervised>,
+    slurmdbd: Option<Supervised>,
+    mariadb: Option<Supervised>,
     munged: Option<Supervised>,
     _keeper: Supervised,
+    accounting: Option<Accounting>,
     dir: PathBuf,
     conf: PathBuf,
     node: String,
@@ -174,6 +220,17 @@ impl Slurm {
             .find(|p| p.is_file())
             .context("libnss_wrapper.so not found; run tests/install-deps.sh (libnss-wrapper)")?;
         let node = short_hostname().await?;
+        let accounting = match opts.accounting {
+            false => None,
+            true => Some(Accounting {
+                mariadbd: find_binary("mariadbd", &[Path::new("/usr/sbin")])?,
+                mariadb: find_binary("mariadb", &[])?,
+                install_db: find_binary("mariadb-install-db", &[])?,
+                slurmdbd: find_binary("slurmdbd", &[Path::new("/usr/sbin")])?,
+                sacctmgr: find_binary("sacctmgr", &[])?,
+                ports: (0, 0),
+            }),
+        };
 
         let dir = tempfile::Builder::new()
             .prefix("atrium-slurm-")
@@ -192,8 +249,11 @@ impl Slurm {
         let mut slurm = Slurm {
             slurmd: None,
             slurmctld: None,
+            slurmdbd: None,
+            mariadb: None,
             munged: None,
             _keeper: keeper,
+            accounting,
             conf: dir.join("etc/slurm.conf"),
             dir,
             node,
@@ -202,6 +262,9 @@ impl Slurm {
         };
         slurm.prepare_dir().await?;
         slurm.start_munged().await?;
+        if slurm.accounting.is_some() {
+            slurm.start_accounting().await?;
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -290,7 +353,24 @@ impl Slurm {
             "user {name:?} exists already"
         );
         append_line(&passwd, &format!("{name}:x:{uid}:{gid}::{home}:/bin/bash"))?;
-        append_line(&self.dir.join("group"), &format!("{name}:x:{gid}:"))
+        append_line(&self.dir.join("group"), &format!("{name}:x:{gid}:"))?;
+        if let Some(a) = &self.accounting {
+            // Slurm enforces associations here: without one the user's jobs are refused.
+            let out = std::process::Command::new(&a.sacctmgr)
+                .args(["-i", "add", "user", name])
+                .arg(format!("account={ACCOUNT}"))
+                .arg(format!("cluster={CLUSTER_NAME}"))
+                .envs(self.env())
+                .stdin(Stdio::null())
+                .output()
+                .context("running sacctmgr add user")?;
+            anyhow::ensure!(
+                out.status.success(),
+                "sacctmgr add user {name}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
     }
 
     /// Runs the Slurm client `program` (`squeue`, `scontrol` ...) as root with [`Slurm::env`] and
@@ -384,7 +464,9 @@ impl Slurm {
     /// device files, gres.conf and the task prolog.
     async fn prepare_dir(&self) -> anyhow::Result<()> {
         let dir = &self.dir;
-        for sub in ["etc", "munge", "log", "run", "state", "spool", "dev"] {
+        for sub in [
+            "etc", "munge", "log", "run", "state", "spool", "dev", "mysql",
+        ] {
             std::fs::create_dir(dir.join(sub))
                 .with_context(|| format!("creating {}/{sub}", dir.display()))?;
         }
@@ -469,6 +551,27 @@ impl Slurm {
         let node = &self.node;
         let cpus = opts.cpus;
         let memory_mb = memory_mb()? * 9 / 10;
+        let accounting = match &self.accounting {
+            None => "\
+# AccountingStorageTRES=gres/gpu needs slurmdbd: slurmctld 22.05 refuses to start without it.
+AccountingStorageType=accounting_storage/none
+MinJobAge=600
+"
+            .to_string(),
+            Some(a) => format!(
+                "\
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort={}
+AccountingStoragePass={}/munge/munge.socket
+AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/gpu:1g.10gb
+AccountingStorageEnforce=limits
+MinJobAge=2
+",
+                a.ports.1,
+                self.dir.display()
+            ),
+        };
         let conf = format!(
             "\
 # Throwaway single-node Slurm written by tests/src/support/slurm.rs.
@@ -502,11 +605,8 @@ SchedulerParameters=sched_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 GresTypes=gpu
-# AccountingStorageTRES=gres/gpu needs slurmdbd: slurmctld 22.05 refuses to start without it.
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+{accounting}JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
-MinJobAge=600
 ReturnToService=2
 SlurmdParameters=config_overrides
 NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} Gres={NODE_GRES} State=UNKNOWN
@@ -544,6 +644,104 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
         .await
         .and_then(|r| r);
         ready.with_context(|| format!("starting munged; log:\n{}", self.log_tails()))
+    }
+
+    /// MariaDB with slurmdbd's database user, then slurmdbd, the cluster and [`ACCOUNT`].
+    async fn start_accounting(&mut self) -> anyhow::Result<()> {
+        let Some(a) = self.accounting.as_mut() else {
+            return Ok(());
+        };
+        a.ports = (free_port()?, free_port()?);
+        anyhow::ensure!(a.ports.0 != a.ports.1, "the same free port twice");
+        let a = a.clone();
+        let d = self.dir.display().to_string();
+        let data = format!("{d}/mysql/data");
+        run_command(
+            &a.install_db,
+            &[
+                "--no-defaults",
+                &format!("--datadir={data}"),
+                "--user=root",
+                "--skip-test-db",
+                "--auth-root-authentication-method=socket",
+            ],
+            std::iter::empty::<(&str, &str)>(),
+            START_DEADLINE,
+        )
+        .await
+        .context("mariadb-install-db")?;
+        self.mariadb = Some(self.spawn_daemon(Daemon::Mariadb)?);
+        let socket = format!("--socket={d}/mysql/mysql.sock");
+        let sql = format!(
+            "CREATE USER '{DB_USER}'@'127.0.0.1' IDENTIFIED BY '{DB_PASSWORD}'; \
+             GRANT ALL ON slurm_acct_db.* TO '{DB_USER}'@'127.0.0.1';"
+        );
+        let this = &*self;
+        wait::until("MariaDB to take slurmdbd's user", START_DEADLINE, || {
+            let (mariadb, socket, sql) = (&a.mariadb, &socket, &sql);
+            async move {
+                if let Some(dead) = this.exited_daemon() {
+                    return Some(Err(anyhow::anyhow!("{dead} exited")));
+                }
+                let args = [
+                    "--no-defaults",
+                    socket.as_str(),
+                    "-uroot",
+                    "-e",
+                    sql.as_str(),
+                ];
+                run_command(mariadb, &args, this.env(), CLIENT_TIMEOUT)
+                    .await
+                    .ok()
+                    .map(|_| Ok(()))
+            }
+        })
+        .await
+        .and_then(|r| r)
+        .with_context(|| format!("starting MariaDB:\n{}", self.log_tails()))?;
+
+        let conf = self.dir.join("etc/slurmdbd.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "# slurmdbd of the throwaway Slurm (tests/src/support/slurm.rs).\n\
+                 AuthType=auth/munge\nAuthInfo=socket={d}/munge/munge.socket\n\
+                 DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={}\nSlurmUser=root\n\
+                 LogFile={d}/log/slurmdbd.log\nPidFile={d}/run/slurmdbd.pid\n\
+                 StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort={}\n\
+                 StorageUser={DB_USER}\nStoragePass={DB_PASSWORD}\nStorageLoc=slurm_acct_db\n",
+                a.ports.1, a.ports.0
+            ),
+        )
+        .context("writing slurmdbd.conf")?;
+        // slurmdbd refuses a configuration others may read (it holds the password).
+        set_mode(&conf, 0o600)?;
+        // slurmdbd reads slurmdbd.conf beside slurm.conf; sacctmgr needs slurm.conf to name
+        // slurmdbd's port before slurmctld runs.
+        self.write_slurm_conf(&SlurmOptions::default(), (free_port()?, free_port()?))?;
+        self.slurmdbd = Some(self.spawn_daemon(Daemon::Slurmdbd)?);
+        self.wait_for(
+            "slurmdbd to answer",
+            "sacctmgr",
+            &["-i", "-n", "show", "cluster"],
+            |_| true,
+        )
+        .await?;
+        for args in [
+            vec!["-i", "add", "cluster", CLUSTER_NAME],
+            vec![
+                "-i",
+                "add",
+                "account",
+                ACCOUNT,
+                &format!("cluster={CLUSTER_NAME}"),
+            ],
+        ] {
+            run_command(&a.sacctmgr, &args, self.env(), CLIENT_TIMEOUT)
+                .await
+                .with_context(|| format!("sacctmgr {}:\n{}", args.join(" "), self.log_tails()))?;
+        }
+        Ok(())
     }
 
     /// Spawns slurmctld and slurmd and waits until the node is idle; on failure, stops both.
@@ -584,6 +782,35 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
                     "--num-threads=4".into(),
                 ],
             ),
+            Daemon::Mariadb => {
+                let d = self.dir.display();
+                let port = self.accounting.as_ref().map_or(0, |a| a.ports.0);
+                (
+                    self.accounting
+                        .as_ref()
+                        .map(|a| a.mariadbd.as_path())
+                        .context("no accounting")?,
+                    vec![
+                        "--no-defaults".into(),
+                        format!("--datadir={d}/mysql/data").into(),
+                        "--user=root".into(),
+                        "--bind-address=127.0.0.1".into(),
+                        format!("--port={port}").into(),
+                        format!("--socket={d}/mysql/mysql.sock").into(),
+                        format!("--pid-file={d}/run/mariadb.pid").into(),
+                        "--skip-name-resolve".into(),
+                        "--innodb-buffer-pool-size=32M".into(),
+                    ],
+                )
+            }
+            // `-v`: tests/install-deps.sh tells this slurmdbd from the system's by it.
+            Daemon::Slurmdbd => (
+                self.accounting
+                    .as_ref()
+                    .map(|a| a.slurmdbd.as_path())
+                    .context("no accounting")?,
+                vec!["-D".into(), "-v".into()],
+            ),
             Daemon::Slurmctld => (
                 &self.programs.slurmctld,
                 vec![
@@ -609,6 +836,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
         spec.envs = self
             .nss_env()
             .into_iter()
+            .chain(self.env())
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
         // slurmstepd inherits slurmd's working directory; the keeper finds the job steps by it.
@@ -633,10 +861,11 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
                 if let Some(dead) = this.exited_daemon() {
                     return Some(Err(anyhow::anyhow!("{dead} exited")));
                 }
-                let out = run_command(program, args, this.env(), CLIENT_TIMEOUT)
-                    .await
-                    .ok()?;
-                ready(&out).then_some(Ok(()))
+                let out = run_command(program, args, this.env(), CLIENT_TIMEOUT).await;
+                if let (Err(e), true) = (&out, verbose()) {
+                    eprintln!("{what}: {e:#}");
+                }
+                ready(&out.ok()?).then_some(Ok(()))
             }
         })
         .await
@@ -648,6 +877,8 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
     fn exited_daemon(&self) -> Option<&'static str> {
         [
             (Daemon::Munged, &self.munged),
+            (Daemon::Mariadb, &self.mariadb),
+            (Daemon::Slurmdbd, &self.slurmdbd),
             (Daemon::Slurmctld, &self.slurmctld),
             (Daemon::Slurmd, &self.slurmd),
         ]
@@ -705,7 +936,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
     /// there in the foreground, plus what happens before they open their log file.
     fn out_path(&self, daemon: Daemon) -> PathBuf {
         match daemon {
-            Daemon::Munged => self.log_path(daemon),
+            Daemon::Munged | Daemon::Mariadb => self.log_path(daemon),
             _ => self.dir.join(format!("log/{}.out", daemon.name())),
         }
     }

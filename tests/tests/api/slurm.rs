@@ -494,3 +494,116 @@ async fn sessions_run_as_slurm_jobs_that_the_proxy_reaches_over_tcp() {
     .expect("direct");
     assert_eq!(direct.status(), 403, "no token, no TensorBoard");
 }
+
+#[tokio::test]
+async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_sacct_and_quotas_become_limits(
+) {
+    let slurm = Slurm::start(SlurmOptions {
+        accounting: true,
+        ..SlurmOptions::default()
+    })
+    .await
+    .expect("slurm with slurmdbd");
+    let root = private_root();
+    let app = spawn_with(Options {
+        extra_config: slurm_config(root.path(), &slurm),
+        database_url: None,
+    })
+    .await;
+    let mut c = JobCluster { app, root };
+    let eve = user(&c, &slurm, "eve", 20385).await;
+
+    // The portal is down while the job ends and leaves slurmctld (MinJobAge=2): only
+    // sacct knows how it ended.
+    let id = c
+        .sbatch(
+            &eve,
+            "#!/bin/bash\n#SBATCH --gres=gpu:a100:1\nsleep 2\nexit 4\n",
+        )
+        .await;
+    c.wait_for(&eve, &id, &["RUNNING"], RUN).await;
+    c.app.terminate();
+    atrium_tests::support::until("the job to leave slurmctld", RUN, || async {
+        let listed = slurm
+            .run("squeue", &["-h", "-t", "all", "-j", &id, "-o", "%T"])
+            .await;
+        listed.map_or(true, |l| l.trim().is_empty()).then_some(())
+    })
+    .await
+    .expect("job gone from squeue");
+    c.app.restart();
+    let job = c.wait_for(&eve, &id, &["FAILED"], RUN).await;
+    assert_eq!(job["exit_code"], 4, "{job}");
+    assert!(job["time_used"].as_u64().is_some_and(|t| t < 6), "{job}");
+    assert_eq!(
+        job["partition"],
+        atrium_tests::support::slurm::DEFAULT_PARTITION,
+        "{job}"
+    );
+    assert_eq!(
+        job["account"],
+        atrium_tests::support::slurm::ACCOUNT,
+        "{job}"
+    );
+    let (status, usage) = send(
+        &c,
+        reqwest::Method::GET,
+        "/api/v1/accounting",
+        &eve.token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{usage}");
+    let record = &usage["jobs"][0];
+    assert_eq!(record["id"], id.as_str(), "{usage}");
+    assert_eq!(record["gpus"], 1.0, "GPUs from AllocTRES gres/gpu: {usage}");
+    assert!(
+        record["gpu_seconds"].as_f64().unwrap_or(0.0) >= 1.0,
+        "{usage}"
+    );
+
+    // A quota applied with sacctmgr: Slurm holds the job that would exceed it.
+    let admin = admin_token(&c).await;
+    set_quota(&c, &admin, "user", "eve", json!({"max_gpus": 1})).await;
+    let out = c.app.cli(&["slurm", "apply-quotas"], "");
+    assert!(
+        out.status.success(),
+        "apply-quotas: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let limits = slurm
+        .run(
+            "sacctmgr",
+            &[
+                "-n",
+                "-P",
+                "show",
+                "assoc",
+                "where",
+                "user=eve",
+                "format=GrpTRES",
+            ],
+        )
+        .await
+        .expect("sacctmgr show assoc");
+    assert_eq!(limits.trim(), "gres/gpu=1", "{limits}");
+    let big = c
+        .sbatch(&eve, "#!/bin/bash\n#SBATCH --gres=gpu:a100:2\ntrue\n")
+        .await;
+    let pending = atrium_tests::support::until("Slurm to name the association limit", RUN, || {
+        let (c, eve, big) = (&c, &eve, &big);
+        async move {
+            let job = c.job(eve, big).await;
+            (job["state"] == "PENDING"
+                && job["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("AssocGrp")))
+            .then_some(job)
+        }
+    })
+    .await
+    .expect("held by the association limit");
+    assert_eq!(pending["state"], "PENDING");
+    assert!(control(&c, &eve, &big, reqwest::Method::DELETE).await < 300);
+}

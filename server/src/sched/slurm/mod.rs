@@ -590,6 +590,9 @@ impl Backend {
             let mut view = entry.view.clone();
             view.state = state;
             view.end_time = Some(end);
+            if let Some(start) = view.start_time {
+                view.time_used = (end - start).max(0) as u64;
+            }
             view.exit = Some(if signal != 0 {
                 JobOutcome::Signaled(signal)
             } else {
@@ -842,6 +845,17 @@ fn apply_row(record: &JobRecord, row: &SqueueRow, base: &Entry) -> (JobView, Vec
         restarts: 0,
     };
     let mut writes = Vec::new();
+    if !row.account.is_empty()
+        && !row.partition.is_empty()
+        && (row.account != record.account || row.partition != record.partition)
+    {
+        writes.push(JobChange::Placed {
+            id: record.id,
+            task: record.task,
+            account: row.account.clone(),
+            partition: row.partition.clone(),
+        });
+    }
     let started = row.start_time.filter(|_| {
         let never_ran = state == JobState::Cancelled && row.nodelist.is_empty();
         !(matches!(state, JobState::Pending | JobState::Unknown) || never_ran)
@@ -882,10 +896,11 @@ fn apply_row(record: &JobRecord, row: &SqueueRow, base: &Entry) -> (JobView, Vec
             });
         }
     } else if state != JobState::Unknown {
-        let stored_state = if writes.is_empty() {
-            record.state.clone()
-        } else {
+        let started_now = writes.iter().any(|w| matches!(w, JobChange::Started(_)));
+        let stored_state = if started_now {
             "RUNNING".to_string()
+        } else {
+            record.state.clone()
         };
         if stored_state != state.name() || record.reason != reason {
             writes.push(JobChange::State {
@@ -928,6 +943,12 @@ fn update_record(record: &mut JobRecord, change: &JobChange) {
             record.exit_code = *exit_code;
             record.exit_signal = *exit_signal;
             record.reason = reason.clone();
+        }
+        JobChange::Placed {
+            account, partition, ..
+        } => {
+            record.account = account.clone();
+            record.partition = partition.clone();
         }
         JobChange::State { state, reason, .. } => {
             record.state = state.clone();
