@@ -217,7 +217,7 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                     None => Err(upstream::UpstreamError::NotListening),
                 };
                 match probed {
-                    Ok((status, _)) if status.as_u16() < 500 => {
+                    Ok((status, _)) if answers(status, custom) => {
                         if route.kind == Kind::Terminal && !custom {
                             open_on_a_terminal(route).await;
                         }
@@ -336,6 +336,17 @@ async fn open_on_a_terminal(route: &Route) {
         Err(e) => {
             tracing::warn!(session = route.id, error = %e, "setting up the terminal workspace failed")
         }
+    }
+}
+
+/// Whether the probe's answer means the server is up and serves the session's prefix:
+/// Jupyter's `api/status` and TensorBoard's `data/environment` answer 2xx (a 404 is a
+/// server on the wrong base URL); an administrator's own server anything but an error.
+fn answers(status: hyper::StatusCode, custom: bool) -> bool {
+    if custom {
+        status.as_u16() < 500
+    } else {
+        status.is_success() || status.is_redirection()
     }
 }
 
@@ -506,5 +517,14 @@ mod tests {
         std::os::unix::fs::symlink(&log, &link).expect("symlink");
         assert_eq!(log_tail(&link, Some(me)), None);
         assert_eq!(log_tail(&log, Some(u32::MAX - 7)), None);
+    }
+
+    #[test]
+    fn a_server_on_the_wrong_base_url_is_not_ready() {
+        assert!(answers(hyper::StatusCode::OK, false));
+        assert!(!answers(hyper::StatusCode::NOT_FOUND, false));
+        assert!(!answers(hyper::StatusCode::FORBIDDEN, false));
+        assert!(answers(hyper::StatusCode::NOT_FOUND, true));
+        assert!(!answers(hyper::StatusCode::BAD_GATEWAY, true));
     }
 }
