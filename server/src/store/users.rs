@@ -322,6 +322,18 @@ impl Store {
         row.as_ref().map(user_from_row).transpose()
     }
 
+    /// The one user with POSIX uid `uid` (`None`: none, or more than one).
+    pub async fn username_of_uid(&self, uid: u32) -> Result<Option<String>> {
+        let rows = sqlx::query("SELECT username FROM users WHERE uid_number = $1 LIMIT 2")
+            .bind(i64::from(uid))
+            .fetch_all(&self.pool)
+            .await?;
+        match rows.as_slice() {
+            [row] => Ok(Some(row.try_get("username")?)),
+            _ => Ok(None),
+        }
+    }
+
     pub async fn user_by_id(&self, id: i64) -> Result<Option<User>> {
         let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
             .bind(id)

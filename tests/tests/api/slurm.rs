@@ -62,6 +62,38 @@ async fn control(c: &JobCluster, user: &JobUser, id: &str, method: reqwest::Meth
         .as_u16()
 }
 
+/// `sbatch` run by `user` outside the portal (a job of 60 s, its output discarded):
+/// its id.
+async fn sbatch_by_hand(slurm: &Slurm, user: &JobUser, args: &[&str]) -> String {
+    let uid = user.uid.to_string();
+    let out = tokio::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            &uid,
+            "--regid",
+            &uid,
+            "--clear-groups",
+            "--",
+            "sbatch",
+        ])
+        .args(["--parsable", "--output=/dev/null", "--wrap=sleep 60"])
+        .args(args)
+        .current_dir(&user.home)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &user.home)
+        .envs(slurm.env())
+        .output()
+        .await
+        .expect("sbatch by hand");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// The output file named in the job, once it holds `text`.
 async fn output_with(job: &Value, text: &str) -> String {
     let path = job["stdout"].as_str().expect("stdout path").to_string();
@@ -157,6 +189,34 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
     );
     assert!(control(&c, &ann, &sleeper, reqwest::Method::DELETE).await < 300);
     c.wait_for(&ann, &sleeper, &["CANCELLED"], RUN).await;
+
+    // A job with atrium's comment but no row (sbatch answered, the portal never
+    // recorded it): adopted, so ann sees it and can cancel it.
+    let orphan = sbatch_by_hand(&slurm, &ann, &["--comment=atrium", "--job-name=orphan"]).await;
+    atrium_tests::support::until("the portal to adopt the job", RUN, || {
+        let (c, ann, orphan) = (&c, &ann, &orphan);
+        async move {
+            let res = c
+                .app
+                .get_bearer(&format!("/api/v1/jobs/{orphan}"), &ann.token)
+                .await;
+            (res.status() == 200).then_some(())
+        }
+    })
+    .await
+    .expect("adopted");
+    let adopted = c.wait_for(&ann, &orphan, &["RUNNING"], RUN).await;
+    assert_eq!(adopted["name"], "orphan", "{adopted}");
+    assert!(control(&c, &ann, &orphan, reqwest::Method::DELETE).await < 300);
+    c.wait_for(&ann, &orphan, &["CANCELLED"], RUN).await;
+    // Without the comment a job is not atrium's.
+    let other = sbatch_by_hand(&slurm, &ann, &["--job-name=other"]).await;
+    let res = c
+        .app
+        .get_bearer(&format!("/api/v1/jobs/{other}"), &ann.token)
+        .await;
+    assert_eq!(res.status(), 404);
+    slurm.run("scancel", &[&other]).await.expect("scancel");
 
     // A script Slurm refuses: its message, 400, nothing recorded.
     let res = c

@@ -78,6 +78,9 @@ struct State {
     unreachable: Option<String>,
     /// atrium's quotas, shown with their use (Slurm enforces them).
     limits: LimitsConfig,
+    /// Slurm ids carrying atrium's comment that are not to be adopted (their row exists,
+    /// or their user is not atrium's): asked about once.
+    not_adopted: std::collections::HashSet<String>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -480,6 +483,7 @@ impl Backend {
                 return;
             }
         };
+        self.adopt(&rows).await;
         let (changes, missing) = {
             let s = lock(&self.state);
             diff(&s, &rows)
@@ -528,6 +532,122 @@ impl Backend {
         s.jobs.retain(|_, e| {
             !e.view.state.is_terminal() || e.view.end_time.is_none_or(|t| now - t < KEEP_ENDED_SECS)
         });
+    }
+
+    /// Jobs carrying atrium's comment without a row: `sbatch` succeeded and the portal
+    /// stopped before it recorded the job, so its user never heard back (or the user
+    /// submitted it by hand with the comment). They are adopted, so that the user sees
+    /// the job running and can cancel it rather than find a second copy later. Array
+    /// jobs are left to Slurm.
+    async fn adopt(&self, rows: &[SqueueRow]) {
+        let candidates: Vec<&SqueueRow> = {
+            let mut s = lock(&self.state);
+            // Forget the ids Slurm no longer lists.
+            let listed: std::collections::HashSet<&str> =
+                rows.iter().map(|r| r.job_id.as_str()).collect();
+            s.not_adopted.retain(|id| listed.contains(id.as_str()));
+            rows.iter()
+                .filter(|r| r.comment == "atrium" && r.array_task == ArrayTask::None)
+                .filter(|r| !s.not_adopted.contains(&r.job_id))
+                .filter(|r| {
+                    r.job_id
+                        .parse::<u64>()
+                        .is_ok_and(|id| !s.jobs.contains_key(&JobId::new(id)))
+                })
+                .collect()
+        };
+        for row in candidates {
+            match self.adopt_one(row).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    lock(&self.state).not_adopted.insert(row.job_id.clone());
+                }
+                Err(e) => {
+                    tracing::warn!(slurm_id = %row.job_id, error = %e, "adopting a job failed; trying again");
+                }
+            }
+        }
+    }
+
+    /// Adopt one job; `Ok(false)`: it is not to be adopted.
+    async fn adopt_one(&self, row: &SqueueRow) -> anyhow::Result<bool> {
+        let id: i64 = row.job_id.parse()?;
+        match self.store.job(id, -1).await {
+            Ok(_) => return Ok(false),
+            Err(crate::store::StoreError::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let show = self
+            .settings
+            .cli
+            .admin(
+                "scontrol",
+                &["show".into(), "job".into(), row.job_id.clone(), "-o".into()],
+            )
+            .await?;
+        let Some(job) = parse::records(&show).into_iter().next() else {
+            return Ok(false);
+        };
+        // By uid: the portal's host may not resolve every user's name.
+        let Some(uid) = job.get("UserId").and_then(|u| parse::id_in_parentheses(u)) else {
+            return Ok(false);
+        };
+        let Some(user) = self.store.username_of_uid(uid).await? else {
+            return Ok(false);
+        };
+        let workdir = job.get("WorkDir").cloned().unwrap_or_else(|| "/".into());
+        let script = self
+            .settings
+            .cli
+            .admin(
+                "scontrol",
+                &[
+                    "write".into(),
+                    "batch_script".into(),
+                    row.job_id.clone(),
+                    "-".into(),
+                ],
+            )
+            .await
+            .unwrap_or_default();
+        let request = scheduler::parse_script(&script).unwrap_or_default();
+        let record = JobRecord {
+            id,
+            task: -1,
+            user_name: user.clone(),
+            account: row.account.clone(),
+            partition: row.partition.clone(),
+            name: row.name.clone(),
+            state: "PENDING".into(),
+            request: serde_json::to_string(&request)?,
+            environment: "{}".into(),
+            script,
+            submit_dir: workdir.clone(),
+            workdir,
+            submit_time: row.submit_time.unwrap_or_else(now_secs) * 1000,
+            time_limit: match row.time_limit {
+                TimeLimit::Seconds(s) => Some(s as i64),
+                TimeLimit::Unlimited => None,
+            },
+            message: Some(
+                "adopted from Slurm: it carries atrium's comment but was never recorded".into(),
+            ),
+            ..Default::default()
+        };
+        self.store
+            .record_slurm_submission(&record, &row.job_id)
+            .await?;
+        tracing::warn!(job = id, %user, "adopted a Slurm job of atrium's that had no row");
+        let view = view_of_record(&record, now_secs());
+        lock(&self.state).jobs.insert(
+            JobId::new(id as u64),
+            Entry {
+                slurm_id: row.job_id.clone(),
+                record,
+                view,
+            },
+        );
+        Ok(true)
     }
 
     fn mark_unknown(&self, why: &str) {

@@ -328,6 +328,12 @@ pub fn gres_counts(s: &str) -> Vec<(String, u32)> {
     out
 }
 
+/// The number in `name(1234)`, as `scontrol` writes `UserId` and `GroupId`.
+pub fn id_in_parentheses(s: &str) -> Option<u32> {
+    let (_, rest) = s.rsplit_once('(')?;
+    rest.strip_suffix(')')?.parse().ok()
+}
+
 /// `FirstJobId` from `scontrol show config` (`FirstJobId              = 1`).
 pub fn first_job_id(config: &str) -> Option<i64> {
     config.lines().find_map(|l| {
@@ -679,5 +685,12 @@ mod tests {
                       MaxJobId                = 67043328\n";
         assert_eq!(first_job_id(config), Some(5000));
         assert_eq!(first_job_id("MaxJobId = 7\n"), None);
+    }
+
+    #[test]
+    fn ids_in_parentheses() {
+        assert_eq!(id_in_parentheses("ann(20381)"), Some(20381));
+        assert_eq!(id_in_parentheses("20381(20381)"), Some(20381));
+        assert_eq!(id_in_parentheses("ann"), None);
     }
 }
