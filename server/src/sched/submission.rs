@@ -338,6 +338,24 @@ pub fn output_path(pattern: Option<&str>, v: &PatternValues<'_>, workdir: &Path)
         "slurm-%j.out"
     };
     let pattern = pattern.unwrap_or(default);
+    let out = expand_pattern(pattern, |c| match c {
+        'j' => Some(v.job.to_string()),
+        'A' => Some(v.job.job.to_string()),
+        'a' => Some(v.job.task.map_or(NO_TASK.into(), |t| t.to_string())),
+        'u' => Some(v.user.to_string()),
+        'x' => Some(v.name.to_string()),
+        'N' => Some(v.node.to_string()),
+        _ => None,
+    });
+    workdir.join(out)
+}
+
+/// `%a` of a job that is not an array task (Slurm's NO_VAL - 1).
+pub const NO_TASK: &str = "4294967294";
+
+/// Expand Slurm's `%X` filename pattern: `value` gives each letter's text; `%%` is a
+/// `%`; an unknown letter and a trailing `%` stay as written.
+pub fn expand_pattern(pattern: &str, value: impl Fn(char) -> Option<String>) -> String {
     let mut out = String::new();
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -346,21 +364,18 @@ pub fn output_path(pattern: Option<&str>, v: &PatternValues<'_>, workdir: &Path)
             continue;
         }
         match chars.next() {
-            Some('j') => out.push_str(&v.job.to_string()),
-            Some('A') => out.push_str(&v.job.job.to_string()),
-            Some('a') => out.push_str(&v.job.task.map_or("4294967294".into(), |t| t.to_string())),
-            Some('u') => out.push_str(v.user),
-            Some('x') => out.push_str(v.name),
-            Some('N') => out.push_str(v.node),
             Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
+            Some(letter) => match value(letter) {
+                Some(text) => out.push_str(&text),
+                None => {
+                    out.push('%');
+                    out.push(letter);
+                }
+            },
             None => out.push('%'),
         }
     }
-    workdir.join(out)
+    out
 }
 
 /// Everything a job's environment is made of, besides the user's own variables.

@@ -422,8 +422,7 @@ impl Sessions {
             .quotas
             .check_session(&owner, gpus, request.slice.as_deref(), hours)
             .await?;
-        let identity = self.identity(&owner.user).await?;
-        let owner_name = owner.user.clone();
+        let identity = self.as_user(&owner.user).await?;
         let logdir = match kind {
             Kind::Tensorboard => Some(
                 crate::storage::confine(
@@ -478,7 +477,7 @@ impl Sessions {
                     .await?;
                 let mut record = record;
                 record.job_id = Some(job.job as i64);
-                self.follow(&record, identity.uid_if(self.inner.drop_privileges));
+                self.follow(&record, self.inner.drop_privileges.then_some(identity.uid));
                 Ok(record)
             }
             Err(e) => {
@@ -490,7 +489,7 @@ impl Sessions {
                     .await;
                 let dir = Path::new(&record.socket_dir);
                 match &self.inner.remote {
-                    Some(remote) => remote.remove(&identity.as_user(&owner_name), dir).await,
+                    Some(remote) => remote.remove(&identity, dir).await,
                     None => {
                         let _ = std::fs::remove_dir_all(dir);
                     }
@@ -500,12 +499,14 @@ impl Sessions {
         }
     }
 
-    /// The user's identity as steps get it (the portal's own when unprivileged).
-    async fn identity(&self, user: &str) -> Result<Identity, SessionError> {
+    /// Whom the session's files and processes belong to: the user, as steps and Slurm
+    /// commands run (the portal's own ids when unprivileged).
+    async fn as_user(&self, user: &str) -> Result<AsUser, SessionError> {
         if !self.inner.drop_privileges {
             let (uid, gid) = launch::current_ids();
             let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-            return Ok(Identity {
+            return Ok(AsUser {
+                user: user.to_string(),
                 uid,
                 gid,
                 groups: Vec::new(),
@@ -522,17 +523,7 @@ impl Sessions {
                     "account {user} has no POSIX identity (uid); ask an administrator"
                 ))
             })?;
-        Ok(Identity {
-            uid: id.uid,
-            gid: id.gid,
-            groups: id.supplementary_gids(),
-            home: id.home,
-        })
-    }
-
-    /// Whom to act as on the session's files and in Slurm for `user`.
-    async fn as_user(&self, user: &str) -> Result<AsUser, SessionError> {
-        Ok(self.identity(user).await?.as_user(user))
+        Ok(AsUser::from_posix(user, id))
     }
 
     /// Folders a user's paths may name: their home is added by the caller; project
@@ -550,7 +541,7 @@ impl Sessions {
         &self,
         record: &SessionRecord,
         owner: Owner,
-        identity: &Identity,
+        identity: &AsUser,
         kind: Kind,
         env: &Environment,
         seconds: u64,
@@ -560,12 +551,7 @@ impl Sessions {
         let remote = self.inner.remote.as_ref();
         match remote {
             Some(r) => r
-                .prepare(
-                    &identity.as_user(&owner.user),
-                    &dir,
-                    &record.secret,
-                    kind == Kind::Tensorboard,
-                )
+                .prepare(identity, &dir, &record.secret, kind == Kind::Tensorboard)
                 .await
                 .map_err(|e| {
                     SessionError::Internal(format!("preparing the session directory: {e}"))
@@ -634,30 +620,26 @@ impl Sessions {
                 field: "gpus",
                 message: e.to_string(),
             })?;
-        if remote.is_some() {
-            return Ok(self
-                .inner
-                .scheduler
-                .submit(owner, sub, identity.home.clone())
-                .await?);
+        // On this machine the server runs in the environment's container.
+        if remote.is_none() {
+            let mut mounts: Vec<Mount> = env
+                .config
+                .mounts
+                .iter()
+                .map(|m| Mount::from_config(m, false))
+                .collect();
+            mounts.push(Mount {
+                source: dir.clone(),
+                target: dir.clone(),
+                read_only: false,
+            });
+            sub.container = Some(Container {
+                runtime: env.runtime.clone(),
+                image: env.config.image.clone(),
+                mounts,
+                env: env.config.env.clone().into_iter().collect(),
+            });
         }
-        let mut mounts: Vec<Mount> = env
-            .config
-            .mounts
-            .iter()
-            .map(|m| Mount::from_config(m, false))
-            .collect();
-        mounts.push(Mount {
-            source: dir.clone(),
-            target: dir.clone(),
-            read_only: false,
-        });
-        sub.container = Some(Container {
-            runtime: env.runtime.clone(),
-            image: env.config.image.clone(),
-            mounts,
-            env: env.config.env.clone().into_iter().collect(),
-        });
         Ok(self
             .inner
             .scheduler
@@ -818,33 +800,6 @@ impl Sessions {
     }
 }
 
-/// What the session's files and processes belong to.
-#[derive(Debug, Clone)]
-struct Identity {
-    uid: u32,
-    gid: u32,
-    /// Supplementary groups.
-    groups: Vec<u32>,
-    home: PathBuf,
-}
-
-impl Identity {
-    /// Whom the Slurm commands and the session's files are run and written as.
-    fn as_user(&self, name: &str) -> AsUser {
-        AsUser {
-            user: name.to_string(),
-            uid: self.uid,
-            gid: self.gid,
-            groups: self.groups.clone(),
-            home: self.home.clone(),
-        }
-    }
-
-    fn uid_if(&self, checked: bool) -> Option<u32> {
-        checked.then_some(self.uid)
-    }
-}
-
 /// The runtime of an environment: the one it names, or for `auto` the one its image
 /// calls for (a `.sif` apptainer, a directory bubblewrap, an OCI image podman or else
 /// docker), and without an image the jobs' own.
@@ -899,7 +854,7 @@ fn gres(gpus: Option<u32>, slice: Option<&str>) -> Result<(u32, String), Session
 
 /// Create the session's directory: the user's, mode 0700, with the server's runtime
 /// folder and (for TensorBoard) its launcher.
-fn prepare_dir(dir: &Path, kind: Kind, id: &Identity, chown: bool) -> std::io::Result<()> {
+fn prepare_dir(dir: &Path, kind: Kind, id: &AsUser, chown: bool) -> std::io::Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }

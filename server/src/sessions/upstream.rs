@@ -221,14 +221,13 @@ pub fn release(upstream: &Upstream, sender: SendRequest<ProxyBody>) {
     }
     POOL.with(|p| {
         let mut pool = p.borrow_mut();
-        if !pool.contains_key(upstream) {
-            pool.insert(upstream.clone(), Vec::new());
-        }
-        let Some(idle) = pool.get_mut(upstream) else {
-            return;
-        };
-        if idle.len() < MAX_IDLE {
-            idle.push(sender);
+        // The key is cloned only the first time a server's connection is pooled.
+        match pool.get_mut(upstream) {
+            Some(idle) if idle.len() < MAX_IDLE => idle.push(sender),
+            Some(_) => {}
+            None => {
+                pool.insert(upstream.clone(), vec![sender]);
+            }
         }
     });
 }

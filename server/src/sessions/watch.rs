@@ -78,11 +78,34 @@ pub(super) fn final_progress(record: &SessionRecord) -> Progress {
     }
 }
 
+/// The warning while Slurm does not answer.
+const SLURM_UNKNOWN: &str = "Slurm is not answering: this session's state is unknown for now.";
+
+/// A session on a compute node: its files are reached as its user (`None` when the
+/// user has no identity: nothing is read then, and the session does not get ready).
+struct OnNode<'a> {
+    remote: &'a Remote,
+    user: Option<AsUser>,
+}
+
 /// Follow the session until it ends, then record how.
 pub(super) async fn follow(sessions: Sessions, route: Arc<Route>, custom: bool) {
     let Some(job) = route.job else { return };
-    let end = run(&sessions, &route, job, custom).await;
-    finish(&sessions, &route, end).await;
+    let node = match sessions.inner.remote.as_ref() {
+        Some(remote) => Some(OnNode {
+            remote,
+            user: sessions
+                .as_user(&route.owner)
+                .await
+                .inspect_err(|e| {
+                    tracing::error!(session = route.id, error = %e, "the session's user has no identity")
+                })
+                .ok(),
+        }),
+        None => None,
+    };
+    let end = run(&sessions, &route, job, custom, node.as_ref()).await;
+    finish(&sessions, &route, end, node.as_ref()).await;
 }
 
 /// How the job ended, as far as the watcher saw.
@@ -91,7 +114,13 @@ struct End {
     message: Option<String>,
 }
 
-async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> End {
+async fn run(
+    sessions: &Sessions,
+    route: &Route,
+    job: JobId,
+    custom: bool,
+    node: Option<&OnNode<'_>>,
+) -> End {
     let store = &sessions.inner.store;
     let scheduler = &sessions.inner.scheduler;
     let ready_timeout = sessions.inner.config.sessions.ready_timeout.0;
@@ -100,17 +129,6 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
     let mut starting_since: Option<tokio::time::Instant> = None;
     let mut warned = false;
     let mut last_queue_look: Option<tokio::time::Instant> = None;
-    let remote = sessions.inner.remote.as_ref();
-    let user = match remote {
-        Some(_) => match sessions.as_user(&route.owner).await {
-            Ok(u) => Some(u),
-            Err(e) => {
-                tracing::error!(session = route.id, error = %e, "the session's user has no identity");
-                None
-            }
-        },
-        None => None,
-    };
     loop {
         let view = match scheduler.job(&portal(), job).await {
             Ok(v) => v,
@@ -131,7 +149,7 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
             }
         };
         match view.state {
-            JobState::Pending if remote.is_some() => {
+            JobState::Pending if node.is_some() => {
                 // Slurm's own words: its state and why the job waits.
                 let message = match view.reason {
                     Some(r) => format!("Queued in Slurm: PENDING ({})", r.name()),
@@ -160,9 +178,7 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
             JobState::Unknown => {
                 if route.progress().warning.is_none() {
                     let mut p = route.progress();
-                    p.warning = Some(
-                        "Slurm is not answering: this session's state is unknown for now.".into(),
-                    );
+                    p.warning = Some(SLURM_UNKNOWN.into());
                     route.set_progress(p);
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -170,8 +186,8 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
             // Ready before a portal restart: where it listens is read again.
             JobState::Running if route.upstream().is_none() && route.is_ready() => {
                 clear_unknown(route);
-                if let (Some(remote), Some(user)) = (remote, user.as_ref()) {
-                    locate(remote, user, route, &view.nodelist).await;
+                if let Some(node) = node {
+                    node.locate(route, &view.nodelist).await;
                 }
                 tokio::time::sleep(QUEUED_EVERY).await;
             }
@@ -194,7 +210,7 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                                 view.gres.clone()
                             },
                             view.nodelist,
-                            if remote.is_some() {
+                            if node.is_some() {
                                 "server"
                             } else {
                                 "container"
@@ -204,10 +220,8 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                     );
                     tokio::time::Instant::now()
                 });
-                if route.upstream().is_none() {
-                    if let (Some(remote), Some(user)) = (remote, user.as_ref()) {
-                        locate(remote, user, route, &view.nodelist).await;
-                    }
+                if let (None, Some(node)) = (route.upstream(), node) {
+                    node.locate(route, &view.nodelist).await;
                 }
                 let probed = match route.upstream() {
                     Some(up) => {
@@ -256,7 +270,7 @@ async fn run(sessions: &Sessions, route: &Route, job: JobId, custom: bool) -> En
                         .end_session(route.id, "failed", Some(&message), now_ms())
                         .await;
                 }
-                tokio::time::sleep(match remote {
+                tokio::time::sleep(match node {
                     // Each look at the connection file is a process run as the user.
                     Some(_) if route.upstream().is_none() => QUEUED_EVERY,
                     _ => PROBE_EVERY,
@@ -350,38 +364,37 @@ fn answers(status: hyper::StatusCode, custom: bool) -> bool {
     }
 }
 
-/// Find where a session on a compute node listens: the port from its connection
-/// file, on the node Slurm runs it on.
-async fn locate(remote: &Remote, user: &AsUser, route: &Route, nodelist: &str) {
-    let port = match remote.port(user, &route.dir).await {
-        Ok(Some(port)) => port,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::warn!(session = route.id, error = %e, "reading the session's connection file failed");
-            return;
-        }
-    };
-    // A session is one node; its name is the node list.
-    let node = nodelist.split(',').next().unwrap_or_default();
-    match remote.address(node, port).await {
-        Ok(addr) => {
-            tracing::info!(session = route.id, node, %addr, "the session's server listens");
-            let _ = route.upstream.set(upstream::Upstream::Tcp(addr));
-        }
-        Err(e) => {
-            tracing::warn!(session = route.id, node, error = %e, "finding the session's node failed")
+impl OnNode<'_> {
+    /// Find where the server listens: the port from its connection file, on the node
+    /// Slurm runs it on.
+    async fn locate(&self, route: &Route, nodelist: &str) {
+        let Some(user) = &self.user else { return };
+        let port = match self.remote.port(user, &route.dir).await {
+            Ok(Some(port)) => port,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(session = route.id, error = %e, "reading the session's connection file failed");
+                return;
+            }
+        };
+        // A session is one node; its name is the node list.
+        let node = nodelist.split(',').next().unwrap_or_default();
+        match self.remote.address(node, port).await {
+            Ok(addr) => {
+                tracing::info!(session = route.id, node, %addr, "the session's server listens");
+                let _ = route.upstream.set(upstream::Upstream::Tcp(addr));
+            }
+            Err(e) => {
+                tracing::warn!(session = route.id, node, error = %e, "finding the session's node failed")
+            }
         }
     }
 }
 
 /// Slurm answers again: drop the warning that it did not.
 fn clear_unknown(route: &Route) {
-    let p = route.progress();
-    if p.warning
-        .as_deref()
-        .is_some_and(|w| w.starts_with("Slurm is not answering"))
-    {
-        let mut p = p;
+    let mut p = route.progress();
+    if p.warning.as_deref() == Some(SLURM_UNKNOWN) {
         p.warning = None;
         route.set_progress(p);
     }
@@ -423,7 +436,7 @@ async fn queue_position(sessions: &Sessions, job: JobId, partition: &str) -> Opt
 }
 
 /// Record the end, tell the followers, and drop the route.
-async fn finish(sessions: &Sessions, route: &Route, end: End) {
+async fn finish(sessions: &Sessions, route: &Route, end: End, node: Option<&OnNode<'_>>) {
     let store = &sessions.inner.store;
     let record = store.session(route.id).await.ok();
     let asked = record.as_ref().and_then(|r| r.end_reason.clone());
@@ -437,20 +450,16 @@ async fn finish(sessions: &Sessions, route: &Route, end: End) {
         (None, _) => "failed".into(),
     };
     let dir = &route.dir;
-    let remote = sessions.inner.remote.as_ref();
-    let user = match remote {
-        Some(_) => sessions.as_user(&route.owner).await.ok(),
-        None => None,
-    };
+    let on_node = node.and_then(|n| Some((n.remote, n.user.as_ref()?)));
     let message = if reason == "failed" {
         let why = record
             .as_ref()
             .and_then(|r| r.message.clone())
             .or(end.message)
             .unwrap_or_else(|| format!("its job ended {}", end.state.name()));
-        let log = match (remote, user.as_ref()) {
-            (Some(remote), Some(user)) => remote.log_tail(user, dir).await,
-            _ => log_tail(&dir.join("session.log"), route.uid),
+        let log = match on_node {
+            Some((remote, user)) => remote.log_tail(user, dir).await,
+            None => log_tail(&dir.join("session.log"), route.uid),
         };
         Some(match log {
             Some(log) if !log.trim().is_empty() => format!("{why}\n\n{log}"),
@@ -478,7 +487,7 @@ async fn finish(sessions: &Sessions, route: &Route, end: End) {
         },
     };
     route.set_progress(last);
-    if let (Some(remote), Some(user)) = (remote, user.as_ref()) {
+    if let Some((remote, user)) = on_node {
         remote.remove(user, dir).await;
     } else if dir.starts_with(&sessions.inner.socket_root) && *dir != sessions.inner.socket_root {
         if let Err(e) = std::fs::remove_dir_all(dir) {

@@ -94,7 +94,7 @@ impl std::iter::Sum for Usage {
 }
 
 /// What to sum usage by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UsageKey {
     User,
     /// A job counts for every group its user is a member of now.

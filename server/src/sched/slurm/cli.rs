@@ -22,6 +22,19 @@ pub struct AsUser {
     pub home: PathBuf,
 }
 
+impl AsUser {
+    /// `user` as the store knows them.
+    pub fn from_posix(user: &str, id: crate::store::PosixIdentity) -> AsUser {
+        AsUser {
+            user: user.to_string(),
+            uid: id.uid,
+            gid: id.gid,
+            groups: id.supplementary_gids(),
+            home: id.home,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Slurm answered with an error (its message, for the user).

@@ -120,7 +120,8 @@ pub(super) async fn start(
         jobs = state.jobs.len(),
         "the Slurm backend follows the jobs it had"
     );
-    check_first_job_id(&store, &settings.cli).await;
+    // Off the start-up path: with Slurm down, scontrol waits out its timeout.
+    tokio::spawn(check_first_job_id(store.clone(), settings.cli.clone()));
     let backend = Arc::new(Backend {
         store,
         settings,
@@ -133,7 +134,7 @@ pub(super) async fn start(
 
 /// Slurm's ids become atrium's: after the internal scheduler, Slurm must start above
 /// the ids it used, or a new job whose id Slurm gives again is refused.
-async fn check_first_job_id(store: &Store, cli: &SlurmCli) {
+async fn check_first_job_id(store: Store, cli: SlurmCli) {
     let highest = match store.highest_internal_job_id().await {
         Ok(0) | Err(_) => return,
         Ok(n) => n,
@@ -257,13 +258,7 @@ impl Backend {
             .ok_or_else(|| {
                 SchedError::Rejected(format!("user {user} has no POSIX identity (uid)"))
             })?;
-        Ok(AsUser {
-            user: user.to_string(),
-            uid: id.uid,
-            gid: id.gid,
-            groups: id.supplementary_gids(),
-            home: id.home,
-        })
+        Ok(AsUser::from_posix(user, id))
     }
 
     async fn submit(
@@ -543,9 +538,11 @@ impl Backend {
         let candidates: Vec<&SqueueRow> = {
             let mut s = lock(&self.state);
             // Forget the ids Slurm no longer lists.
-            let listed: std::collections::HashSet<&str> =
-                rows.iter().map(|r| r.job_id.as_str()).collect();
-            s.not_adopted.retain(|id| listed.contains(id.as_str()));
+            if !s.not_adopted.is_empty() {
+                let listed: std::collections::HashSet<&str> =
+                    rows.iter().map(|r| r.job_id.as_str()).collect();
+                s.not_adopted.retain(|id| listed.contains(id.as_str()));
+            }
             rows.iter()
                 .filter(|r| r.comment == "atrium" && r.array_task == ArrayTask::None)
                 .filter(|r| !s.not_adopted.contains(&r.job_id))

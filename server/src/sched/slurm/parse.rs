@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use scheduler::{JobOutcome, JobState, NodeState, SliceUsage, TimeLimit};
 
+use crate::sched::submission::{expand_pattern, NO_TASK};
+
 /// The field separator asked of `squeue -O` (ASCII unit separator): job names and
 /// comments may hold any printable character.
 pub const SEP: char = '\x1f';
@@ -174,33 +176,20 @@ impl SqueueRow {
         self.expand(&self.stderr)
     }
 
+    /// `%j` is the row's own id: for an array task, the task's own job id (unlike
+    /// the internal scheduler's `123_4`).
     fn expand(&self, pattern: &str) -> String {
-        let task = match &self.array_task {
-            ArrayTask::One(t) => t.to_string(),
-            _ => "4294967294".to_string(),
-        };
-        let mut out = String::new();
-        let mut chars = pattern.chars();
-        while let Some(c) = chars.next() {
-            if c != '%' {
-                out.push(c);
-                continue;
-            }
-            match chars.next() {
-                Some('A') => out.push_str(&self.array_job_id),
-                Some('a') => out.push_str(&task),
-                Some('j') => out.push_str(&self.job_id),
-                Some('u') => out.push_str(&self.user),
-                Some('x') => out.push_str(&self.name),
-                Some('%') => out.push('%'),
-                Some(other) => {
-                    out.push('%');
-                    out.push(other);
-                }
-                None => out.push('%'),
-            }
-        }
-        out
+        expand_pattern(pattern, |c| match c {
+            'A' => Some(self.array_job_id.clone()),
+            'a' => Some(match &self.array_task {
+                ArrayTask::One(t) => t.to_string(),
+                _ => NO_TASK.to_string(),
+            }),
+            'j' => Some(self.job_id.clone()),
+            'u' => Some(self.user.clone()),
+            'x' => Some(self.name.clone()),
+            _ => None,
+        })
     }
 }
 

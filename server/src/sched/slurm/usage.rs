@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use scheduler::{LimitScope, LimitUsage, LimitsConfig, Owner};
 
 use super::parse;
-use crate::store::{Store, UsageFilter};
+use crate::store::{Store, UsageFilter, UsageKey};
 
 /// What one job holds now, as counted against quotas.
 #[derive(Debug, Clone)]
@@ -67,115 +67,138 @@ pub(super) async fn limit_usages(
     now: i64,
 ) -> Vec<Vec<LimitUsage>> {
     let (period_start, period_end) = limits.period.bounds(now);
-    // Group quotas count the jobs of the group's members.
-    let mut groups_of: HashMap<&str, Vec<String>> = HashMap::new();
+    let each: Vec<Vec<(LimitScope, Scope)>> = owners
+        .iter()
+        .map(|owner| {
+            let own = match limits.users.contains_key(&owner.user) {
+                true => LimitScope::User(owner.user.clone()),
+                false => LimitScope::DefaultUser,
+            };
+            std::iter::once((own, (UsageKey::User, owner.user.clone())))
+                .chain(
+                    owner
+                        .groups
+                        .iter()
+                        .map(|g| (LimitScope::Group(g.clone()), (UsageKey::Group, g.clone()))),
+                )
+                .chain(std::iter::once((
+                    LimitScope::Account(owner.account.clone()),
+                    (UsageKey::Account, owner.account.clone()),
+                )))
+                .collect()
+        })
+        .collect();
+    // Group quotas count the jobs of the group's members: every membership, read once.
+    let mut groups_of: HashMap<String, Vec<String>> = HashMap::new();
     if owners.iter().any(|o| !o.groups.is_empty()) {
-        for l in live {
-            if groups_of.contains_key(l.user.as_str()) {
-                continue;
-            }
-            let groups = match store.posix_identity(&l.user).await {
-                Ok(Some(id)) => id.groups.into_iter().map(|(name, _)| name).collect(),
-                _ => Vec::new(),
-            };
-            groups_of.insert(&l.user, groups);
-        }
-    }
-    let mut out = Vec::with_capacity(owners.len());
-    for owner in owners {
-        let mut scopes = vec![match limits.users.contains_key(&owner.user) {
-            true => LimitScope::User(owner.user.clone()),
-            false => LimitScope::DefaultUser,
-        }];
-        scopes.extend(owner.groups.iter().cloned().map(LimitScope::Group));
-        scopes.push(LimitScope::Account(owner.account.clone()));
-        let mut each = Vec::with_capacity(scopes.len());
-        for scope in scopes {
-            let (quota, filter) = match &scope {
-                LimitScope::User(u) => (limits.users.get(u), Filter::User(&owner.user)),
-                LimitScope::DefaultUser => (Some(&limits.default_user), Filter::User(&owner.user)),
-                LimitScope::Group(g) => (limits.groups.get(g), Filter::Group(g)),
-                LimitScope::Account(a) => (limits.accounts.get(a), Filter::Account(a)),
-            };
-            let mut usage = LimitUsage {
-                scope: scope.clone(),
-                limits: quota.cloned().unwrap_or_default(),
-                gpus_milli: 0,
-                slices: BTreeMap::new(),
-                running_jobs: 0,
-                submitted_jobs: 0,
-                gpu_milli_seconds: 0,
-                period_start,
-                period_end,
-            };
-            for l in live.iter().filter(|l| filter.holds(l, &groups_of)) {
-                usage.submitted_jobs += 1;
-                if l.running {
-                    usage.running_jobs += 1;
-                    usage.gpus_milli += l.gpus_milli;
-                    for (ty, n) in &l.slices {
-                        *usage.slices.entry(ty.clone()).or_default() += n;
-                    }
+        match store.memberships().await {
+            Ok(pairs) => {
+                for (group, user) in pairs {
+                    groups_of.entry(user).or_default().push(group);
                 }
             }
-            let rows = UsageFilter {
-                from: period_start * 1000,
-                to: period_end * 1000,
-                now: now * 1000,
-                user: filter.user(),
-                group: filter.group(),
-                account: filter.account(),
-                partition: None,
-            };
-            match store.usage_total(&rows).await {
-                Ok(u) => usage.gpu_milli_seconds = (u.gpu_seconds * 1000.0).round() as u64,
-                Err(e) => tracing::warn!(error = %e, "reading GPU time for a quota failed"),
-            }
-            each.push(usage);
+            Err(e) => tracing::warn!(error = %e, "reading group memberships for quotas failed"),
         }
-        out.push(each);
+    }
+    let range = UsageFilter {
+        from: period_start * 1000,
+        to: period_end * 1000,
+        now: now * 1000,
+        ..UsageFilter::default()
+    };
+    let scopes: Vec<&Scope> = each.iter().flatten().map(|(_, s)| s).collect();
+    let gpu_time = gpu_time(store, &range, &scopes, owners.len() > 1).await;
+    each.into_iter()
+        .map(|scopes| {
+            scopes
+                .into_iter()
+                .map(|(scope, whose)| {
+                    let quota = match &scope {
+                        LimitScope::User(u) => limits.users.get(u),
+                        LimitScope::DefaultUser => Some(&limits.default_user),
+                        LimitScope::Group(g) => limits.groups.get(g),
+                        LimitScope::Account(a) => limits.accounts.get(a),
+                    };
+                    let mut usage = LimitUsage {
+                        scope,
+                        limits: quota.cloned().unwrap_or_default(),
+                        gpus_milli: 0,
+                        slices: BTreeMap::new(),
+                        running_jobs: 0,
+                        submitted_jobs: 0,
+                        gpu_milli_seconds: gpu_time.get(&whose).copied().unwrap_or(0),
+                        period_start,
+                        period_end,
+                    };
+                    for l in live.iter().filter(|l| counts(&whose, l, &groups_of)) {
+                        usage.submitted_jobs += 1;
+                        if l.running {
+                            usage.running_jobs += 1;
+                            usage.gpus_milli += l.gpus_milli;
+                            for (ty, n) in &l.slices {
+                                *usage.slices.entry(ty.clone()).or_default() += n;
+                            }
+                        }
+                    }
+                    usage
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Whose jobs a quota counts: a user's, a group's members', an account's.
+type Scope = (UsageKey, String);
+
+fn counts((key, name): &Scope, l: &Live, groups_of: &HashMap<String, Vec<String>>) -> bool {
+    match key {
+        UsageKey::User => l.user == *name,
+        UsageKey::Account => l.account == *name,
+        UsageKey::Group => groups_of
+            .get(&l.user)
+            .is_some_and(|gs| gs.iter().any(|g| g == name)),
+    }
+}
+
+/// GPU time of the period in milli-GPU-seconds by scope. For one owner (the user's own
+/// page, a session start) a query per scope, each on that scope's rows; for many (the
+/// admin pages) one grouped query per kind of scope instead of one per user.
+async fn gpu_time(
+    store: &Store,
+    range: &UsageFilter,
+    scopes: &[&Scope],
+    grouped: bool,
+) -> HashMap<Scope, u64> {
+    let milli = |gpu_seconds: f64| (gpu_seconds * 1000.0).round() as u64;
+    let mut out = HashMap::new();
+    if grouped {
+        let kinds: std::collections::HashSet<UsageKey> = scopes.iter().map(|(k, _)| *k).collect();
+        for key in kinds {
+            match store.usage_by(range, key).await {
+                Ok(rows) => out.extend(
+                    rows.into_iter()
+                        .map(|r| ((key, r.key), milli(r.usage.gpu_seconds))),
+                ),
+                Err(e) => tracing::warn!(error = %e, "reading GPU time for quotas failed"),
+            }
+        }
+        return out;
+    }
+    for &(key, name) in scopes {
+        let mut filter = range.clone();
+        match key {
+            UsageKey::User => filter.user = Some(name.clone()),
+            UsageKey::Group => filter.group = Some(name.clone()),
+            UsageKey::Account => filter.account = Some(name.clone()),
+        }
+        match store.usage_total(&filter).await {
+            Ok(u) => {
+                out.insert((*key, name.clone()), milli(u.gpu_seconds));
+            }
+            Err(e) => tracing::warn!(error = %e, "reading GPU time for a quota failed"),
+        }
     }
     out
-}
-
-/// Whose jobs a scope counts.
-enum Filter<'a> {
-    User(&'a str),
-    Group(&'a str),
-    Account(&'a str),
-}
-
-impl Filter<'_> {
-    fn holds(&self, l: &Live, groups_of: &HashMap<&str, Vec<String>>) -> bool {
-        match self {
-            Filter::User(u) => l.user == *u,
-            Filter::Account(a) => l.account == *a,
-            Filter::Group(g) => groups_of
-                .get(l.user.as_str())
-                .is_some_and(|gs| gs.iter().any(|x| x == g)),
-        }
-    }
-
-    fn user(&self) -> Option<String> {
-        match self {
-            Filter::User(u) => Some(u.to_string()),
-            _ => None,
-        }
-    }
-
-    fn group(&self) -> Option<String> {
-        match self {
-            Filter::Group(g) => Some(g.to_string()),
-            _ => None,
-        }
-    }
-
-    fn account(&self) -> Option<String> {
-        match self {
-            Filter::Account(a) => Some(a.to_string()),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]
