@@ -56,13 +56,11 @@
 use super::{free_port, verbose};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use tokio::io::AsyncWriteExt as _;
 
-use super::process::{file_tail, find_binary, Supervised, SupervisedCommand};
+use super::process::{file_tail, find_binary, output_of, Supervised, SupervisedCommand};
 use super::wait;
 
 /// Base DN of the fixture directory.
@@ -230,18 +228,7 @@ impl Slapd {
         let module_dir = module_dir()?;
         let schema_dir = schema_dir()?;
 
-        let dir = tempfile::Builder::new()
-            .prefix("atrium-slapd-")
-            .tempdir()
-            .context("creating temp dir for slapd")?
-            .keep();
-        let keeper = match spawn_keeper(&dir) {
-            Ok(k) => k,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
+        let (dir, keeper) = super::kept_dir("atrium-slapd-", spawn_keeper)?;
         // From here on the keeper removes `dir`, however this function or the process ends.
 
         let ca_file = if opts.tls {
@@ -564,46 +551,7 @@ where
     I: IntoIterator<Item = OsString>,
 {
     let args: Vec<OsString> = args.into_iter().collect();
-    let shown = || {
-        let mut s = program.display().to_string();
-        for a in &args {
-            s.push(' ');
-            s.push_str(&a.to_string_lossy());
-        }
-        s
-    };
-    let mut child = tokio::process::Command::new(program)
-        .args(&args)
-        .env("LDAPNOINIT", "1")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("spawning {}", shown()))?;
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes())
-            .await
-            .with_context(|| format!("writing stdin of {}", shown()))?;
-        drop(pipe);
-    }
-    let out = tokio::time::timeout(timeout, child.wait_with_output())
-        .await
-        .with_context(|| format!("{} did not finish within {timeout:?}", shown()))?
-        .with_context(|| format!("waiting for {}", shown()))?;
-    anyhow::ensure!(
-        out.status.success(),
-        "{} failed ({}): {}{}",
-        shown(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim(),
-        String::from_utf8_lossy(&out.stdout).trim()
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    output_of(program, &args, [("LDAPNOINIT", "1")], stdin, timeout).await
 }
 
 /// Splits the fixture LDIF into (entries for `slapadd`, `groupOfNames` entries for `ldapadd`).

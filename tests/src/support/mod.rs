@@ -33,3 +33,25 @@ pub fn free_port() -> anyhow::Result<u16> {
 pub fn verbose() -> bool {
     std::env::var_os("ATRIUM_TEST_VERBOSE").is_some()
 }
+
+/// A fresh directory `$TMPDIR/<prefix>XXXX` handed to its keeper, the process `spawn_keeper`
+/// starts, which removes it when it ends (however the test ends). Where the keeper cannot
+/// start, the directory is removed here.
+pub fn kept_dir(
+    prefix: &str,
+    spawn_keeper: impl FnOnce(&std::path::Path) -> anyhow::Result<Supervised>,
+) -> anyhow::Result<(std::path::PathBuf, Supervised)> {
+    use anyhow::Context as _;
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .with_context(|| format!("creating temp dir {prefix}*"))?
+        .keep();
+    match spawn_keeper(&dir) {
+        Ok(keeper) => Ok((dir, keeper)),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Err(e)
+        }
+    }
+}

@@ -82,6 +82,64 @@ fn is_executable(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// Runs `program` with `args` and extra `env`, feeding it `stdin` (or nothing), killing it
+/// after `timeout`; returns its standard output, or fails with its standard error and output.
+pub async fn output_of<A, I, K, V>(
+    program: &Path,
+    args: &[A],
+    env: I,
+    stdin: Option<&str>,
+    timeout: Duration,
+) -> anyhow::Result<String>
+where
+    A: AsRef<OsStr>,
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
+    use tokio::io::AsyncWriteExt as _;
+    let shown = || {
+        let mut s = program.display().to_string();
+        for a in args {
+            s.push(' ');
+            s.push_str(&a.as_ref().to_string_lossy());
+        }
+        s
+    };
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("spawning {}", shown()))?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())
+            .await
+            .with_context(|| format!("writing stdin of {}", shown()))?;
+        drop(pipe);
+    }
+    let out = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .with_context(|| format!("{} did not finish within {timeout:?}", shown()))?
+        .with_context(|| format!("waiting for {}", shown()))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{} failed ({}): {}{}",
+        shown(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim(),
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Whether `pid` exists and is not a zombie.
 pub fn pid_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use super::process::{find_binary, is_root, Supervised, SupervisedCommand};
+use super::process::{find_binary, is_root, output_of, Supervised, SupervisedCommand};
 use super::wait;
 
 /// The partition jobs land in unless they name one (`MaxTime=INFINITE`).
@@ -232,18 +232,7 @@ impl Slurm {
             }),
         };
 
-        let dir = tempfile::Builder::new()
-            .prefix("atrium-slurm-")
-            .tempdir()
-            .context("creating temp dir for Slurm")?
-            .keep();
-        let keeper = match spawn_keeper(&dir) {
-            Ok(k) => k,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
+        let (dir, keeper) = super::kept_dir("atrium-slurm-", spawn_keeper)?;
         // From here on the keeper removes `dir`, however this function or the process ends.
 
         let mut slurm = Slurm {
@@ -378,7 +367,7 @@ impl Slurm {
     pub async fn run(&self, program: &str, args: &[&str]) -> anyhow::Result<String> {
         let program = find_binary(program, &[])?;
         let env = self.env().into_iter().chain(self.nss_env());
-        run_command(&program, args, env, CLIENT_TIMEOUT).await
+        output_of(&program, args, env, None, CLIENT_TIMEOUT).await
     }
 
     /// The log of `which` daemon (`slurmctld`, `slurmd`, `munged`), for failure messages. Ends
@@ -422,10 +411,11 @@ impl Slurm {
             return Ok(());
         };
         let pid = slurmctld.pid().to_string();
-        run_command(
+        output_of(
             &self.programs.kill,
             &["-TERM", &pid],
             std::iter::empty::<(&str, &str)>(),
+            None,
             CLIENT_TIMEOUT,
         )
         .await
@@ -656,7 +646,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
         let a = a.clone();
         let d = self.dir.display().to_string();
         let data = format!("{d}/mysql/data");
-        run_command(
+        output_of(
             &a.install_db,
             &[
                 "--no-defaults",
@@ -666,6 +656,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
                 "--auth-root-authentication-method=socket",
             ],
             std::iter::empty::<(&str, &str)>(),
+            None,
             START_DEADLINE,
         )
         .await
@@ -690,7 +681,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
                     "-e",
                     sql.as_str(),
                 ];
-                run_command(mariadb, &args, this.env(), CLIENT_TIMEOUT)
+                output_of(mariadb, &args, this.env(), None, CLIENT_TIMEOUT)
                     .await
                     .ok()
                     .map(|_| Ok(()))
@@ -737,7 +728,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
                 &format!("cluster={CLUSTER_NAME}"),
             ],
         ] {
-            run_command(&a.sacctmgr, &args, self.env(), CLIENT_TIMEOUT)
+            output_of(&a.sacctmgr, &args, self.env(), None, CLIENT_TIMEOUT)
                 .await
                 .with_context(|| format!("sacctmgr {}:\n{}", args.join(" "), self.log_tails()))?;
         }
@@ -861,7 +852,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
                 if let Some(dead) = this.exited_daemon() {
                     return Some(Err(anyhow::anyhow!("{dead} exited")));
                 }
-                let out = run_command(program, args, this.env(), CLIENT_TIMEOUT).await;
+                let out = output_of(program, args, this.env(), None, CLIENT_TIMEOUT).await;
                 if let (Err(e), true) = (&out, verbose()) {
                     eprintln!("{what}: {e:#}");
                 }
@@ -990,50 +981,14 @@ fn spawn_keeper(dir: &Path) -> anyhow::Result<Supervised> {
     Supervised::spawn(spec)
 }
 
-/// Runs `program` with `args` and extra `env`, killing it after `timeout`; returns its standard
-/// output, or fails with its standard error.
-async fn run_command<I, K, V>(
-    program: &Path,
-    args: &[&str],
-    env: I,
-    timeout: Duration,
-) -> anyhow::Result<String>
-where
-    I: IntoIterator<Item = (K, V)>,
-    K: AsRef<std::ffi::OsStr>,
-    V: AsRef<std::ffi::OsStr>,
-{
-    let shown = || format!("{} {}", program.display(), args.join(" "));
-    let child = tokio::process::Command::new(program)
-        .args(args)
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("spawning {}", shown()))?;
-    let out = tokio::time::timeout(timeout, child.wait_with_output())
-        .await
-        .with_context(|| format!("{} did not finish within {timeout:?}", shown()))?
-        .with_context(|| format!("waiting for {}", shown()))?;
-    anyhow::ensure!(
-        out.status.success(),
-        "{} failed ({}): {}",
-        shown(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// This host's short name (`hostname -s`): slurmctld runs only where `SlurmctldHost` names.
 async fn short_hostname() -> anyhow::Result<String> {
     let hostname = find_binary("hostname", &[])?;
-    let name = run_command(
+    let name = output_of(
         &hostname,
         &["-s"],
         std::iter::empty::<(&str, &str)>(),
+        None,
         CLIENT_TIMEOUT,
     )
     .await?

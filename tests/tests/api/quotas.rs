@@ -65,7 +65,7 @@ async fn sleeper(c: &JobCluster, user: &JobUser, gpus: u32, time: &str) -> Strin
     .await
 }
 
-async fn cancel(c: &JobCluster, user: &JobUser, id: &str) {
+pub async fn cancel(c: &JobCluster, user: &JobUser, id: &str) {
     let (status, body) = send(
         c,
         reqwest::Method::DELETE,

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{spawn_with, Options};
 use crate::jobs::{private_root, JobCluster, JobUser};
-use crate::quotas::{admin_token, send, set_quota};
+use crate::quotas::{admin_token, cancel, send, set_quota};
 use crate::sessions::{run_code, SessionCluster, KERNEL_DEADLINE};
 
 const RUN: Duration = Duration::from_secs(60);
@@ -49,17 +49,6 @@ async fn user(c: &JobCluster, slurm: &Slurm, name: &str, uid: u32) -> JobUser {
     let u = c.user(name, uid).await;
     slurm.add_user(name, uid, uid, &u.home).expect("slurm user");
     u
-}
-
-async fn control(c: &JobCluster, user: &JobUser, id: &str, method: reqwest::Method) -> u16 {
-    reqwest::Client::new()
-        .request(method, c.app.url(&format!("/api/v1/jobs/{id}")))
-        .bearer_auth(&user.token)
-        .send()
-        .await
-        .expect("request")
-        .status()
-        .as_u16()
 }
 
 /// `sbatch` run by `user` outside the portal (a job of 60 s, its output discarded):
@@ -187,7 +176,7 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
         quota["gpus_in_use"], 0.142,
         "a 1g slice is 1/7 of a GPU: {usage}"
     );
-    assert!(control(&c, &ann, &sleeper, reqwest::Method::DELETE).await < 300);
+    cancel(&c, &ann, &sleeper).await;
     c.wait_for(&ann, &sleeper, &["CANCELLED"], RUN).await;
 
     // A job with atrium's comment but no row (sbatch answered, the portal never
@@ -207,7 +196,7 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
     .expect("adopted");
     let adopted = c.wait_for(&ann, &orphan, &["RUNNING"], RUN).await;
     assert_eq!(adopted["name"], "orphan", "{adopted}");
-    assert!(control(&c, &ann, &orphan, reqwest::Method::DELETE).await < 300);
+    cancel(&c, &ann, &orphan).await;
     c.wait_for(&ann, &orphan, &["CANCELLED"], RUN).await;
     // Without the comment a job is not atrium's.
     let other = sbatch_by_hand(&slurm, &ann, &["--job-name=other"]).await;
@@ -289,7 +278,7 @@ async fn a_controller_outage_shows_unknown_and_a_restart_loses_nothing() {
     // Another restart with a job pending and one running, then both go on to the end.
     c.app.terminate();
     c.app.restart();
-    assert!(control(&c, &bea, &running, reqwest::Method::DELETE).await < 300);
+    cancel(&c, &bea, &running).await;
     c.wait_for(&bea, &running, &["CANCELLED"], RUN).await;
     let release = reqwest::Client::new()
         .post(c.app.url(&format!("/api/v1/jobs/{held}/release")))
@@ -665,5 +654,5 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
     .await
     .expect("held by the association limit");
     assert_eq!(pending["state"], "PENDING");
-    assert!(control(&c, &eve, &big, reqwest::Method::DELETE).await < 300);
+    cancel(&c, &eve, &big).await;
 }
