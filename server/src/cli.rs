@@ -41,6 +41,23 @@ impl Cli {
     }
 }
 
+impl Cli {
+    /// Whether this is the portal's side (running as root on the head node), whose
+    /// files no one else may read: the portal, its administration commands and job
+    /// steps; not the Slurm-style client a user runs, nor a user's home sync.
+    pub fn is_portal_side(&self) -> bool {
+        matches!(
+            self.command,
+            Command::Serve
+                | Command::Migrate
+                | Command::Config(_)
+                | Command::User(_)
+                | Command::Slurm(_)
+                | Command::Step(_)
+        )
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the portal.
@@ -97,6 +114,8 @@ pub enum StepCommand {
     Run { dir: PathBuf },
     /// Become the job's user and start its script (run by the supervisor).
     Exec { dir: PathBuf },
+    /// Become a user and run a program for the portal (the request on standard input).
+    AsUser,
 }
 
 #[derive(Debug, Subcommand)]
@@ -213,6 +232,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sacct(args) => crate::client::sacct::run(args).await,
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
+        Command::Step(StepCommand::AsUser) => crate::privilege::as_user_main(),
         Command::Home(HomeCommand::Sync { dir }) => crate::storage::sync_command(&dir),
     }
 }

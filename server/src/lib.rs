@@ -15,6 +15,7 @@ pub mod csv;
 pub mod http;
 pub mod launch;
 pub mod metrics;
+pub mod privilege;
 pub mod proxy;
 pub mod sched;
 pub mod sessions;

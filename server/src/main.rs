@@ -40,6 +40,10 @@ fn with_allocator_tuned() {
 fn main() -> std::process::ExitCode {
     let args = atrium::client::dispatch_argv0(std::env::args_os().collect());
     let cli = atrium::cli::Cli::parse_from(args);
+    if cli.is_portal_side() {
+        // Before anything is created: the database, keys and logs are the portal's alone.
+        atrium::privilege::restrict_umask();
+    }
     if matches!(cli.command, atrium::cli::Command::Serve) {
         with_allocator_tuned();
     }

@@ -33,8 +33,7 @@ pub struct Application {
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let url = config.database_url();
     if url.is_sqlite() {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+        secure_data_dir(&config.data_dir)?;
     }
     let store = Store::connect(&url, config.database.max_connections)
         .await
@@ -43,23 +42,27 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-fn session_keys(config: &Config) -> anyhow::Result<Keys> {
+/// The portal's secret key: `auth.jwt_secret`, else `jwt.key` in the data directory.
+/// It signs browser logins and derives session tokens.
+fn portal_secret(config: &Config) -> anyhow::Result<Vec<u8>> {
     match &config.auth.jwt_secret {
-        Some(secret) => Ok(Keys::from_secret(secret.expose().as_bytes())),
-        None => Ok(Keys::load_or_create(&config.data_dir.join("jwt.key"))?),
+        Some(secret) => Ok(secret.expose().as_bytes().to_vec()),
+        None => Ok(Keys::read_or_create_secret(
+            &config.data_dir.join("jwt.key"),
+        )?),
     }
 }
 
 impl Application {
     /// Prepare everything and bind the listener (`listen` may use port 0).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+        secure_data_dir(&config.data_dir)?;
         let store = open_store(&config).await?;
         crate::bench::reference::seed(&store, now_ms())
             .await
             .context("storing the reference benchmark runs")?;
-        let keys = session_keys(&config)?;
+        let secret = portal_secret(&config)?;
+        let keys = Keys::from_secret(&secret);
 
         let first_admin = if config.auth.local_accounts {
             local::bootstrap_admin(&store, &config.auth.admin_groups, &config.accounts).await?
@@ -126,6 +129,14 @@ impl Application {
         let as_root = running_as_root();
         let inventory = Arc::new(crate::sched::inventory::discover(&config.cluster).await?);
         let spool_dir = config.spool_dir(as_root);
+        if as_root && spool_dir.starts_with(&config.data_dir) {
+            anyhow::bail!(
+                "jobs.spool_dir ({}) is inside data_dir ({}), which no user may enter: \
+                 give the spool a directory of its own",
+                spool_dir.display(),
+                config.data_dir.display()
+            );
+        }
         crate::launch::ensure_spool(&spool_dir)
             .with_context(|| format!("creating the spool directory {}", spool_dir.display()))?;
         let runtime = crate::launch::detect_runtime(&config.jobs.runtime)
@@ -136,6 +147,10 @@ impl Application {
             spool = %spool_dir.display(),
             "jobs run in this container runtime"
         );
+        let hidden = [&config.data_dir, &spool_dir]
+            .into_iter()
+            .filter_map(|d| std::fs::canonicalize(d).ok())
+            .collect();
         let settings = LaunchSettings {
             spool_dir,
             exe: std::env::current_exe().context("locating the atrium binary")?,
@@ -144,6 +159,7 @@ impl Application {
             drop_privileges: as_root,
             cluster_name: config.jobs.cluster_name.clone(),
             mounts: crate::launch::storage_mounts(&config.storage),
+            hidden,
         };
         let jobs_runtime = settings.runtime.clone();
         let spool = settings.spool_dir.clone();
@@ -170,6 +186,7 @@ impl Application {
             &spool,
             jobs_runtime,
             as_root,
+            crate::sessions::SessionSecrets::new(&secret),
         )
         .await?;
         let state = web::Data::new(AppState {
@@ -269,6 +286,42 @@ async fn purge_expired_sessions(store: Store) {
             tracing::warn!(error = %e, "cannot purge expired login sessions");
         }
     }
+}
+
+/// Create the data directory (0700), or make an existing one and the files in it
+/// private again (0700 and 0600), saying so: it holds the database, the keys and the
+/// jobs' environments, which no user's process may read.
+pub fn secure_data_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating data directory {}", dir.display()))?;
+    let tighten = |path: &Path, mode: u32| -> anyhow::Result<()> {
+        let meta = std::fs::symlink_metadata(path)?;
+        if meta.file_type().is_symlink() || meta.permissions().mode() & 0o077 == 0 {
+            return Ok(());
+        }
+        tracing::warn!(
+            path = %path.display(),
+            was = format!("{:o}", meta.permissions().mode() & 0o7777),
+            now = format!("{mode:o}"),
+            "the portal's files were readable by others; made private"
+        );
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("making {} private", path.display()))
+    };
+    tighten(dir, 0o700)?;
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_file() => tighten(&path, 0o600)?,
+            Ok(t) if t.is_dir() => tighten(&path, 0o700)?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn running_as_root() -> bool {

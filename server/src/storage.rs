@@ -239,19 +239,14 @@ impl Homes {
             .exe
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("cannot locate the atrium binary"))?;
-        let mut child = tokio::process::Command::new(exe)
-            .arg("home")
-            .arg("sync")
-            .arg(identity.home.join(TEMPLATES_DIR))
-            .uid(identity.uid)
-            .gid(identity.gid)
+        let as_user = crate::privilege::Identity::from_posix(&user.username, identity.clone());
+        let (mut child, stdin) = crate::privilege::UserCommand::new(&as_user, exe.clone())
+            .args(["home".to_string(), "sync".to_string()])
+            .args([identity.home.join(TEMPLATES_DIR).display().to_string()])
             .current_dir(&identity.home)
-            .env_clear()
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
+            .spawn(std::process::Stdio::null(), std::process::Stdio::piped())
+            .await?;
+        drop(stdin);
         let stderr = child.stderr.take();
         let status = tokio::time::timeout(SYNC_TIMEOUT, child.wait()).await??;
         if !status.success() {

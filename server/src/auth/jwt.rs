@@ -65,6 +65,11 @@ impl Keys {
 
     /// Read the key from `path`, creating a random one (mode 0600) on first start.
     pub fn load_or_create(path: &Path) -> Result<Self, KeyError> {
+        Ok(Self::from_secret(&Self::read_or_create_secret(path)?))
+    }
+
+    /// The secret kept in `path` (0600), made on first use.
+    pub fn read_or_create_secret(path: &Path) -> Result<Vec<u8>, KeyError> {
         let io = |source| KeyError::Io {
             path: path.display().to_string(),
             source,
@@ -87,7 +92,7 @@ impl Keys {
         if key.len() < 32 {
             return Err(KeyError::TooShort(path.display().to_string()));
         }
-        Ok(Self::from_secret(key))
+        Ok(key.to_vec())
     }
 
     pub fn issue(&self, claims: &Claims) -> Result<String, jsonwebtoken::errors::Error> {

@@ -54,21 +54,29 @@ async fn record(
     job: &JobRecord,
     check_owner: bool,
 ) -> String {
-    let uid = if check_owner {
-        match store.user_by_name(&job.user_name).await {
-            Ok(Some(u)) => u.uid_number,
-            _ => None,
-        }
-    } else {
-        None
-    };
     let Some(path) = job.stdout_path.clone() else {
         return "nothing recorded: the job has no output file".into();
     };
-    // A plain file of the job's user (of the portal's when it runs jobs as itself).
-    let owner = uid
-        .and_then(|u| u32::try_from(u).ok())
-        .unwrap_or_else(|| crate::launch::current_ids().0);
+    // A plain file of the job's user; of the portal's only when it runs jobs as itself.
+    // As root, a job whose user has no uid is never read: root's files are nobody's
+    // benchmark output.
+    let owner = if check_owner {
+        match store.user_by_name(&job.user_name).await {
+            Ok(Some(u)) => match u.uid_number.and_then(|n| u32::try_from(n).ok()) {
+                Some(0) | None => {
+                    return "nothing recorded: the job's user has no uid of their own".into()
+                }
+                Some(uid) => uid,
+            },
+            Ok(None) => return "nothing recorded: the job's user is gone".into(),
+            Err(e) => {
+                tracing::warn!(job = job.id, error = %e, "looking up a benchmark job's user failed");
+                return "nothing recorded: looking up the job's user failed".into();
+            }
+        }
+    } else {
+        crate::launch::current_ids().0
+    };
     let shown = path.clone();
     let read = tokio::task::spawn_blocking(move || {
         crate::launch::read_tail_owned(std::path::Path::new(&path), owner, MAX_READ)

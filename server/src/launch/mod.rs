@@ -63,6 +63,24 @@ pub struct StepSpec {
     /// Shared storage and other paths bound into the container, in order.
     #[serde(default)]
     pub mounts: Vec<Mount>,
+    /// The portal's own directories (data directory, spool), hidden from the job by
+    /// runtimes that show the host's file system (an empty directory over each; the
+    /// job's own script and session directory are bound back).
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
+}
+
+impl StepSpec {
+    /// Whom the step runs as.
+    pub fn identity(&self) -> crate::privilege::Identity {
+        crate::privilege::Identity {
+            user: self.user.clone(),
+            uid: self.uid,
+            gid: self.gid,
+            groups: self.groups.clone(),
+            home: self.home.clone(),
+        }
+    }
 }
 
 /// The environment a job or session runs in when it is not the jobs' default: kept
@@ -201,23 +219,39 @@ pub fn storage_mounts(storage: &crate::config::StorageConfig) -> Vec<Mount> {
     datasets.chain(projects).collect()
 }
 
-/// Open `path` for reading only if it is a regular file of `owner`, not a link.
+/// Open `path` for reading only if it is a regular file of `owner`, not a link. The
+/// path is first opened without access (`O_PATH`, which opens no device and follows no
+/// link) and checked; only a regular file of `owner` is then opened for reading,
+/// through that descriptor, never as a controlling terminal.
 pub fn open_owned(path: &Path, owner: u32) -> std::io::Result<Option<std::fs::File>> {
-    let file = match std::fs::OpenOptions::new()
+    use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
+    let handle = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .custom_flags((OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits())
         .open(path)
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.uid() != owner {
-        return Err(std::io::Error::new(
+    let meta = handle.metadata()?;
+    let not_owned = || {
+        std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
             "not a regular file of the step's user",
-        ));
+        )
+    };
+    if !meta.is_file() || meta.uid() != owner {
+        return Err(not_owned());
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NOCTTY | OFlag::O_NONBLOCK).bits())
+        .open(format!("/proc/self/fd/{}", handle.as_raw_fd()))?;
+    let opened = file.metadata()?;
+    if opened.dev() != meta.dev() || opened.ino() != meta.ino() {
+        return Err(not_owned());
     }
     Ok(Some(file))
 }
@@ -286,7 +320,9 @@ pub fn prepare(spool: &Path, spec: &StepSpec) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Start `atrium step run DIR`, detached in its own process group.
+/// Start `atrium step run DIR` with the fixed environment; the supervisor detaches
+/// itself at once into a session of its own (so that neither a signal to the portal's
+/// process group nor its terminal reaches it).
 pub async fn spawn(exe: &Path, dir: &Path) -> std::io::Result<tokio::process::Child> {
     let log = std::fs::OpenOptions::new()
         .append(true)
@@ -299,14 +335,10 @@ pub async fn spawn(exe: &Path, dir: &Path) -> std::io::Result<tokio::process::Ch
         .arg("run")
         .arg(dir)
         .env_clear()
-        .env(
-            "PATH",
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        )
+        .envs(crate::privilege::base_env())
         .stdin(std::process::Stdio::null())
         .stdout(log)
         .stderr(log2)
-        .process_group(0)
         .kill_on_drop(false)
         .spawn()
 }

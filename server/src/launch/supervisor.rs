@@ -19,6 +19,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::runtime::{ContainerRuntime, Host, StepFiles};
 use super::{read_spec, write_private, write_state, ProcessIdentity, StepSpec, StepState};
+use crate::privilege;
 
 /// Exit code of the trampoline when the job could not be set up.
 const SETUP_FAILED: i32 = 121;
@@ -30,6 +31,7 @@ const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Run the step in `dir` to its end and record how it ended.
 pub async fn run(dir: &Path) -> anyhow::Result<()> {
+    privilege::new_session()?;
     let spec = read_spec(dir)?;
     let me = std::process::id();
     let identity = ProcessIdentity::of(me).context("reading /proc/self/stat")?;
@@ -57,7 +59,9 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
+        // No process group of its own here: the trampoline makes a session of its
+        // own (and with it the group the signals below go to), which a group leader
+        // could not.
         .spawn()?;
     let pid = child.id().context("the job exited at once")?;
     let mut setup_errors = child.stderr.take();
@@ -184,12 +188,16 @@ fn cgroup_oom_killed(dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Resident memory (kB) of every process in the job's process group.
-fn group_rss_kb(pgrp: u32) -> u64 {
+/// Resident memory (kB) of the job: every process descended from its first process
+/// `leader`, or in the session or process group it made (a process that left the tree
+/// by double-forking stays counted; bubblewrap's sandbox is a session of its own, still
+/// in the tree).
+fn group_rss_kb(leader: u32) -> u64 {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
-    let mut total = 0;
+    // pid → (parent, in the leader's session or group, resident pages)
+    let mut procs: std::collections::HashMap<u32, (u32, bool, u64)> = Default::default();
     for e in entries.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
@@ -197,15 +205,34 @@ fn group_rss_kb(pgrp: u32) -> u64 {
         let Some(fields) = super::stat_fields(pid) else {
             continue;
         };
-        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) != Some(pgrp) {
-            continue;
-        }
+        let num = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+        let parent = num(1).unwrap_or(0) as u32;
+        let ours = [num(2), num(3)].contains(&Some(u64::from(leader)));
         // Field 24 of stat (index 21 here) is the resident set in pages.
-        if let Some(pages) = fields.get(21).and_then(|p| p.parse::<u64>().ok()) {
-            total += pages * 4;
+        procs.insert(pid, (parent, ours, num(21).unwrap_or(0)));
+    }
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    for (pid, (parent, _, _)) in &procs {
+        children.entry(*parent).or_default().push(*pid);
+    }
+    let mut counted: std::collections::HashSet<u32> = procs
+        .iter()
+        .filter(|(_, p)| p.1)
+        .map(|(pid, _)| *pid)
+        .collect();
+    let mut visited = std::collections::HashSet::new();
+    let mut todo = vec![leader];
+    while let Some(pid) = todo.pop() {
+        if procs.contains_key(&pid) && visited.insert(pid) {
+            counted.insert(pid);
+            todo.extend(children.get(&pid).into_iter().flatten().copied());
         }
     }
-    total
+    counted
+        .iter()
+        .filter_map(|pid| procs.get(pid))
+        .map(|p| p.2 * 4)
+        .sum()
 }
 
 /// Remove the step's container, which may outlive its runtime's client when that
@@ -221,6 +248,20 @@ async fn remove_container(spec: &StepSpec) {
     let Some((program, args)) = argv.split_first() else {
         return;
     };
+    if spec.drop_privileges && !runtime.needs_root_client() {
+        let cleanup = crate::privilege::UserCommand::new(&spec.identity(), PathBuf::from(program))
+            .args(args.iter().cloned())
+            .envs(&runtime.env(spec, &host));
+        let run = async {
+            let (mut child, stdin) = cleanup
+                .spawn(std::process::Stdio::null(), std::process::Stdio::null())
+                .await?;
+            drop(stdin);
+            child.wait().await
+        };
+        let _ = tokio::time::timeout(CLEANUP_TIMEOUT, run).await;
+        return;
+    }
     let mut command = tokio::process::Command::new(program);
     command
         .args(args)
@@ -230,9 +271,6 @@ async fn remove_container(spec: &StepSpec) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
-    if spec.drop_privileges && !runtime.needs_root_client() {
-        command.uid(spec.uid).gid(spec.gid);
-    }
     let _ = tokio::time::timeout(CLEANUP_TIMEOUT, command.status()).await;
 }
 
@@ -267,16 +305,19 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
     // A root client keeps root (real and saved ids) and takes the user's identity
     // as its effective one only until the job's files are open.
     let root_client = spec.drop_privileges && runtime.needs_root_client();
+    let identity = spec.identity();
     let saved_groups = if root_client {
-        match assume_user(&spec) {
+        if let Err(e) = privilege::new_session() {
+            fail(e.to_string());
+        }
+        match privilege::assume_user(&identity) {
             Ok(groups) => Some(groups),
             Err(e) => fail(format!("cannot act as user {}: {e}", spec.user)),
         }
     } else {
-        if spec.drop_privileges {
-            if let Err(e) = drop_privileges(&spec) {
-                fail(format!("cannot switch to user {}: {e}", spec.user));
-            }
+        // The one switch from root to the user (a session of its own, no terminal).
+        if let Err(e) = privilege::become_user(&identity) {
+            fail(e.to_string());
         }
         None
     };
@@ -286,11 +327,14 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
             spec.workdir.display()
         ));
     }
+    // Opened as the user (the switch is done), never a terminal: a job's output is
+    // its user's alone unless they share it.
     let open = |p: &PathBuf| {
         std::fs::OpenOptions::new()
             .append(true)
             .create(true)
-            .mode(0o644)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOCTTY.bits())
             .open(p)
     };
     let stdout = open(&spec.stdout).unwrap_or_else(|e| {
@@ -316,7 +360,7 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
             Ok(real) => spec.workdir = real,
             Err(e) => fail(format!("cannot resolve the working directory: {e}")),
         }
-        if let Err(e) = resume_root(&groups) {
+        if let Err(e) = privilege::resume_root(&groups) {
             fail(format!("cannot return to root: {e}"));
         }
     }
@@ -324,7 +368,7 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
     let Some((program, args)) = argv.split_first() else {
         fail(format!("runtime {} gave no command", runtime.name()));
     };
-    close_inherited_fds();
+    privilege::close_inherited_fds();
     let err = std::process::Command::new(program)
         .args(args)
         .env_clear()
@@ -334,63 +378,4 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
         .stderr(stderr)
         .exec();
     fail(format!("cannot start {program}: {err}"))
-}
-
-/// Mark every descriptor above stderr close-on-exec: the portal opens its own that way,
-/// but one it inherited (from a service manager, a shell) would otherwise reach the
-/// job, running as another user.
-fn close_inherited_fds() {
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    let fds: Vec<i32> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
-        .filter(|fd| *fd > 2)
-        .collect();
-    for fd in fds {
-        let _ = fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
-    }
-}
-
-/// The user's supplementary groups, their primary group included.
-fn user_groups(spec: &StepSpec) -> Vec<nix::unistd::Gid> {
-    use nix::unistd::Gid;
-    let mut groups: Vec<Gid> = spec.groups.iter().map(|g| Gid::from_raw(*g)).collect();
-    if !groups.contains(&Gid::from_raw(spec.gid)) {
-        groups.push(Gid::from_raw(spec.gid));
-    }
-    groups
-}
-
-/// Act as the user (effective ids and groups) while the real and saved ids stay
-/// root, so that files are opened with the user's rights; returns the groups to
-/// restore.
-fn assume_user(spec: &StepSpec) -> nix::Result<Vec<nix::unistd::Gid>> {
-    use nix::unistd::{getgroups, setegid, seteuid, setgroups, Gid, Uid};
-    let saved = getgroups()?;
-    setgroups(&user_groups(spec))?;
-    setegid(Gid::from_raw(spec.gid))?;
-    seteuid(Uid::from_raw(spec.uid))?;
-    Ok(saved)
-}
-
-/// Back to root after `assume_user`.
-fn resume_root(groups: &[nix::unistd::Gid]) -> nix::Result<()> {
-    use nix::unistd::{setegid, seteuid, setgroups, Gid, Uid};
-    seteuid(Uid::from_raw(0))?;
-    setegid(Gid::from_raw(0))?;
-    setgroups(groups)
-}
-
-fn drop_privileges(spec: &StepSpec) -> nix::Result<()> {
-    use nix::unistd::{getuid, setgid, setgroups, setuid, Gid, Uid};
-    setgroups(&user_groups(spec))?;
-    setgid(Gid::from_raw(spec.gid))?;
-    setuid(Uid::from_raw(spec.uid))?;
-    if getuid().as_raw() != spec.uid || (spec.uid != 0 && setuid(Uid::from_raw(0)).is_ok()) {
-        return Err(nix::errno::Errno::EPERM);
-    }
-    Ok(())
 }

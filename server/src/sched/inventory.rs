@@ -7,8 +7,6 @@
 
 mod nvidia_smi;
 
-use std::path::Path;
-
 use scheduler::model::{GpuConfig, GpuMode, MigInstanceConfig, NodeConfig, PartitionConfig};
 use scheduler::ClusterConfig;
 use serde::{Serialize, Serializer};
@@ -127,7 +125,11 @@ pub fn meminfo_total_mb(text: &str) -> Option<u64> {
 pub async fn discover(cfg: &ClusterSection) -> anyhow::Result<Inventory> {
     let host = HostFacts::detect();
     let discovered = if cfg.discover_gpus {
-        nvidia_smi::discover(Path::new("nvidia-smi"), nvidia_smi::TIMEOUT).await
+        nvidia_smi::discover(
+            &crate::privilege::system_program("nvidia-smi"),
+            nvidia_smi::TIMEOUT,
+        )
+        .await
     } else {
         None
     };

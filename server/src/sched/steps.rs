@@ -30,6 +30,8 @@ pub struct LaunchSettings {
     pub cluster_name: String,
     /// Shared storage bound into every step (datasets read-only, project spaces).
     pub mounts: Vec<launch::Mount>,
+    /// The portal's directories, hidden from steps (`StepSpec::hidden`).
+    pub hidden: Vec<PathBuf>,
 }
 
 /// A signal for a step, relayed to its supervisor.
@@ -252,6 +254,7 @@ async fn start_step(
         drop_privileges: settings.drop_privileges,
         image,
         mounts,
+        hidden: settings.hidden.clone(),
     };
     let dir = launch::prepare(&settings.spool_dir, &spec)
         .map_err(|e| format!("preparing the step failed: {e}"))?;

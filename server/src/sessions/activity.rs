@@ -84,11 +84,13 @@ async fn ask_jupyter(route: &Route) -> Option<JupyterActivity> {
 
 /// Utilisation by GPU index, from `nvidia-smi`; empty where there is none.
 async fn gpu_utilisation() -> HashMap<u32, u32> {
-    let run = tokio::process::Command::new("nvidia-smi")
+    let run = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
         .args([
             "--query-gpu=index,utilization.gpu",
             "--format=csv,noheader,nounits",
         ])
+        .env_clear()
+        .envs(crate::privilege::base_env())
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -115,8 +117,10 @@ pub(super) async fn cull(sessions: Sessions) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
-    let has_gpus = tokio::process::Command::new("nvidia-smi")
+    let has_gpus = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
         .arg("-L")
+        .env_clear()
+        .envs(crate::privilege::base_env())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()

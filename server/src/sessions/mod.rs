@@ -12,11 +12,14 @@
 mod activity;
 mod remote;
 pub mod script;
+mod secret;
+
+pub use secret::SessionSecrets;
 pub mod upstream;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -28,7 +31,7 @@ use tokio::sync::watch as progress_channel;
 use crate::auth::now_ms;
 use crate::config::{Config, EnvironmentConfig};
 use crate::launch::{self, Container, Mount, RuntimeKind};
-use crate::sched::slurm::cli::AsUser;
+use crate::privilege::Identity;
 use crate::sched::{submission, Requester, SchedError, Scheduler};
 use crate::store::{NewSession, SessionRecord, Store, StoreError};
 
@@ -249,6 +252,8 @@ struct Inner {
     /// Under the Slurm backend: sessions run on compute nodes.
     remote: Option<remote::Remote>,
     drop_privileges: bool,
+    /// Session tokens from their stored nonces.
+    secrets: SessionSecrets,
     routes: RwLock<Routes>,
 }
 
@@ -270,6 +275,7 @@ fn portal() -> Requester {
 
 impl Sessions {
     /// Set up the service and bring back every session the database says is not over.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         store: Store,
         scheduler: Scheduler,
@@ -278,6 +284,7 @@ impl Sessions {
         spool_dir: &Path,
         jobs_runtime: RuntimeKind,
         drop_privileges: bool,
+        secrets: SessionSecrets,
     ) -> anyhow::Result<(Sessions, tokio::task::JoinHandle<()>)> {
         let socket_root = spool_dir.join("sessions");
         std::fs::create_dir_all(&socket_root)?;
@@ -303,6 +310,7 @@ impl Sessions {
                 socket_root,
                 remote,
                 drop_privileges,
+                secrets,
                 routes: RwLock::new(Routes::default()),
             }),
         };
@@ -434,7 +442,7 @@ impl Sessions {
             ),
             _ => None,
         };
-        let secret = crate::auth::random_text(32);
+        let secret = SessionSecrets::new_nonce();
         let now = now_ms();
         let root = match &self.inner.remote {
             Some(_) => identity.home.join(".atrium").join("sessions"),
@@ -501,11 +509,11 @@ impl Sessions {
 
     /// Whom the session's files and processes belong to: the user, as steps and Slurm
     /// commands run (the portal's own ids when unprivileged).
-    async fn as_user(&self, user: &str) -> Result<AsUser, SessionError> {
+    async fn as_user(&self, user: &str) -> Result<Identity, SessionError> {
         if !self.inner.drop_privileges {
             let (uid, gid) = launch::current_ids();
             let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-            return Ok(AsUser {
+            return Ok(Identity {
                 user: user.to_string(),
                 uid,
                 gid,
@@ -523,7 +531,7 @@ impl Sessions {
                     "account {user} has no POSIX identity (uid); ask an administrator"
                 ))
             })?;
-        Ok(AsUser::from_posix(user, id))
+        Ok(Identity::from_posix(user, id))
     }
 
     /// Folders a user's paths may name: their home is added by the caller; project
@@ -541,7 +549,7 @@ impl Sessions {
         &self,
         record: &SessionRecord,
         owner: Owner,
-        identity: &AsUser,
+        identity: &Identity,
         kind: Kind,
         env: &Environment,
         seconds: u64,
@@ -551,14 +559,24 @@ impl Sessions {
         let remote = self.inner.remote.as_ref();
         match remote {
             Some(r) => r
-                .prepare(identity, &dir, &record.secret, kind == Kind::Tensorboard)
+                .prepare(
+                    identity,
+                    &dir,
+                    &self.inner.secrets.token(&record.secret),
+                    kind == Kind::Tensorboard,
+                )
                 .await
                 .map_err(|e| {
                     SessionError::Internal(format!("preparing the session directory: {e}"))
                 })?,
-            None => prepare_dir(&dir, kind, identity, self.inner.drop_privileges).map_err(|e| {
-                SessionError::Internal(format!("preparing the session directory: {e}"))
-            })?,
+            None => prepare_dir(
+                &dir,
+                kind,
+                identity,
+                self.inner.drop_privileges,
+                &self.inner.secrets.token(&record.secret),
+            )
+            .map_err(|e| SessionError::Internal(format!("preparing the session directory: {e}")))?,
         }
         let text = script::script(&script::ScriptInput {
             kind,
@@ -610,7 +628,7 @@ impl Sessions {
                 .into_iter()
                 .chain(script::tcp_environment(&dir, &prefix, &r.listen, logdir))
                 .collect(),
-            None => script::environment(&dir, &prefix, &record.secret, logdir)
+            None => script::environment(&dir, &prefix, logdir)
                 .into_iter()
                 .collect(),
         };
@@ -669,7 +687,7 @@ impl Sessions {
             },
             dir: PathBuf::from(&record.socket_dir),
             uid,
-            authorization: format!("token {}", record.secret),
+            authorization: format!("token {}", self.inner.secrets.token(&record.secret)),
             job: record.job_id.map(|j| JobId::new(j as u64)),
             ready: AtomicBool::new(record.state == "ready"),
             last_activity: AtomicI64::new(record.last_activity.unwrap_or(record.created_at)),
@@ -853,8 +871,14 @@ fn gres(gpus: Option<u32>, slice: Option<&str>) -> Result<(u32, String), Session
 }
 
 /// Create the session's directory: the user's, mode 0700, with the server's runtime
-/// folder and (for TensorBoard) its launcher.
-fn prepare_dir(dir: &Path, kind: Kind, id: &AsUser, chown: bool) -> std::io::Result<()> {
+/// folder, its token file (0600) and (for TensorBoard) its launcher.
+fn prepare_dir(
+    dir: &Path,
+    kind: Kind,
+    id: &Identity,
+    chown: bool,
+    token: &str,
+) -> std::io::Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
@@ -863,7 +887,14 @@ fn prepare_dir(dir: &Path, kind: Kind, id: &AsUser, chown: bool) -> std::io::Res
     let runtime = dir.join("runtime");
     std::fs::create_dir(&runtime)?;
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))?;
-    let mut owned = vec![dir.to_path_buf(), runtime];
+    let token_file = dir.join(script::TOKEN_FILE);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&token_file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{token}\n").as_bytes()))?;
+    let mut owned = vec![dir.to_path_buf(), runtime, token_file];
     if kind == Kind::Tensorboard {
         let launcher = dir.join(script::TENSORBOARD_LAUNCHER);
         std::fs::write(&launcher, script::TENSORBOARD_LAUNCHER_SOURCE)?;

@@ -6,8 +6,9 @@
 //! The server reads its token from a 0600 file there (never from the job's
 //! environment, which Slurm keeps) and names its port in the connection file. The
 //! proxy's address is the node Slurm runs the job on (its `NodeAddr`) with that port:
-//! the user chooses only a port of a node their own job runs on, which they could
-//! reach from that job anyway.
+//! the user chooses only a port of a node their own job runs on, and the proxy sends
+//! nothing there until the server proves it knows the session's token
+//! (`upstream::Proof`).
 //!
 //! Must not touch: HTTP types, SQL (the store), the session's lifecycle (`watch`).
 
@@ -17,7 +18,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::script;
-use crate::sched::slurm::cli::{AsUser, CliError, SlurmCli};
+use crate::privilege::Identity;
+use crate::sched::slurm::cli::{CliError, SlurmCli};
 use crate::sched::slurm::parse;
 
 /// Lines of the server's log kept when a session fails.
@@ -56,7 +58,7 @@ impl Remote {
     /// file (0600) and, for TensorBoard, the launcher: all written as the user.
     pub async fn prepare(
         &self,
-        user: &AsUser,
+        user: &Identity,
         dir: &Path,
         secret: &str,
         tensorboard: bool,
@@ -79,26 +81,34 @@ impl Remote {
                 Some(&format!("{secret}\n")),
             )
             .await?;
-        if tensorboard {
-            self.cli
-                .tool(
-                    "sh",
-                    &[
-                        "-c".into(),
-                        "umask 022 && cat >\"$1\"".into(),
-                        "sh".into(),
-                        dir.join(script::TENSORBOARD_LAUNCHER).display().to_string(),
-                    ],
-                    user,
-                    Some(script::TENSORBOARD_LAUNCHER_SOURCE),
-                )
-                .await?;
-        }
+        // The TensorBoard launcher, or Jupyter's proof extension: each answers the
+        // proxy's challenge with the token.
+        let (name, source) = if tensorboard {
+            (
+                script::TENSORBOARD_LAUNCHER,
+                script::TENSORBOARD_LAUNCHER_SOURCE,
+            )
+        } else {
+            (script::PROOF_EXTENSION, script::PROOF_EXTENSION_SOURCE)
+        };
+        self.cli
+            .tool(
+                "sh",
+                &[
+                    "-c".into(),
+                    "umask 022 && cat >\"$1\"".into(),
+                    "sh".into(),
+                    dir.join(name).display().to_string(),
+                ],
+                user,
+                Some(source),
+            )
+            .await?;
         Ok(())
     }
 
     /// The port the server named in its connection file; `None` while there is none.
-    pub async fn port(&self, user: &AsUser, dir: &Path) -> Result<Option<u16>, CliError> {
+    pub async fn port(&self, user: &Identity, dir: &Path) -> Result<Option<u16>, CliError> {
         let path = dir.join(script::CONNECTION_FILE);
         let text = self
             .cli
@@ -142,7 +152,7 @@ impl Remote {
     }
 
     /// The end of the server's log, read as the user.
-    pub async fn log_tail(&self, user: &AsUser, dir: &Path) -> Option<String> {
+    pub async fn log_tail(&self, user: &Identity, dir: &Path) -> Option<String> {
         self.cli
             .tool(
                 "tail",
@@ -160,7 +170,7 @@ impl Remote {
     }
 
     /// Remove the session's directory, as the user.
-    pub async fn remove(&self, user: &AsUser, dir: &Path) {
+    pub async fn remove(&self, user: &Identity, dir: &Path) {
         if let Err(e) = self
             .cli
             .tool(

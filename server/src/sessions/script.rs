@@ -13,8 +13,12 @@ pub const SOCKET: &str = "server.sock";
 /// TensorBoard's unix-socket launcher, written into the session's directory.
 pub const TENSORBOARD_LAUNCHER: &str = "tensorboard_unix.py";
 pub const TENSORBOARD_LAUNCHER_SOURCE: &str = include_str!("tensorboard_unix.py");
+/// The Jupyter Server extension that proves a session's server knows its token (on a
+/// compute node), written into the session's directory.
+pub const PROOF_EXTENSION: &str = "atrium_proof.py";
+pub const PROOF_EXTENSION_SOURCE: &str = include_str!("atrium_proof.py");
 
-/// The file a session on a compute node reads its token from (0600, the user's).
+/// The file a session reads its token from (0600, the user's).
 pub const TOKEN_FILE: &str = "token";
 /// The file a session on a compute node writes once it knows its port.
 pub const CONNECTION_FILE: &str = "connection.json";
@@ -56,6 +60,10 @@ pub fn script(input: &ScriptInput<'_>) -> String {
     out.push_str(&format!(
         "# atrium {} session: its server listens on $ATRIUM_SESSION_SOCKET.\n",
         input.kind.as_str()
+    ));
+    // The token from its file, never from the job's environment (which is stored).
+    out.push_str(&format!(
+        "JUPYTER_TOKEN=$(cat \"$ATRIUM_SESSION_DIR/{TOKEN_FILE}\")\nexport JUPYTER_TOKEN\n"
     ));
     if let Some(command) = input.command {
         let words: Vec<String> = command.iter().map(|w| placeholders(w)).collect();
@@ -133,10 +141,15 @@ fn tcp_server(input: &ScriptInput<'_>) -> String {
     let mut out = String::new();
     match input.kind {
         Kind::Notebook | Kind::Terminal => {
+            // The proof extension answers the portal's challenge with the token.
+            out.push_str(
+                "PYTHONPATH=\"$ATRIUM_SESSION_DIR${PYTHONPATH:+:$PYTHONPATH}\"\nexport PYTHONPATH\n",
+            );
             out.push_str("exec jupyter lab --no-browser \\\n");
             out.push_str(
                 "  --ip=\"$ATRIUM_SESSION_LISTEN\" --port=\"$port\" --port-retries=0 \\\n",
             );
+            out.push_str("  --ServerApp.jpserver_extensions atrium_proof=True \\\n");
             jupyter_options(&mut out, input.kernels);
         }
         // The launcher binds the port itself, writes the connection file once it
@@ -198,18 +211,12 @@ fn placeholders(word: &str) -> String {
 }
 
 /// The variables the script reads (a server on this machine's unix socket).
-pub fn environment(
-    dir: &Path,
-    base_url: &str,
-    secret: &str,
-    logdir: Option<&str>,
-) -> Vec<(String, String)> {
+pub fn environment(dir: &Path, base_url: &str, logdir: Option<&str>) -> Vec<(String, String)> {
     let mut env = common_environment(dir, base_url, logdir);
     env.push((
         "ATRIUM_SESSION_SOCKET".into(),
         dir.join(SOCKET).display().to_string(),
     ));
-    env.push(("JUPYTER_TOKEN".into(), secret.to_string()));
     env
 }
 
@@ -301,16 +308,27 @@ mod tests {
     }
 
     #[test]
-    fn environment_names_the_socket_and_token() {
-        let env = environment(
-            Path::new("/run/s/7"),
-            "/user/a/b/",
-            "sec",
-            Some("/home/a/tb"),
-        );
+    fn environment_names_the_socket_and_never_the_token() {
+        let env = environment(Path::new("/run/s/7"), "/user/a/b/", Some("/home/a/tb"));
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("ATRIUM_SESSION_SOCKET"), Some("/run/s/7/server.sock"));
-        assert_eq!(get("JUPYTER_TOKEN"), Some("sec"));
+        assert_eq!(
+            get("JUPYTER_TOKEN"),
+            None,
+            "the job's environment is stored"
+        );
+        let s = script(&ScriptInput {
+            kind: Kind::Notebook,
+            listen: Listen::Socket,
+            kernels: &[],
+            command: None,
+        });
+        assert!(
+            s.contains(
+                "JUPYTER_TOKEN=$(cat \"$ATRIUM_SESSION_DIR/token\")\nexport JUPYTER_TOKEN\n"
+            ),
+            "{s}"
+        );
         assert_eq!(get("ATRIUM_LOGDIR"), Some("/home/a/tb"));
     }
 

@@ -11,7 +11,8 @@ On a compute node (sessions under Slurm) the portal reaches the server over TCP:
 launcher binds a free port of the --listen address itself (no moment where another
 process could take it), answers only requests carrying "Authorization: token T" with
 the token read from --token-file, and then writes {"host": ..., "port": ...} to
---connection-file (atomically, by renaming).
+--connection-file (atomically, by renaming). Before it sends the token, the portal asks
+GET <path_prefix>/atrium/proof?challenge=C, answered with HMAC-SHA256(T, C) in hex.
 
     python3 tensorboard_unix.py --listen ADDR --token-file PATH --connection-file PATH \
         --logdir DIR --path_prefix /user/U/S [flags]
@@ -26,15 +27,18 @@ Run it with the Python that has the tensorboard package.
 """
 
 import argparse
+import hashlib
 import hmac
 import json
 import logging
 import mimetypes
 import os
+import re
 import signal
 import socket
 import stat
 import sys
+import urllib.parse
 
 # Exit statuses.
 OK = 0
@@ -76,11 +80,35 @@ def read_token(path):
     return token
 
 
-def token_required(app, token):
-    """Wrap a WSGI app: requests without "Authorization: token <token>" get 403."""
+def proof(token, challenge):
+    """The answer to the portal's challenge: HMAC-SHA256 under the token, in hex."""
+    return hmac.new(token.encode(), challenge.encode(), hashlib.sha256).hexdigest()
+
+
+def token_required(app, token, path_prefix=""):
+    """Wrap a WSGI app: requests without "Authorization: token <token>" get 403, but
+    GET <path_prefix>/atrium/proof?challenge=<64 hex> is answered with the proof that
+    this server knows the token (the portal asks before it sends the token)."""
     expected = ("token " + token).encode()
+    proof_path = path_prefix.rstrip("/") + "/atrium/proof"
 
     def guarded(environ, start_response):
+        if environ.get("PATH_INFO") == proof_path:
+            query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+            challenge = query.get("challenge", [""])[0]
+            if not re.fullmatch(r"[0-9a-f]{64}", challenge):
+                start_response("400 Bad Request", [("Content-Length", "0")])
+                return [b""]
+            answer = proof(token, challenge).encode()
+            start_response(
+                "200 OK",
+                [
+                    ("Content-Type", "text/plain"),
+                    ("Content-Length", str(len(answer))),
+                    ("Cache-Control", "no-store"),
+                ],
+            )
+            return [answer]
         given = environ.get("HTTP_AUTHORIZATION", "").encode()
         if not hmac.compare_digest(given, expected):
             start_response(
@@ -192,7 +220,12 @@ def server_class(wake_fd, token=None):
 
         def __init__(self, host, wsgi_app, flags):
             self._flags = flags
-            super().__init__(host, 0, token_required(wsgi_app, token), RequestHandler)
+            super().__init__(
+                host,
+                0,
+                token_required(wsgi_app, token, flags.path_prefix),
+                RequestHandler,
+            )
             self.quiet()
 
         def get_url(self):

@@ -6,7 +6,11 @@
 //! A session's directory belongs to its user, who could put anything there: a
 //! connection is made only to a socket that is owned by that user (checked with
 //! `lstat`, so a symbolic link planted in its place is refused). A TCP address is
-//! never the user's to choose: the host is the node Slurm runs the session on.
+//! never the user's to choose: the host is the node Slurm runs the session on. Its
+//! port is named by a file the user can write, so before a new TCP connection carries
+//! anything, the server there must prove that it knows the session's token (a
+//! challenge answered with HMAC-SHA256 under the token, by `atrium_proof.py` or the
+//! TensorBoard launcher); whatever else listens on that port gets no request at all.
 //! Must not touch: authentication, the database or the scheduler.
 
 use std::cell::RefCell;
@@ -80,6 +84,9 @@ pub enum UpstreamError {
     /// Nothing listens there (yet): the server is still starting.
     #[error("the session's server is not listening yet")]
     NotListening,
+    /// What listens there could not prove that it knows the session's token.
+    #[error("what listens at {0} is not the session's server")]
+    NotProven(SocketAddr),
 }
 
 /// Where a session's server listens.
@@ -88,8 +95,131 @@ pub enum Upstream {
     /// A unix socket on this machine, and the uid that must own it (`None`: not
     /// checked; single-user mode).
     Unix { path: PathBuf, owner: Option<u32> },
-    /// A TCP address on a compute node.
-    Tcp(SocketAddr),
+    /// A TCP address on a compute node, and what its server must prove first.
+    Tcp { addr: SocketAddr, proof: Proof },
+}
+
+/// What a session's server on a compute node must prove on each new connection.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Proof {
+    /// The session's token.
+    pub token: String,
+    /// `<prefix>atrium/proof`, where the server answers a challenge.
+    pub path: String,
+}
+
+impl std::fmt::Debug for Proof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proof").field("path", &self.path).finish()
+    }
+}
+
+/// The longest answer to a challenge read.
+const MAX_PROOF_ANSWER: usize = 8192;
+
+impl Proof {
+    /// The proof path of the session served under `prefix` (`/user/<u>/<s>/`).
+    pub fn under(prefix: &str, token: &str) -> Proof {
+        Proof {
+            token: token.to_string(),
+            path: format!("{}/atrium/proof", prefix.trim_end_matches('/')),
+        }
+    }
+
+    /// The answer a server that knows the token gives to `challenge`.
+    pub fn answer(&self, challenge: &str) -> String {
+        use hmac::{Hmac, Mac};
+        match Hmac::<sha2::Sha256>::new_from_slice(self.token.as_bytes()) {
+            Ok(mut mac) => {
+                mac.update(challenge.as_bytes());
+                hex::encode(mac.finalize().into_bytes())
+            }
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Ask the server on `stream` to prove it knows the token. `Ok(true)` when the
+    /// server closes the connection after answering (TensorBoard's server closes every
+    /// one): the next connection to the same port then reaches the same server, which
+    /// holds the port while it runs.
+    async fn check(&self, stream: &mut TcpStream, addr: SocketAddr) -> Result<bool, UpstreamError> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let challenge = hex::encode(rand::random::<[u8; 32]>());
+        let request = format!(
+            "GET {}?challenge={challenge} HTTP/1.1\r\nHost: atrium\r\n\
+             Connection: keep-alive\r\n\r\n",
+            self.path
+        );
+        stream.write_all(request.as_bytes()).await?;
+        let mut got = Vec::with_capacity(512);
+        let mut chunk = [0u8; 1024];
+        let not_proven = || UpstreamError::NotProven(addr);
+        let (head_len, body_len) = loop {
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(not_proven());
+            }
+            got.extend_from_slice(&chunk[..n]);
+            if got.len() > MAX_PROOF_ANSWER {
+                return Err(not_proven());
+            }
+            if let Some(found) = response_head(&got) {
+                break found.ok_or_else(not_proven)?;
+            }
+        };
+        let closes = closes_connection(&got[..head_len]);
+        while got.len() < head_len + body_len {
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(not_proven());
+            }
+            got.extend_from_slice(&chunk[..n]);
+            if got.len() > MAX_PROOF_ANSWER {
+                return Err(not_proven());
+            }
+        }
+        // Anything beyond the answer was not asked for.
+        let expected = self.answer(&challenge);
+        let body = &got[head_len..];
+        if body.len() != body_len
+            || !bool::from(subtle::ConstantTimeEq::ct_eq(body, expected.as_bytes()))
+        {
+            return Err(not_proven());
+        }
+        Ok(closes)
+    }
+}
+
+/// Whether a response's head says the server closes the connection.
+fn closes_connection(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head).split("\r\n").any(|l| {
+        l.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("connection")
+                && value.trim().eq_ignore_ascii_case("close")
+        })
+    })
+}
+
+/// The end of a response's head and its body's length, once the head is all there:
+/// `Some(None)` when it is not a 200 with a `Content-Length`.
+fn response_head(got: &[u8]) -> Option<Option<(usize, usize)>> {
+    let end = got.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&got[..end]);
+    let mut lines = head.split("\r\n");
+    let ok = lines
+        .next()
+        .is_some_and(|status| status.split_whitespace().nth(1) == Some("200"));
+    let length = lines.find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| value.trim().parse::<usize>().ok())
+            .flatten()
+    });
+    Some(match (ok, length) {
+        (true, Some(n)) if n <= MAX_PROOF_ANSWER => Some((end, n)),
+        _ => None,
+    })
 }
 
 impl Upstream {
@@ -109,19 +239,30 @@ impl Upstream {
                 }
                 Ok(Either::Left(UnixStream::connect(path).await?))
             }
-            Upstream::Tcp(addr) => {
-                let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            Upstream::Tcp { addr, proof } => {
+                let open = async {
+                    let mut stream = tcp(addr).await?;
+                    if proof.check(&mut stream, *addr).await? {
+                        stream = tcp(addr).await?;
+                    }
+                    Ok::<_, UpstreamError>(stream)
+                };
+                let stream = tokio::time::timeout(CONNECT_TIMEOUT, open)
                     .await
-                    .map_err(|_| UpstreamError::Timeout)?
-                    .map_err(|e| match e.kind() {
-                        std::io::ErrorKind::ConnectionRefused => UpstreamError::NotListening,
-                        _ => UpstreamError::Io(e),
-                    })?;
-                stream.set_nodelay(true)?;
+                    .map_err(|_| UpstreamError::Timeout)??;
                 Ok(Either::Right(stream))
             }
         }
     }
+}
+
+async fn tcp(addr: &SocketAddr) -> Result<TcpStream, UpstreamError> {
+    let stream = TcpStream::connect(addr).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => UpstreamError::NotListening,
+        _ => UpstreamError::Io(e),
+    })?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 /// One GET on a fresh connection, for the portal's own checks: the status and up to
@@ -230,4 +371,81 @@ pub fn release(upstream: &Upstream, sender: SendRequest<ProxyBody>) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod proof_tests {
+    use super::*;
+
+    #[test]
+    fn the_proof_is_what_atrium_proof_py_answers() {
+        // python3 -c "import hmac,hashlib; print(hmac.new(b'tok123', b'a'*64,
+        //   hashlib.sha256).hexdigest())"
+        let p = Proof::under("/user/a/b/", "tok123");
+        assert_eq!(p.path, "/user/a/b/atrium/proof");
+        assert_eq!(
+            p.answer(&"a".repeat(64)),
+            "cef13672d95f43ee8eda06f126826f009f86ba0f7be2677d2ec6beb0b8267cd8"
+        );
+    }
+
+    #[test]
+    fn only_a_200_with_a_length_is_an_answer() {
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\ncontent-length: 64\r\n\r\nab";
+        assert_eq!(response_head(ok), Some(Some((ok.len() - 2, 64))));
+        assert_eq!(response_head(b"HTTP/1.1 200 OK\r\nContent-Le"), None);
+        assert_eq!(
+            response_head(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 3\r\n\r\n"),
+            Some(None)
+        );
+        assert_eq!(
+            response_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            Some(None)
+        );
+        assert!(closes_connection(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+        ));
+        assert!(!closes_connection(&ok[..ok.len() - 2]));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_does_not_know_the_token_gets_no_request() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        // A server that answers every request with a fixed 64-character body.
+        let server = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let mut buf = [0u8; 4096];
+            let n = socket.read(&mut buf).await.expect("read");
+            seen.extend_from_slice(&buf[..n]);
+            let body = "0".repeat(64);
+            let _ = socket
+                .write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n{body}").as_bytes(),
+                )
+                .await;
+            let n = socket.read(&mut buf).await.unwrap_or(0);
+            seen.extend_from_slice(&buf[..n]);
+            String::from_utf8_lossy(&seen).into_owned()
+        });
+        let upstream = Upstream::Tcp {
+            addr,
+            proof: Proof::under("/user/a/b/", "the-sessions-token"),
+        };
+        let refused = upstream.connect().await;
+        assert!(
+            matches!(refused, Err(UpstreamError::NotProven(a)) if a == addr),
+            "{refused:?}"
+        );
+        let seen = server.await.expect("server");
+        assert!(
+            seen.starts_with("GET /user/a/b/atrium/proof?challenge="),
+            "{seen}"
+        );
+        assert!(!seen.contains("the-sessions-token"), "{seen}");
+    }
 }

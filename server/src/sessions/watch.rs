@@ -12,7 +12,7 @@ use scheduler::{JobId, JobState, SqueueFilter, TimeLimit};
 use super::remote::Remote;
 use super::{portal, upstream, Kind, Progress, Route, Sessions};
 use crate::auth::now_ms;
-use crate::sched::slurm::cli::AsUser;
+use crate::privilege::Identity;
 use crate::sched::SchedError;
 use crate::store::SessionRecord;
 
@@ -85,7 +85,7 @@ const SLURM_UNKNOWN: &str = "Slurm is not answering: this session's state is unk
 /// user has no identity: nothing is read then, and the session does not get ready).
 struct OnNode<'a> {
     remote: &'a Remote,
-    user: Option<AsUser>,
+    user: Option<Identity>,
 }
 
 /// Follow the session until it ends, then record how.
@@ -382,7 +382,14 @@ impl OnNode<'_> {
         match self.remote.address(node, port).await {
             Ok(addr) => {
                 tracing::info!(session = route.id, node, %addr, "the session's server listens");
-                let _ = route.upstream.set(upstream::Upstream::Tcp(addr));
+                let token = route
+                    .authorization
+                    .strip_prefix("token ")
+                    .unwrap_or_default();
+                let _ = route.upstream.set(upstream::Upstream::Tcp {
+                    addr,
+                    proof: upstream::Proof::under(&route.prefix, token),
+                });
             }
             Err(e) => {
                 tracing::warn!(session = route.id, node, error = %e, "finding the session's node failed")

@@ -333,6 +333,11 @@ impl TestApp {
         self.base = base;
     }
 
+    /// The portal's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// Log lines written so far.
     pub fn log(&self) -> Vec<String> {
         self.stderr.try_iter().collect()

@@ -44,6 +44,13 @@ impl ContainerRuntime for Bubblewrap {
         let root = spec.image.as_deref().unwrap_or("/");
         add(&["--ro-bind", root, "/", "--dev", "/dev", "--proc", "/proc"]);
         add(&["--tmpfs", "/tmp"]);
+        // The portal's directories, on the host's root: empty (the job's own files
+        // in them are bound back below).
+        if spec.image.is_none() {
+            for dir in &spec.hidden {
+                add(&["--tmpfs", &dir.display().to_string()]);
+            }
+        }
         let home = spec.home.display().to_string();
         let workdir = spec.workdir.display().to_string();
         add(&["--bind", &home, &home]);
@@ -69,6 +76,8 @@ impl ContainerRuntime for Bubblewrap {
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
+            // No terminal of anyone's can be reached (TIOCSTI) from inside.
+            "--new-session",
             "--die-with-parent",
             "--chdir",
             &workdir,
@@ -103,12 +112,36 @@ mod tests {
              --dev-bind /dev/nvidiactl /dev/nvidiactl --dev-bind /dev/nvidia-uvm /dev/nvidia-uvm \
              --dev-bind /dev/nvidia-uvm-tools /dev/nvidia-uvm-tools --dev-bind /dev/nvidia-caps /dev/nvidia-caps \
              --dev-bind /dev/nvidia1 /dev/nvidia1 \
-             --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --chdir /scratch/alice/run \
+             --unshare-pid --unshare-ipc --unshare-uts --new-session --die-with-parent --chdir /scratch/alice/run \
              -- /spool/7/slurm_script"
         );
         let no_gpu = spec(RuntimeKind::Bubblewrap, vec![]);
         let a = Bubblewrap.argv(&no_gpu, &files(), &host("bwrap")).join(" ");
         assert!(!a.contains("nvidia"), "{a}");
+    }
+
+    #[test]
+    fn bubblewrap_hides_the_portals_directories_but_binds_the_script_back() {
+        let mut s = spec(RuntimeKind::Bubblewrap, vec![]);
+        s.hidden = vec!["/var/lib/atrium".into(), "/spool".into()];
+        let a = Bubblewrap
+            .argv(&s, &files(), &host("/usr/bin/bwrap"))
+            .join(" ");
+        let hide = a.find("--tmpfs /spool").expect("the spool is hidden");
+        assert!(a.contains("--tmpfs /var/lib/atrium"), "{a}");
+        let script = a
+            .find("--ro-bind /spool/7/slurm_script")
+            .expect("the script is bound");
+        assert!(
+            hide < script,
+            "the script is bound after the spool is hidden: {a}"
+        );
+        // Over an image, the portal's directories are not there to hide.
+        s.image = Some("/srv/images/pytorch".into());
+        let a = Bubblewrap
+            .argv(&s, &files(), &host("/usr/bin/bwrap"))
+            .join(" ");
+        assert!(!a.contains("--tmpfs /spool"), "{a}");
     }
 
     #[test]
@@ -158,6 +191,7 @@ mod tests {
                 "--unshare-pid",
                 "--unshare-ipc",
                 "--unshare-uts",
+                "--new-session",
                 "--die-with-parent",
                 "--chdir",
                 "/home/alice/run",

@@ -405,6 +405,7 @@ pub(crate) mod tests {
             drop_privileges: true,
             image: None,
             mounts: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 

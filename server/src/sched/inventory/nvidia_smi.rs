@@ -142,6 +142,8 @@ enum RunError {
 async fn run(program: &Path, args: &[&str], timeout: Duration) -> Result<String, RunError> {
     let child = Command::new(program)
         .args(args)
+        .env_clear()
+        .envs(crate::privilege::base_env())
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();

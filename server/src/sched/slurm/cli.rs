@@ -1,8 +1,10 @@
 //! Running Slurm's commands: as root for reading the queue and the nodes, as the user
-//! (through `setpriv`, so that munge vouches for the user's own uid and Slurm applies
-//! its own permissions) for everything a user does. No shell: arguments are passed
-//! as they are. The environment is built from nothing: the portal's own never leaks
-//! into a job.
+//! (through the privilege boundary's `UserCommand`, so that munge vouches for the
+//! user's own uid and Slurm applies its own permissions) for everything a user does.
+//! No shell: arguments are passed as they are. Programs are named by absolute path
+//! (`[slurm] bin_dir`, else the system's directories). The environment is built from
+//! nothing: the portal's own never leaks into a job, and a job's variables reach only
+//! the command run as its user, after the switch.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -11,29 +13,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-/// Whom a command runs as.
-#[derive(Debug, Clone)]
-pub struct AsUser {
-    pub user: String,
-    pub uid: u32,
-    pub gid: u32,
-    /// Supplementary groups.
-    pub groups: Vec<u32>,
-    pub home: PathBuf,
-}
-
-impl AsUser {
-    /// `user` as the store knows them.
-    pub fn from_posix(user: &str, id: crate::store::PosixIdentity) -> AsUser {
-        AsUser {
-            user: user.to_string(),
-            uid: id.uid,
-            gid: id.gid,
-            groups: id.supplementary_gids(),
-            home: id.home,
-        }
-    }
-}
+use crate::privilege::{Identity, UserCommand};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -67,53 +47,26 @@ impl SlurmCli {
     }
 }
 
-const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 impl SlurmCli {
+    /// `name` as root runs it: in `bin_dir` when configured, else in the system's
+    /// directories; never looked up on a `PATH` a user could set.
     fn program(&self, name: &str) -> PathBuf {
         match &self.bin_dir {
             Some(dir) => dir.join(name),
-            None => PathBuf::from(name),
+            None => crate::privilege::system_program(name),
         }
     }
 
-    fn base(&self, program: PathBuf, args: &[String], user: Option<&AsUser>) -> Command {
-        let mut cmd = match user.filter(|_| self.switch_user) {
-            Some(u) => {
-                let mut c = Command::new("setpriv");
-                c.arg(format!("--reuid={}", u.uid))
-                    .arg(format!("--regid={}", u.gid));
-                if u.groups.is_empty() {
-                    c.arg("--clear-groups");
-                } else {
-                    let list: Vec<String> = u.groups.iter().map(u32::to_string).collect();
-                    c.arg(format!("--groups={}", list.join(",")));
-                }
-                c.arg("--").arg(program);
-                c
-            }
-            None => Command::new(program),
-        };
-        cmd.args(args)
-            .env_clear()
-            .env("PATH", PATH)
-            .env("LANG", "C.UTF-8")
+    /// The variables every Slurm command gets, after any of the user's.
+    fn slurm_env(&self) -> Vec<(String, String)> {
+        let mut env = vec![
             // Times as Unix seconds, whatever the site's locale and time zone.
-            .env("SLURM_TIME_FORMAT", "%s")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            ("SLURM_TIME_FORMAT".to_string(), "%s".to_string()),
+        ];
         if let Some(conf) = &self.conf {
-            cmd.env("SLURM_CONF", conf);
+            env.push(("SLURM_CONF".into(), conf.display().to_string()));
         }
-        if let Some(u) = user {
-            cmd.env("HOME", &u.home)
-                .env("USER", &u.user)
-                .env("LOGNAME", &u.user)
-                .env("SHELL", "/bin/bash");
-        }
-        cmd
+        env
     }
 
     /// Run `program args` as the portal (reading the queue and nodes, admin changes).
@@ -122,12 +75,14 @@ impl SlurmCli {
     }
 
     /// Run `program args` (as `user` when given) with `env` added, `stdin` written to
-    /// it, in `cwd`; its standard output when it succeeds.
+    /// it, in `cwd` (entered as the user); its standard output when it succeeds. The
+    /// user's `env` reaches only the program, after the switch to the user; as root,
+    /// the program gets the fixed environment alone.
     pub async fn run(
         &self,
         program: &str,
         args: &[String],
-        user: Option<&AsUser>,
+        user: Option<&Identity>,
         env: &[(String, String)],
         stdin: Option<&str>,
         cwd: Option<&Path>,
@@ -136,17 +91,17 @@ impl SlurmCli {
             .await
     }
 
-    /// Run a system tool (`sh`, `cat`: found on `PATH`, not in `bin_dir`) as `user`,
-    /// with `stdin` written to it; its standard output when it succeeds.
+    /// Run a system tool (`sh`, `cat`: from the system's directories, not `bin_dir`)
+    /// as `user`, with `stdin` written to it; its standard output when it succeeds.
     pub async fn tool(
         &self,
         program: &str,
         args: &[String],
-        user: &AsUser,
+        user: &Identity,
         stdin: Option<&str>,
     ) -> Result<String, CliError> {
         self.execute(
-            PathBuf::from(program),
+            crate::privilege::system_program(program),
             program,
             args,
             Some(user),
@@ -163,27 +118,59 @@ impl SlurmCli {
         path: PathBuf,
         program: &str,
         args: &[String],
-        user: Option<&AsUser>,
+        user: Option<&Identity>,
         env: &[(String, String)],
         stdin: Option<&str>,
         cwd: Option<&Path>,
     ) -> Result<String, CliError> {
-        let mut cmd = self.base(path, args, user);
-        cmd.envs(env.iter().map(|(k, v)| (k, v)));
-        if let Some(dir) = cwd {
-            cmd.current_dir(dir);
-        }
-        if stdin.is_some() {
-            cmd.stdin(Stdio::piped());
-        }
+        let cannot =
+            |e: std::io::Error| CliError::Unreachable(format!("cannot run {program}: {e}"));
         let run = async {
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| CliError::Unreachable(format!("cannot run {program}: {e}")))?;
-            if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-                pipe.write_all(text.as_bytes())
-                    .await
-                    .map_err(|e| CliError::Unreachable(format!("{program}: {e}")))?;
+            let (child, pipe) = match user.filter(|_| self.switch_user) {
+                Some(u) => {
+                    let mut command = UserCommand::new(u, path.clone())
+                        .args(args.iter().cloned())
+                        .envs(env)
+                        .envs(&self.slurm_env());
+                    if let Some(dir) = cwd {
+                        command = command.current_dir(dir);
+                    }
+                    let (child, pipe) = command
+                        .spawn(Stdio::piped(), Stdio::piped())
+                        .await
+                        .map_err(cannot)?;
+                    (child, Some(pipe))
+                }
+                None => {
+                    let mut cmd = Command::new(&path);
+                    cmd.args(args)
+                        .env_clear()
+                        .envs(crate::privilege::base_env())
+                        .envs(user.map(Identity::login_env).unwrap_or_default())
+                        .envs(env.iter().map(|(k, v)| (k, v)))
+                        .envs(self.slurm_env())
+                        .stdin(if stdin.is_some() {
+                            Stdio::piped()
+                        } else {
+                            Stdio::null()
+                        })
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .kill_on_drop(true);
+                    if let Some(dir) = cwd {
+                        cmd.current_dir(dir);
+                    }
+                    let mut child = cmd.spawn().map_err(cannot)?;
+                    let pipe = child.stdin.take();
+                    (child, pipe)
+                }
+            };
+            if let Some(mut pipe) = pipe {
+                if let Some(text) = stdin {
+                    pipe.write_all(text.as_bytes())
+                        .await
+                        .map_err(|e| CliError::Unreachable(format!("{program}: {e}")))?;
+                }
                 drop(pipe);
             }
             child

@@ -32,10 +32,11 @@ use scheduler::{
 };
 use tokio::sync::{mpsc, Notify};
 
-use self::cli::{AsUser, CliError, SlurmCli};
+use self::cli::{CliError, SlurmCli};
 use self::parse::{ArrayTask, SlurmNode, SlurmPartition, SqueueRow};
 use super::actor::{Command, Control, Requester, SchedError};
 use super::submission::Submission;
+use crate::privilege::Identity;
 use crate::store::{JobChange, JobRecord, JobStart, Store};
 
 /// Ended jobs stay in the live view this long; the rows keep them for good.
@@ -246,7 +247,7 @@ fn sched_error(e: CliError) -> SchedError {
 }
 
 impl Backend {
-    async fn identity(&self, user: &str) -> Result<AsUser, SchedError> {
+    async fn identity(&self, user: &str) -> Result<Identity, SchedError> {
         let id = self
             .store
             .posix_identity(user)
@@ -258,7 +259,7 @@ impl Backend {
             .ok_or_else(|| {
                 SchedError::Rejected(format!("user {user} has no POSIX identity (uid)"))
             })?;
-        Ok(AsUser::from_posix(user, id))
+        Ok(Identity::from_posix(user, id))
     }
 
     async fn submit(
