@@ -20,6 +20,9 @@ pub enum LoginError {
     DirectoryUnavailable(String),
     #[error("login service unavailable: {0}")]
     Unavailable(String),
+    /// Too many password checks in progress: try again in a moment.
+    #[error("too many logins in progress")]
+    Busy,
 }
 
 impl From<StoreError> for LoginError {
