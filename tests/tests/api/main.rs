@@ -14,6 +14,7 @@ mod jobs_crash;
 mod ldap;
 mod login;
 mod postgres;
+mod proxy_security;
 mod quotas;
 mod sessions;
 mod slurm;
