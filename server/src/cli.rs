@@ -334,11 +334,13 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
             let pass = read_password("Password: ")?;
             let mut groups = add.groups.clone();
             if add.admin {
+                // A plain name is a local group; a DN names a directory group.
                 let admin_group = config
                     .auth
                     .admin_groups
-                    .first()
-                    .context("auth.admin_groups is empty")?;
+                    .iter()
+                    .find(|g| !crate::auth::ldap::dn::looks_like_dn(g))
+                    .context("auth.admin_groups names no local group (only directory DNs)")?;
                 groups.push(admin_group.clone());
             }
             let user = local::add_user(

@@ -148,8 +148,10 @@ impl Logins {
         if user.disabled {
             return Err(LoginError::InvalidCredentials);
         }
+        let groups: Vec<(String, String)> =
+            found.groups.into_iter().map(|g| (g.name, g.dn)).collect();
         self.store
-            .set_memberships(user.id, &found.groups, "ldap", now)
+            .set_directory_memberships(user.id, &groups, now)
             .await?;
         Ok(user)
     }

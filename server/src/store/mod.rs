@@ -9,6 +9,7 @@ mod audit;
 pub mod benchmarks;
 mod interactive;
 mod jobs;
+mod memberships;
 mod quotas;
 mod sessions;
 mod sql;

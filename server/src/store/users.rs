@@ -272,46 +272,6 @@ impl Store {
         }
     }
 
-    /// Make the user's memberships exactly `groups` (creating groups from `source`).
-    #[tracing::instrument(skip_all, fields(user_id, count = groups.len()), err)]
-    pub async fn set_memberships(
-        &self,
-        user_id: i64,
-        groups: &[String],
-        source: &str,
-        now: i64,
-    ) -> Result<()> {
-        let mut wanted: Vec<String> = groups.to_vec();
-        wanted.sort();
-        wanted.dedup();
-        if self.groups_of(user_id).await? == wanted {
-            return Ok(());
-        }
-        let mut ids = Vec::with_capacity(groups.len());
-        for group in groups {
-            ids.push(self.ensure_group(group, source, now).await?);
-        }
-        let mut tx = self.write().await?;
-        sqlx::query("DELETE FROM memberships WHERE user_id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        for id in ids {
-            sqlx::query(
-                "INSERT INTO memberships (user_id, group_id) VALUES ($1, $2) \
-                 ON CONFLICT (user_id, group_id) DO NOTHING",
-            )
-            .bind(user_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        }
-        // Rights derived from groups (admin) change: drop cached credentials.
-        Store::bump_auth_epoch(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
     pub async fn user_by_name(&self, username: &str) -> Result<Option<User>> {
         let row = sqlx::query(&format!(
             "SELECT {USER_COLUMNS} FROM users WHERE username = $1"
@@ -442,8 +402,8 @@ impl Store {
 
     pub async fn add_member(&self, user_id: i64, group_id: i64) -> Result<()> {
         sqlx::query(
-            "INSERT INTO memberships (user_id, group_id) VALUES ($1, $2) \
-             ON CONFLICT (user_id, group_id) DO NOTHING",
+            "INSERT INTO memberships (user_id, group_id, source) VALUES ($1, $2, 'local') \
+             ON CONFLICT (user_id, group_id) DO UPDATE SET source = 'local'",
         )
         .bind(user_id)
         .bind(group_id)
@@ -496,20 +456,8 @@ impl Store {
             .collect()
     }
 
-    /// Whether any enabled user belongs to one of `groups`.
+    /// Whether any enabled user was given one of the local groups `groups` in the portal.
     pub async fn any_member_of(&self, groups: &[String]) -> Result<bool> {
-        for group in groups {
-            let row = sqlx::query(
-                "SELECT COUNT(*) FROM memberships m JOIN groups g ON g.id = m.group_id \
-                 JOIN users u ON u.id = m.user_id WHERE g.name = $1 AND u.disabled = 0",
-            )
-            .bind(group)
-            .fetch_one(&self.pool)
-            .await?;
-            if row.try_get::<i64, _>(0)? > 0 {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        Ok(!self.members_of(groups, &[], false).await?.is_empty())
     }
 }
