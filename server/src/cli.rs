@@ -409,16 +409,20 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
             }
             let pass = read_password("New password: ")?;
             let hash = tokio::task::spawn_blocking(move || password::hash(&pass)).await??;
-            store.set_password_hash(user.id, &hash, now_ms()).await?;
-            audit(store, "user.passwd", &username, serde_json::json!({})).await?;
-            println!("password of {username} changed; its browser sessions were ended");
+            let revoked = store.set_password_hash(user.id, &hash, now_ms()).await?;
+            let detail = serde_json::json!({ "revoked": revoked.to_json() });
+            audit(store, "user.passwd", &username, detail).await?;
+            println!(
+                "password of {username} changed; {} browser session(s) ended and {} API token(s) revoked",
+                revoked.sessions, revoked.tokens
+            );
         }
         UserCommand::Disable { username, enable } => {
             let user = store
                 .user_by_name(&username)
                 .await?
                 .with_context(|| format!("no user {username:?}"))?;
-            store.set_disabled(user.id, !enable, now_ms()).await?;
+            let revoked = store.set_disabled(user.id, !enable, now_ms()).await?;
             let action = if enable {
                 "user.enable"
             } else {
@@ -428,10 +432,21 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
                 store,
                 action,
                 &username,
-                serde_json::json!({ "before": { "disabled": user.disabled }, "after": { "disabled": !enable } }),
+                serde_json::json!({
+                    "before": { "disabled": user.disabled },
+                    "after": { "disabled": !enable },
+                    "revoked": revoked.to_json(),
+                }),
             )
             .await?;
-            println!("{username} {}", if enable { "enabled" } else { "disabled" });
+            if enable {
+                println!("{username} enabled");
+            } else {
+                println!(
+                    "{username} disabled; {} browser session(s) ended and {} API token(s) revoked",
+                    revoked.sessions, revoked.tokens
+                );
+            }
         }
     }
     Ok(())

@@ -69,6 +69,47 @@ impl PosixIdentity {
 const USER_COLUMNS: &str = "id, username, display_name, email, source, password_hash, \
     uid_number, gid_number, home, login_shell, disabled, created_at, last_login_at";
 
+/// What a change of credentials revoked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Revoked {
+    /// Browser login sessions ended.
+    pub sessions: u64,
+    /// API tokens revoked.
+    pub tokens: u64,
+}
+
+impl Revoked {
+    /// From the rows changed by [`revoke_everything`]'s statements.
+    fn from_rows(rows: &[u64]) -> Self {
+        Revoked {
+            sessions: rows.first().copied().unwrap_or(0),
+            tokens: rows.get(1).copied().unwrap_or(0),
+        }
+    }
+
+    pub fn to_json(self) -> serde_json::Value {
+        serde_json::json!({ "sessions_ended": self.sessions, "tokens_revoked": self.tokens })
+    }
+}
+
+type Statement<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// End every live browser login of the user and revoke every live API token.
+fn revoke_everything<'q>(user_id: i64, now: i64) -> Vec<Statement<'q>> {
+    vec![
+        sqlx::query(
+            "UPDATE login_sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(user_id),
+        sqlx::query(
+            "UPDATE api_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(user_id),
+    ]
+}
+
 fn user_from_row(row: &AnyRow) -> Result<User> {
     Ok(User {
         id: row.try_get("id")?,
@@ -311,31 +352,38 @@ impl Store {
         rows.iter().map(user_from_row).collect()
     }
 
+    /// Set a local account's password. A new password ends every browser login of the
+    /// account and revokes its API tokens: whoever held a credential obtained with the
+    /// old password (the reason to change it) keeps nothing.
     #[tracing::instrument(skip_all, fields(user_id), err)]
-    pub async fn set_password_hash(&self, user_id: i64, hash: &str, now: i64) -> Result<()> {
+    pub async fn set_password_hash(&self, user_id: i64, hash: &str, now: i64) -> Result<Revoked> {
         let update = sqlx::query(
             "UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3 AND source = 'local'",
         )
         .bind(hash)
         .bind(now)
         .bind(user_id);
-        // A new password ends every browser login of the account.
-        let end_sessions = sqlx::query(
-            "UPDATE login_sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
-        )
-        .bind(now)
-        .bind(user_id);
-        self.change_credentials(update, vec![end_sessions]).await
+        let changed = self
+            .change_credentials(update, revoke_everything(user_id, now))
+            .await?;
+        Ok(Revoked::from_rows(&changed))
     }
 
-    /// Disable or enable an account. Disabling refuses its sessions and tokens at once.
+    /// Disable or enable an account. Disabling refuses its sessions and tokens at once
+    /// and revokes them for good: enabling the account again does not bring them back.
     #[tracing::instrument(skip_all, fields(user_id, disabled), err)]
-    pub async fn set_disabled(&self, user_id: i64, disabled: bool, now: i64) -> Result<()> {
+    pub async fn set_disabled(&self, user_id: i64, disabled: bool, now: i64) -> Result<Revoked> {
         let update = sqlx::query("UPDATE users SET disabled = $1, updated_at = $2 WHERE id = $3")
             .bind(i64::from(disabled))
             .bind(now)
             .bind(user_id);
-        self.change_credentials(update, Vec::new()).await
+        let then = if disabled {
+            revoke_everything(user_id, now)
+        } else {
+            Vec::new()
+        };
+        let changed = self.change_credentials(update, then).await?;
+        Ok(Revoked::from_rows(&changed))
     }
 
     /// The starters digest the user's `~/templates` was last synced with.
