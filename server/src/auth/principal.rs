@@ -40,7 +40,12 @@ pub enum Credential {
         renewed: Option<String>,
     },
     /// A personal API token (bearer).
-    Token { id: i64, scopes: Scopes },
+    Token {
+        id: i64,
+        scopes: Scopes,
+        /// When the token expires (ms), if it does.
+        expires_at: Option<i64>,
+    },
 }
 
 impl Principal {
@@ -277,6 +282,7 @@ impl Authenticator {
             credential: Credential::Token {
                 id: cached.token_id,
                 scopes: cached.scopes,
+                expires_at: cached.expires_at,
             },
         }))
     }
