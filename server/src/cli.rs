@@ -354,11 +354,13 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
             let pass = read_password("Password: ")?;
             let mut groups = add.groups.clone();
             if add.admin {
+                // A plain name is a local group; a DN names a directory group.
                 let admin_group = config
                     .auth
                     .admin_groups
-                    .first()
-                    .context("auth.admin_groups is empty")?;
+                    .iter()
+                    .find(|g| !crate::auth::ldap::dn::looks_like_dn(g))
+                    .context("auth.admin_groups names no local group (only directory DNs)")?;
                 groups.push(admin_group.clone());
             }
             let user = local::add_user(
@@ -427,16 +429,20 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
             }
             let pass = read_password("New password: ")?;
             let hash = tokio::task::spawn_blocking(move || password::hash(&pass)).await??;
-            store.set_password_hash(user.id, &hash, now_ms()).await?;
-            audit(store, "user.passwd", &username, serde_json::json!({})).await?;
-            println!("password of {username} changed; its browser sessions were ended");
+            let revoked = store.set_password_hash(user.id, &hash, now_ms()).await?;
+            let detail = serde_json::json!({ "revoked": revoked.to_json() });
+            audit(store, "user.passwd", &username, detail).await?;
+            println!(
+                "password of {username} changed; {} browser session(s) ended and {} API token(s) revoked",
+                revoked.sessions, revoked.tokens
+            );
         }
         UserCommand::Disable { username, enable } => {
             let user = store
                 .user_by_name(&username)
                 .await?
                 .with_context(|| format!("no user {username:?}"))?;
-            store.set_disabled(user.id, !enable, now_ms()).await?;
+            let revoked = store.set_disabled(user.id, !enable, now_ms()).await?;
             let action = if enable {
                 "user.enable"
             } else {
@@ -446,10 +452,21 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
                 store,
                 action,
                 &username,
-                serde_json::json!({ "before": { "disabled": user.disabled }, "after": { "disabled": !enable } }),
+                serde_json::json!({
+                    "before": { "disabled": user.disabled },
+                    "after": { "disabled": !enable },
+                    "revoked": revoked.to_json(),
+                }),
             )
             .await?;
-            println!("{username} {}", if enable { "enabled" } else { "disabled" });
+            if enable {
+                println!("{username} enabled");
+            } else {
+                println!(
+                    "{username} disabled; {} browser session(s) ended and {} API token(s) revoked",
+                    revoked.sessions, revoked.tokens
+                );
+            }
         }
     }
     Ok(())

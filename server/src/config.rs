@@ -189,7 +189,9 @@ pub struct AuthConfig {
     pub session_max_hours: u64,
     /// Local accounts (argon2id passwords in the database).
     pub local_accounts: bool,
-    /// Members of any of these groups are administrators.
+    /// Members of any of these groups are administrators: a plain name is a local
+    /// group (given in the portal, never a directory group of that name); a DN
+    /// (`cn=gpu-admins,ou=groups,dc=example,dc=org`) is that directory group.
     pub admin_groups: Vec<String>,
     /// Longest lifetime of an API token, in days.
     pub token_max_days: u32,
@@ -222,7 +224,10 @@ pub struct LdapConfig {
     pub lowercase_usernames: bool,
     /// Usernames must match this regular expression (after trimming).
     pub username_pattern: String,
-    /// Only members of these groups may log in (empty: any directory user).
+    /// Only members of these groups may log in (empty: any directory user). A DN names
+    /// that group; a plain name names the group of that name directly under
+    /// `groups.base` (`<name_attribute>=<name>,<groups.base>`), or, with no
+    /// `groups.base`, any directory group of that name.
     pub allowed_groups: Vec<String>,
     pub attributes: LdapAttributes,
     pub groups: LdapGroupsConfig,
@@ -326,6 +331,24 @@ impl Default for LdapGroupsConfig {
 
 impl LdapConfig {
     fn check(&self, problem: &mut impl FnMut(&str, String)) {
+        for group in &self.allowed_groups {
+            let dn_ok = !crate::auth::ldap::dn::looks_like_dn(group)
+                || crate::auth::ldap::dn::normalise(group).is_some();
+            if group.trim().is_empty() || !dn_ok {
+                problem(
+                    "auth.ldap.allowed_groups",
+                    format!("{group:?} is neither a group name nor a well-formed DN"),
+                );
+            }
+        }
+        if !self.groups.base.is_empty()
+            && crate::auth::ldap::dn::normalise(&self.groups.base).is_none()
+        {
+            problem(
+                "auth.ldap.groups.base",
+                format!("{:?} is not a well-formed DN", self.groups.base),
+            );
+        }
         if !(self.url.starts_with("ldap://") || self.url.starts_with("ldaps://")) {
             problem(
                 "auth.ldap.url",
@@ -1085,8 +1108,8 @@ impl Config {
         if let Some(ldap) = &self.auth.ldap {
             ldap.check(&mut problem);
         }
-        if self.auth.admin_groups.iter().any(|g| g.trim().is_empty()) {
-            problem("auth.admin_groups", "group names must not be empty".into());
+        if let Err(e) = crate::auth::groups::GroupList::parse(&self.auth.admin_groups) {
+            problem("auth.admin_groups", e.to_string());
         }
         if self.auth.token_max_days == 0 {
             problem("auth.token_max_days", "must be at least 1".into());

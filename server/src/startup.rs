@@ -9,6 +9,7 @@ use std::time::Duration;
 use actix_web::{dev::Server, web, HttpServer};
 use anyhow::Context;
 
+use crate::auth::groups::GroupList;
 use crate::auth::jwt::Keys;
 use crate::auth::ldap::Directory;
 use crate::auth::login::Logins;
@@ -64,8 +65,10 @@ impl Application {
         let secret = portal_secret(&config)?;
         let keys = Keys::from_secret(&secret);
 
+        let admin_groups =
+            GroupList::parse(&config.auth.admin_groups).context("auth.admin_groups")?;
         let first_admin = if config.auth.local_accounts {
-            local::bootstrap_admin(&store, &config.auth.admin_groups, &config.accounts).await?
+            local::bootstrap_admin(&store, &admin_groups, &config.accounts).await?
         } else {
             None
         };
@@ -82,7 +85,7 @@ impl Application {
         let auth = Arc::new(Authenticator::new(
             store.clone(),
             keys,
-            config.auth.admin_groups.clone(),
+            admin_groups,
             SessionPolicy {
                 ttl: Duration::from_secs(config.auth.session_minutes * 60),
                 max: Duration::from_secs(config.auth.session_max_hours * 3600),

@@ -1,6 +1,7 @@
 //! Accounts as administrators change them: disable and enable, audited with the
-//! account's state before and after. A disabled account's browser sessions and tokens
-//! stop working at once (the store bumps the auth epoch; this process drops its cache).
+//! account's state before and after. Disabling an account ends its browser sessions and
+//! revokes its API tokens, at once (the store bumps the auth epoch; this process drops
+//! its cache) and for good: enabling it again brings none of them back.
 
 use crate::auth::Authenticator;
 use crate::store::{Store, StoreError, User};
@@ -34,7 +35,7 @@ pub async fn set_disabled(
         .user_by_name(username)
         .await?
         .ok_or(UserError::NotFound)?;
-    store.set_disabled(user.id, disabled, now).await?;
+    let revoked = store.set_disabled(user.id, disabled, now).await?;
     auth.invalidate();
     let action = if disabled {
         "user.disable"
@@ -44,6 +45,7 @@ pub async fn set_disabled(
     let detail = serde_json::json!({
         "before": {"disabled": user.disabled},
         "after": {"disabled": disabled},
+        "revoked": revoked.to_json(),
     })
     .to_string();
     store

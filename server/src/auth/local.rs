@@ -5,6 +5,7 @@ use anyhow::Context as _;
 use crate::config::AccountsConfig;
 use crate::store::{NewUser, Store, StoreError, User};
 
+use super::groups::GroupList;
 use super::{now_ms, password};
 
 /// Why a login failed. Unknown users and wrong passwords share one variant, so that
@@ -20,6 +21,9 @@ pub enum LoginError {
     DirectoryUnavailable(String),
     #[error("login service unavailable: {0}")]
     Unavailable(String),
+    /// Too many password checks in progress: try again in a moment.
+    #[error("too many logins in progress")]
+    Busy,
 }
 
 impl From<StoreError> for LoginError {
@@ -178,17 +182,22 @@ pub fn system_knows_id(n: u32) -> bool {
         || !matches!(Group::from_gid(Gid::from_raw(n)), Ok(None))
 }
 
-/// On first start with no administrator, create `admin` with a random password.
-/// Returns the password to print once, or `None` when an administrator exists.
+/// On first start with no administrator, create `admin` with a random password, in
+/// the first local administrators' group. Returns the password to print once, or
+/// `None` when an administrator exists or no local group makes administrators (then
+/// they come from the directory).
 pub async fn bootstrap_admin(
     store: &Store,
-    admin_groups: &[String],
+    admin_groups: &GroupList,
     accounts: &AccountsConfig,
 ) -> anyhow::Result<Option<String>> {
-    if store.any_member_of(admin_groups).await? {
+    let existing = store
+        .members_of(admin_groups.local(), admin_groups.directory(), false)
+        .await?;
+    if !existing.is_empty() {
         return Ok(None);
     }
-    let Some(group) = admin_groups.first() else {
+    let Some(group) = admin_groups.local().first() else {
         return Ok(None);
     };
     if let Some(existing) = store.user_by_name("admin").await? {

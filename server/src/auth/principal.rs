@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::store::{Store, StoreError, User};
 
+use super::groups::GroupList;
 use super::jwt::{Claims, Keys};
 use super::token::{self, Scopes};
 use super::{csrf, now_ms, random_text, Scope};
@@ -39,7 +40,12 @@ pub enum Credential {
         renewed: Option<String>,
     },
     /// A personal API token (bearer).
-    Token { id: i64, scopes: Scopes },
+    Token {
+        id: i64,
+        scopes: Scopes,
+        /// When the token expires (ms), if it does.
+        expires_at: Option<i64>,
+    },
 }
 
 impl Principal {
@@ -121,14 +127,14 @@ pub struct SessionPolicy {
 pub struct Authenticator {
     store: Store,
     keys: Keys,
-    admin_groups: Vec<String>,
+    admin_groups: GroupList,
     policy: SessionPolicy,
     cache: RwLock<Cache>,
     epoch: AtomicI64,
 }
 
 impl Authenticator {
-    pub fn new(store: Store, keys: Keys, admin_groups: Vec<String>, policy: SessionPolicy) -> Self {
+    pub fn new(store: Store, keys: Keys, admin_groups: GroupList, policy: SessionPolicy) -> Self {
         Self {
             store,
             keys,
@@ -143,14 +149,19 @@ impl Authenticator {
         self.policy.ttl
     }
 
-    /// Whether the user belongs to an administrators' group.
+    /// Whether the user belongs to an administrators' group: a local one given in the
+    /// portal, or a directory group named by its DN (see [`GroupList`]).
     pub async fn is_admin(&self, user_id: i64) -> Result<bool, StoreError> {
-        Ok(self.admin_among(&self.store.groups_of(user_id).await?))
+        let (local, directory) = self.store.group_refs_of(user_id).await?;
+        Ok(self.admin_groups.matches(&local, &directory))
     }
 
-    /// Whether any of `groups` is an administrators' group.
-    pub fn admin_among(&self, groups: &[String]) -> bool {
-        groups.iter().any(|g| self.admin_groups.contains(g))
+    /// Usernames of every administrator, disabled accounts included.
+    pub async fn administrators(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let groups = &self.admin_groups;
+        self.store
+            .members_of(groups.local(), groups.directory(), true)
+            .await
     }
 
     /// Start a browser login session for `user` and issue its token.
@@ -271,6 +282,7 @@ impl Authenticator {
             credential: Credential::Token {
                 id: cached.token_id,
                 scopes: cached.scopes,
+                expires_at: cached.expires_at,
             },
         }))
     }

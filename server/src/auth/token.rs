@@ -21,18 +21,28 @@ pub enum Scope {
     Jobs,
     /// Start and stop interactive sessions.
     Sessions,
+    /// Create and revoke the user's API tokens (within the creating token's own scopes
+    /// and lifetime).
+    Tokens,
     /// Administer the portal (administrators only).
     Admin,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [Scope::Read, Scope::Jobs, Scope::Sessions, Scope::Admin];
+    pub const ALL: [Scope; 5] = [
+        Scope::Read,
+        Scope::Jobs,
+        Scope::Sessions,
+        Scope::Tokens,
+        Scope::Admin,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Read => "read",
             Scope::Jobs => "jobs",
             Scope::Sessions => "sessions",
+            Scope::Tokens => "tokens",
             Scope::Admin => "admin",
         }
     }
@@ -45,7 +55,7 @@ impl fmt::Display for Scope {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown scope {0:?} (known: read, jobs, sessions, admin)")]
+#[error("unknown scope {0:?} (known: read, jobs, sessions, tokens, admin)")]
 pub struct UnknownScope(pub String);
 
 impl FromStr for Scope {

@@ -21,6 +21,24 @@ use crate::auth::{csrf, Credential, Principal, Scope};
 
 pub const SESSION_COOKIE: &str = "atrium_session";
 
+/// Whether a cookie named `name` is one of the portal's own: every cookie the portal
+/// sets is named `atrium_…` ([`SESSION_COOKIE`], [`csrf::LOGIN_CSRF_COOKIE`]). Compared
+/// without case and without the `__Host-`/`__Secure-` prefixes, so no spelling of it
+/// passes. Users' servers must never set these or receive them.
+pub fn is_portal_cookie(name: &str) -> bool {
+    let name = name.trim();
+    let bare = ["__Host-", "__Secure-"]
+        .iter()
+        .find_map(|p| {
+            name.get(..p.len())
+                .filter(|head| head.eq_ignore_ascii_case(p))
+                .map(|_| &name[p.len()..])
+        })
+        .unwrap_or(name);
+    bare.get(..7)
+        .is_some_and(|head| head.eq_ignore_ascii_case("atrium_"))
+}
+
 /// A session token renewed while handling the request, to be set as the cookie.
 #[derive(Debug, Clone)]
 struct Renewed(String);
@@ -214,4 +232,32 @@ pub fn client_addr(req: &HttpRequest, trusted: &[IpAddr]) -> String {
         return peer.to_string();
     }
     "unknown".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_portals_cookies_are_recognised_in_every_spelling() {
+        for name in [
+            SESSION_COOKIE,
+            csrf::LOGIN_CSRF_COOKIE,
+            "ATRIUM_SESSION",
+            "__Host-atrium_session",
+            "__secure-Atrium_x",
+            " atrium_session",
+        ] {
+            assert!(is_portal_cookie(name), "{name}");
+        }
+        for name in [
+            "_xsrf",
+            "username-localhost-8888",
+            "atrium",
+            "my_atrium_x",
+            "",
+        ] {
+            assert!(!is_portal_cookie(name), "{name}");
+        }
+    }
 }

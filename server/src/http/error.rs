@@ -38,6 +38,9 @@ pub enum ApiError {
     TooManyRequests { retry_after: Duration },
     #[error("{0}")]
     Unavailable(String),
+    /// Too much unauthenticated work in progress (password checks): try again shortly.
+    #[error("the portal is busy; try again in {} s", .retry_after.as_secs())]
+    Busy { retry_after: Duration },
     /// A session's server did not answer the proxy.
     #[error("{0}")]
     BadGateway(String),
@@ -83,6 +86,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyRequests { .. } => "rate_limited",
             Self::Unavailable(_) | Self::DirectoryUnavailable => "unavailable",
+            Self::Busy { .. } => "busy",
             Self::BadGateway(_) => "bad_gateway",
             Self::Internal(_) => "internal",
         }
@@ -100,7 +104,9 @@ impl ResponseError for ApiError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) | Self::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::DirectoryUnavailable | Self::Busy { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::LoginRequired { .. } => StatusCode::SEE_OTHER,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -122,7 +128,7 @@ impl ResponseError for ApiError {
             Self::Unavailable(cause) => {
                 tracing::warn!(cause = %cause, "service unavailable");
             }
-            Self::TooManyRequests { retry_after } => {
+            Self::TooManyRequests { retry_after } | Self::Busy { retry_after } => {
                 response.insert_header((header::RETRY_AFTER, retry_after.as_secs().to_string()));
             }
             Self::Unauthorized => {

@@ -20,6 +20,8 @@ pub enum Failure {
     RateLimited(Duration),
     NotAllowed,
     DirectoryUnavailable,
+    /// Too many password checks in progress.
+    Busy(Duration),
     Unavailable(ApiError),
 }
 
@@ -32,12 +34,18 @@ impl From<Failure> for ApiError {
                 ApiError::forbidden("your account is not in a group allowed to use this portal")
             }
             Failure::DirectoryUnavailable => ApiError::DirectoryUnavailable,
+            Failure::Busy(retry_after) => ApiError::Busy { retry_after },
             Failure::Unavailable(e) => e,
         }
     }
 }
 
-/// Check the password and start a browser session.
+/// How long a client refused because the portal is busy checking passwords is asked
+/// to wait.
+const BUSY_RETRY: Duration = Duration::from_secs(1);
+
+/// Check the password and start a browser session. The attempt is reserved with the
+/// rate limiter before the password is checked, so concurrent guesses are counted.
 pub async fn sign_in(
     state: &AppState,
     req: &HttpRequest,
@@ -46,33 +54,28 @@ pub async fn sign_in(
 ) -> Result<(User, NewLogin), Failure> {
     let addr = state.client_addr(req);
     let key = state.logins.rate_limit_key(username);
-    if let Err(retry_after) = state.limiter.check(&key, &addr, now_ms()) {
-        state.metrics.login(LoginOutcome::RateLimited);
-        tracing::warn!(user = %key, client = %addr, "login rate limited");
-        return Err(Failure::RateLimited(retry_after));
-    }
+    let attempt = match state.limiter.reserve(&key, &addr, now_ms()) {
+        Ok(attempt) => attempt,
+        Err(retry_after) => {
+            state.metrics.login(LoginOutcome::RateLimited);
+            tracing::warn!(user = %key, client = %addr, "login rate limited");
+            return Err(Failure::RateLimited(retry_after));
+        }
+    };
     let user = match state.logins.login(username, password).await {
         Ok(user) => user,
         Err(LoginError::InvalidCredentials) => {
-            state.limiter.record_failure(&key, &addr, now_ms());
+            state.limiter.failed(attempt);
             state.metrics.login(LoginOutcome::Failed);
             tracing::info!(user = %key, client = %addr, "login failed");
             return Err(Failure::Invalid);
         }
-        Err(LoginError::NotAllowed) => {
-            state.metrics.login(LoginOutcome::Failed);
-            tracing::info!(user = %key, client = %addr, "login refused: not in an allowed group");
-            return Err(Failure::NotAllowed);
-        }
-        Err(LoginError::DirectoryUnavailable(cause)) => {
-            tracing::error!(cause = %cause, "login failed: directory unavailable");
-            return Err(Failure::DirectoryUnavailable);
-        }
-        Err(LoginError::Unavailable(cause)) => {
-            return Err(Failure::Unavailable(ApiError::Unavailable(cause)));
+        Err(e) => {
+            state.limiter.release(attempt);
+            return Err(unchecked(state, &key, &addr, e));
         }
     };
-    state.limiter.record_success(&key);
+    state.limiter.succeeded(attempt);
     state.metrics.login(LoginOutcome::Ok);
     let ua = req
         .headers()
@@ -89,4 +92,26 @@ pub async fn sign_in(
     let (homes, store, who) = (state.homes.clone(), state.store.clone(), user.clone());
     tokio::spawn(async move { homes.prepare(&store, &who).await });
     Ok((user, login))
+}
+
+/// A login whose password was not found wrong: why, as a [`Failure`].
+fn unchecked(state: &AppState, key: &str, addr: &str, e: LoginError) -> Failure {
+    match e {
+        LoginError::InvalidCredentials => Failure::Invalid,
+        LoginError::NotAllowed => {
+            state.metrics.login(LoginOutcome::Failed);
+            tracing::info!(user = %key, client = %addr, "login refused: not in an allowed group");
+            Failure::NotAllowed
+        }
+        LoginError::Busy => {
+            state.metrics.login(LoginOutcome::RateLimited);
+            tracing::warn!(user = %key, client = %addr, "login refused: too many password checks in progress");
+            Failure::Busy(BUSY_RETRY)
+        }
+        LoginError::DirectoryUnavailable(cause) => {
+            tracing::error!(cause = %cause, "login failed: directory unavailable");
+            Failure::DirectoryUnavailable
+        }
+        LoginError::Unavailable(cause) => Failure::Unavailable(ApiError::Unavailable(cause)),
+    }
 }

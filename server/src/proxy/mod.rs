@@ -3,8 +3,13 @@
 //!
 //! Only the owner passes (administrators too when `sessions.admin_access`); anyone
 //! else gets 404, as if the session did not exist. The portal's own credentials (its
-//! cookie, a bearer token) never reach the session; the session's secret token is
-//! added here, so the browser never sees it. Bodies and event streams are streamed
+//! cookies, a bearer token) never reach the session, and the session can never set a
+//! cookie named like the portal's; the session's secret token is added here, so the
+//! browser never sees it. An administrator viewing another user's server gets its
+//! responses under a `sandbox` content security policy (no `allow-same-origin`): the
+//! user's scripts run in an opaque origin, where they can neither read the portal's
+//! cookies nor call the portal as the administrator, and none of the session's cookies
+//! are stored in the administrator's browser. Bodies and event streams are streamed
 //! both ways, never buffered. Routes come from the sessions service, which rebuilds
 //! them from the database at startup.
 //! Must not touch: SQL, the scheduler, or how sessions start.
@@ -23,7 +28,7 @@ use hyper::body::{Body, Incoming};
 use hyper::client::conn::http1::SendRequest;
 
 use crate::auth::Scope;
-use crate::http::authn::{MaybeUser, SESSION_COOKIE};
+use crate::http::authn::{is_portal_cookie, MaybeUser};
 use crate::http::{ApiError, AppState};
 use crate::sessions::upstream::{self, ProxyBody, UpstreamError};
 use crate::sessions::Route;
@@ -44,6 +49,18 @@ fn hop_by_hop(name: &str) -> bool {
     )
 }
 
+/// The policy on every response shown to someone other than the session's owner.
+/// Without `allow-same-origin` the page is its own opaque origin.
+pub const SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-downloads";
+
+/// Who is looking at a session's server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Viewer {
+    Owner,
+    /// An administrator looking at another user's server.
+    Administrator,
+}
+
 /// `/user/{owner}/{session}{tail}`: every method.
 pub async fn handle(
     req: HttpRequest,
@@ -52,7 +69,7 @@ pub async fn handle(
     caller: MaybeUser,
 ) -> Result<HttpResponse, ApiError> {
     let (owner, name, tail) = split_path(req.path()).ok_or(ApiError::NotFound)?;
-    let route = authorize(&req, &state, caller, owner, name)?;
+    let (route, viewer) = authorize(&req, &state, caller, owner, name)?;
     if tail.is_empty() {
         let query = req.query_string();
         let to = if query.is_empty() {
@@ -92,7 +109,7 @@ pub async fn handle(
     if req.method() != Method::GET || wants_html(&req) {
         route.touch();
     }
-    forward(&req, body, route).await
+    forward(&req, body, route, viewer).await
 }
 
 /// The session the path names, if the caller may use it.
@@ -115,7 +132,7 @@ fn authorize(
     caller: MaybeUser,
     owner: &str,
     name: &str,
-) -> Result<Arc<Route>, ApiError> {
+) -> Result<(Arc<Route>, Viewer), ApiError> {
     let Some(caller) = caller.0 else {
         if req.method() == Method::GET && wants_html(req) {
             return Err(ApiError::LoginRequired {
@@ -138,7 +155,12 @@ fn authorize(
     {
         return Err(ApiError::NotFound);
     }
-    Ok(route)
+    let viewer = if caller.username == route.owner {
+        Viewer::Owner
+    } else {
+        Viewer::Administrator
+    };
+    Ok((route, viewer))
 }
 
 fn wants_html(req: &HttpRequest) -> bool {
@@ -177,7 +199,7 @@ fn session_cookies(req: &HttpRequest) -> Option<String> {
         .map(str::trim)
         .filter(|c| {
             let name = c.split('=').next().unwrap_or("");
-            !(name == SESSION_COOKIE || name.starts_with("atrium_"))
+            !is_portal_cookie(name)
         })
         .collect();
     (!kept.is_empty()).then(|| kept.join("; "))
@@ -224,10 +246,31 @@ fn has_body(req: &HttpRequest) -> bool {
             .is_some_and(|n| n > 0)
 }
 
+/// Whether the session's response header `name: value` goes on to the browser of
+/// `viewer`: not the connection's own headers, never a cookie named like the portal's,
+/// and no cookie at all for someone other than the owner.
+fn passes_to_browser(name: &str, value: &[u8], viewer: Viewer) -> bool {
+    if hop_by_hop(name) {
+        return false;
+    }
+    if name != "set-cookie" {
+        return true;
+    }
+    let cookie_name = std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.split_once('='))
+        .map(|(n, _)| n);
+    match cookie_name {
+        Some(n) => viewer == Viewer::Owner && !is_portal_cookie(n),
+        None => false,
+    }
+}
+
 async fn forward(
     req: &HttpRequest,
     payload: web::Payload,
     route: Arc<Route>,
+    viewer: Viewer,
 ) -> Result<HttpResponse, ApiError> {
     let body = if has_body(req) {
         ProxyBody::Stream(Box::pin(
@@ -258,10 +301,17 @@ async fn forward(
             length = value.to_str().ok().and_then(|v| v.parse().ok());
             continue;
         }
-        if hop_by_hop(n) {
+        if !passes_to_browser(n, value.as_bytes(), viewer) {
+            if n == "set-cookie" {
+                tracing::warn!(owner = %route.owner, ?viewer, "a session's cookie was not passed on");
+            }
             continue;
         }
         out.append_header((n, value.as_bytes()));
+    }
+    if viewer == Viewer::Administrator {
+        // Added to the session's own policies: a browser enforces every one.
+        out.append_header((header::CONTENT_SECURITY_POLICY, SANDBOX));
     }
     if !parts.headers.contains_key("x-frame-options") {
         // Jupyter and TensorBoard frame their own pages; the portal's DENY would break them.
@@ -378,5 +428,52 @@ mod tests {
             .insert_header((header::COOKIE, "atrium_session=secret"))
             .to_http_request();
         assert_eq!(session_cookies(&only_ours), None);
+        let spelled = actix_web::test::TestRequest::default()
+            .insert_header((
+                header::COOKIE,
+                "ATRIUM_SESSION=a; __Host-atrium_session=b; atrium_login_csrf=c; _xsrf=d",
+            ))
+            .to_http_request();
+        assert_eq!(session_cookies(&spelled).as_deref(), Some("_xsrf=d"));
+    }
+
+    #[test]
+    fn a_session_cannot_set_the_portals_cookies() {
+        let owner = Viewer::Owner;
+        for cookie in [
+            "atrium_session=forged; Path=/; HttpOnly",
+            "atrium_login_csrf=x; Path=/login",
+            "Atrium_Session=forged; Path=/",
+            "__Host-atrium_session=forged; Path=/; Secure",
+            " atrium_session=forged",
+            "no-equals-sign",
+        ] {
+            assert!(
+                !passes_to_browser("set-cookie", cookie.as_bytes(), owner),
+                "{cookie}"
+            );
+        }
+        let jupyter = b"_xsrf=2|abc; Path=/user/alice/default/";
+        assert!(passes_to_browser("set-cookie", jupyter, owner));
+        assert!(!passes_to_browser("set-cookie", &[0xff, b'='], owner));
+        // Nothing of the session's is stored in an administrator's browser.
+        assert!(!passes_to_browser(
+            "set-cookie",
+            jupyter,
+            Viewer::Administrator
+        ));
+        assert!(passes_to_browser(
+            "content-type",
+            b"text/html",
+            Viewer::Administrator
+        ));
+        assert!(!passes_to_browser("connection", b"close", owner));
+    }
+
+    #[test]
+    fn the_sandbox_gives_no_same_origin() {
+        assert!(SANDBOX.starts_with("sandbox "));
+        assert!(!SANDBOX.contains("allow-same-origin"));
+        assert!(SANDBOX.contains("allow-scripts"));
     }
 }

@@ -9,6 +9,7 @@ mod audit;
 pub mod benchmarks;
 mod interactive;
 mod jobs;
+mod memberships;
 mod quotas;
 mod sessions;
 mod sql;
@@ -34,7 +35,7 @@ pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
 pub use quotas::QuotaRecord;
 pub use sessions::LoginSession;
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
-pub use users::{Group, NewUser, PosixIdentity, User};
+pub use users::{Group, NewUser, PosixIdentity, Revoked, User};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -178,22 +179,24 @@ impl Store {
 
     /// A change to credentials: run `guard`, then `then`, in one transaction, and bump
     /// the auth epoch so that every process drops what it cached. `NotFound` (and
-    /// nothing changed) when `guard` changes no row.
+    /// nothing changed) when `guard` changes no row; else the rows each of `then`
+    /// changed.
     pub(crate) async fn change_credentials<'q>(
         &self,
         guard: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
         then: Vec<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>>,
-    ) -> Result<()> {
+    ) -> Result<Vec<u64>> {
         let mut tx = self.write().await?;
         if guard.execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
+        let mut changed = Vec::with_capacity(then.len());
         for statement in then {
-            statement.execute(&mut *tx).await?;
+            changed.push(statement.execute(&mut *tx).await?.rows_affected());
         }
         Store::bump_auth_epoch(&mut *tx).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(changed)
     }
 
     pub(crate) async fn bump_auth_epoch<'c, E>(executor: E) -> Result<()>

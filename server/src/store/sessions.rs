@@ -79,7 +79,7 @@ impl Store {
         .bind(now)
         .bind(id);
         match self.change_credentials(revoke, Vec::new()).await {
-            Ok(()) => Ok(true),
+            Ok(_) => Ok(true),
             Err(StoreError::NotFound) => Ok(false),
             Err(e) => Err(e),
         }

@@ -118,6 +118,7 @@ impl Store {
         .bind(now)
         .bind(token_id)
         .bind(user_id);
-        self.change_credentials(revoke, Vec::new()).await
+        self.change_credentials(revoke, Vec::new()).await?;
+        Ok(())
     }
 }

@@ -69,6 +69,47 @@ impl PosixIdentity {
 const USER_COLUMNS: &str = "id, username, display_name, email, source, password_hash, \
     uid_number, gid_number, home, login_shell, disabled, created_at, last_login_at";
 
+/// What a change of credentials revoked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Revoked {
+    /// Browser login sessions ended.
+    pub sessions: u64,
+    /// API tokens revoked.
+    pub tokens: u64,
+}
+
+impl Revoked {
+    /// From the rows changed by [`revoke_everything`]'s statements.
+    fn from_rows(rows: &[u64]) -> Self {
+        Revoked {
+            sessions: rows.first().copied().unwrap_or(0),
+            tokens: rows.get(1).copied().unwrap_or(0),
+        }
+    }
+
+    pub fn to_json(self) -> serde_json::Value {
+        serde_json::json!({ "sessions_ended": self.sessions, "tokens_revoked": self.tokens })
+    }
+}
+
+type Statement<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// End every live browser login of the user and revoke every live API token.
+fn revoke_everything<'q>(user_id: i64, now: i64) -> Vec<Statement<'q>> {
+    vec![
+        sqlx::query(
+            "UPDATE login_sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(user_id),
+        sqlx::query(
+            "UPDATE api_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(user_id),
+    ]
+}
+
 fn user_from_row(row: &AnyRow) -> Result<User> {
     Ok(User {
         id: row.try_get("id")?,
@@ -272,46 +313,6 @@ impl Store {
         }
     }
 
-    /// Make the user's memberships exactly `groups` (creating groups from `source`).
-    #[tracing::instrument(skip_all, fields(user_id, count = groups.len()), err)]
-    pub async fn set_memberships(
-        &self,
-        user_id: i64,
-        groups: &[String],
-        source: &str,
-        now: i64,
-    ) -> Result<()> {
-        let mut wanted: Vec<String> = groups.to_vec();
-        wanted.sort();
-        wanted.dedup();
-        if self.groups_of(user_id).await? == wanted {
-            return Ok(());
-        }
-        let mut ids = Vec::with_capacity(groups.len());
-        for group in groups {
-            ids.push(self.ensure_group(group, source, now).await?);
-        }
-        let mut tx = self.write().await?;
-        sqlx::query("DELETE FROM memberships WHERE user_id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        for id in ids {
-            sqlx::query(
-                "INSERT INTO memberships (user_id, group_id) VALUES ($1, $2) \
-                 ON CONFLICT (user_id, group_id) DO NOTHING",
-            )
-            .bind(user_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        }
-        // Rights derived from groups (admin) change: drop cached credentials.
-        Store::bump_auth_epoch(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
     pub async fn user_by_name(&self, username: &str) -> Result<Option<User>> {
         let row = sqlx::query(&format!(
             "SELECT {USER_COLUMNS} FROM users WHERE username = $1"
@@ -351,31 +352,38 @@ impl Store {
         rows.iter().map(user_from_row).collect()
     }
 
+    /// Set a local account's password. A new password ends every browser login of the
+    /// account and revokes its API tokens: whoever held a credential obtained with the
+    /// old password (the reason to change it) keeps nothing.
     #[tracing::instrument(skip_all, fields(user_id), err)]
-    pub async fn set_password_hash(&self, user_id: i64, hash: &str, now: i64) -> Result<()> {
+    pub async fn set_password_hash(&self, user_id: i64, hash: &str, now: i64) -> Result<Revoked> {
         let update = sqlx::query(
             "UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3 AND source = 'local'",
         )
         .bind(hash)
         .bind(now)
         .bind(user_id);
-        // A new password ends every browser login of the account.
-        let end_sessions = sqlx::query(
-            "UPDATE login_sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
-        )
-        .bind(now)
-        .bind(user_id);
-        self.change_credentials(update, vec![end_sessions]).await
+        let changed = self
+            .change_credentials(update, revoke_everything(user_id, now))
+            .await?;
+        Ok(Revoked::from_rows(&changed))
     }
 
-    /// Disable or enable an account. Disabling refuses its sessions and tokens at once.
+    /// Disable or enable an account. Disabling refuses its sessions and tokens at once
+    /// and revokes them for good: enabling the account again does not bring them back.
     #[tracing::instrument(skip_all, fields(user_id, disabled), err)]
-    pub async fn set_disabled(&self, user_id: i64, disabled: bool, now: i64) -> Result<()> {
+    pub async fn set_disabled(&self, user_id: i64, disabled: bool, now: i64) -> Result<Revoked> {
         let update = sqlx::query("UPDATE users SET disabled = $1, updated_at = $2 WHERE id = $3")
             .bind(i64::from(disabled))
             .bind(now)
             .bind(user_id);
-        self.change_credentials(update, Vec::new()).await
+        let then = if disabled {
+            revoke_everything(user_id, now)
+        } else {
+            Vec::new()
+        };
+        let changed = self.change_credentials(update, then).await?;
+        Ok(Revoked::from_rows(&changed))
     }
 
     /// The starters digest the user's `~/templates` was last synced with.
@@ -442,8 +450,8 @@ impl Store {
 
     pub async fn add_member(&self, user_id: i64, group_id: i64) -> Result<()> {
         sqlx::query(
-            "INSERT INTO memberships (user_id, group_id) VALUES ($1, $2) \
-             ON CONFLICT (user_id, group_id) DO NOTHING",
+            "INSERT INTO memberships (user_id, group_id, source) VALUES ($1, $2, 'local') \
+             ON CONFLICT (user_id, group_id) DO UPDATE SET source = 'local'",
         )
         .bind(user_id)
         .bind(group_id)
@@ -496,20 +504,8 @@ impl Store {
             .collect()
     }
 
-    /// Whether any enabled user belongs to one of `groups`.
+    /// Whether any enabled user was given one of the local groups `groups` in the portal.
     pub async fn any_member_of(&self, groups: &[String]) -> Result<bool> {
-        for group in groups {
-            let row = sqlx::query(
-                "SELECT COUNT(*) FROM memberships m JOIN groups g ON g.id = m.group_id \
-                 JOIN users u ON u.id = m.user_id WHERE g.name = $1 AND u.disabled = 0",
-            )
-            .bind(group)
-            .fetch_one(&self.pool)
-            .await?;
-            if row.try_get::<i64, _>(0)? > 0 {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        Ok(!self.members_of(groups, &[], false).await?.is_empty())
     }
 }

@@ -654,7 +654,8 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     assert_eq!(refused.status(), 401);
     let (status, _) = press(app, &admin, &csrf, "/admin/users/ann/enable").await;
     assert_eq!(status, 303);
-    assert_eq!(app.get_bearer("/api/v1/me", &ann.token).await.status(), 200);
+    // Disabling revoked ann's token for good: enabling her brings it not back.
+    assert_eq!(app.get_bearer("/api/v1/me", &ann.token).await.status(), 401);
     app.login("ann", PASSWORD).await;
 
     // Every change is in the audit log with who, what, and before and after: in the
@@ -702,6 +703,15 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
             "{e}"
         );
     }
+    let disable = entry(&entries, "user.disable", "ann");
+    assert_eq!(
+        disable["detail"]["revoked"]["tokens_revoked"], 1,
+        "{disable}"
+    );
+    assert!(
+        disable["detail"]["revoked"]["sessions_ended"].as_u64() >= Some(1),
+        "{disable}"
+    );
     let drain = entry(&entries, "node.drain", "head");
     assert_eq!(drain["detail"]["before"]["state"], "MIXED", "{drain}");
     assert_eq!(drain["detail"]["after"]["state"], "DRAIN", "{drain}");
@@ -847,5 +857,5 @@ async fn admin_lists_and_disable_work_on_postgres() {
     );
     let (status, _) = api(&app, &token, Method::POST, "/api/v1/admin/users/gus/enable").await;
     assert_eq!(status, 200);
-    assert_eq!(app.get_bearer("/api/v1/me", &gus_token).await.status(), 200);
+    assert_eq!(app.get_bearer("/api/v1/me", &gus_token).await.status(), 401);
 }

@@ -9,10 +9,11 @@ use serde_json::Value;
 
 use crate::helpers::{eventually, spawn_with, Options, TestApp};
 
-/// Direct bind: DN templates for both OUs, groups from `memberOf`.
+/// Direct bind: DN templates for both OUs, groups from `memberOf`. Administrators: the
+/// directory group `atrium-admins` by its DN, and the local group `admin`.
 fn direct_bind(url: &str, extra: &str) -> String {
     format!(
-        "[auth]\nadmin_groups = [\"atrium-admins\", \"admin\"]\n[auth.ldap]\nurl = \"{url}\"\ntimeout_seconds = 2\n\
+        "[auth]\nadmin_groups = [\"cn=atrium-admins,{GROUPS_DN}\", \"admin\"]\n[auth.ldap]\nurl = \"{url}\"\ntimeout_seconds = 2\n\
          bind_dn_templates = [\"uid={{username}},ou=people,{BASE_DN}\", \"uid={{username}},ou=staff,{BASE_DN}\"]\n\
          allowed_groups = [\"gpu-users\"]\n{extra}"
     )
@@ -21,7 +22,7 @@ fn direct_bind(url: &str, extra: &str) -> String {
 /// Search then bind with the service account, groups from a group search.
 fn search_bind(url: &str, extra: &str) -> String {
     format!(
-        "[auth]\nadmin_groups = [\"atrium-admins\", \"admin\"]\n[auth.ldap]\nurl = \"{url}\"\ntimeout_seconds = 2\n\
+        "[auth]\nadmin_groups = [\"cn=atrium-admins,{GROUPS_DN}\", \"admin\"]\n[auth.ldap]\nurl = \"{url}\"\ntimeout_seconds = 2\n\
          allowed_groups = [\"gpu-users\"]\n{extra}\n\
          [auth.ldap.search]\nbind_dn = \"{SERVICE_DN}\"\nbind_password = \"{SERVICE_PASSWORD}\"\nbase = \"{BASE_DN}\"\nfilter = \"(&(objectClass=posixAccount)(uid={{username}}))\"\n\
          [auth.ldap.groups]\nsource = \"search\"\nbase = \"{GROUPS_DN}\"\nkind = \"any\"\n"
@@ -338,4 +339,99 @@ async fn hung_directory_times_out_logins_without_blocking_anything_else() {
         api_login(&app, "bob", "bob-secret").await.0 == 200
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_directory_group_named_like_a_local_group_grants_nothing() {
+    let slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
+    // Anyone who may create a group anywhere in the directory makes one called admin,
+    // in another OU, and puts bob in it.
+    slapd
+        .ldapadd(&format!(
+            "dn: ou=projects,{BASE_DN}\nobjectClass: organizationalUnit\nou: projects\n\n\
+             dn: cn=admin,ou=projects,{BASE_DN}\nobjectClass: groupOfNames\ncn: admin\n\
+             member: uid=bob,ou=people,{BASE_DN}\n\n\
+             dn: cn=gpu-users,ou=projects,{BASE_DN}\nobjectClass: groupOfNames\ncn: gpu-users\n\
+             member: uid=carol,ou=people,{BASE_DN}\n"
+        ))
+        .await
+        .expect("ldapadd");
+    // The default admin_groups (the local group admin) and the DN of the real one; the
+    // allowed group by DN, spelled in another case.
+    let config = format!(
+        "[auth]\nadmin_groups = [\"admin\", \"CN=Atrium-Admins,OU=Groups,DC=example,DC=org\"]\n\
+         [auth.ldap]\nurl = \"{}\"\ntimeout_seconds = 2\n\
+         bind_dn_templates = [\"uid={{username}},ou=people,{BASE_DN}\"]\n\
+         allowed_groups = [\"cn=gpu-users,{GROUPS_DN}\"]\n",
+        slapd.url()
+    );
+    let app = portal(config).await;
+
+    let (status, bob) = api_login(&app, "bob", "bob-secret").await;
+    assert_eq!(status, 200, "{bob}");
+    assert_eq!(bob["groups"], serde_json::json!(["admin", "gpu-users"]));
+    assert_eq!(
+        bob["admin"], false,
+        "cn=admin,ou=projects is not the local admin"
+    );
+    let bob_client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let res = bob_client
+        .post(app.url("/api/v1/login"))
+        .json(&serde_json::json!({"username": "bob", "password": "bob-secret"}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(res.status(), 200);
+    let res = bob_client
+        .get(app.url("/api/v1/admin/users"))
+        .send()
+        .await
+        .expect("admin api");
+    assert_eq!(res.status(), 403);
+
+    // The group named by its DN makes dave an administrator.
+    let (status, dave) = api_login(&app, "dave", "dave-secret").await;
+    assert_eq!(status, 200, "{dave}");
+    assert_eq!(dave["admin"], true);
+
+    // carol is in a gpu-users, but not the allowed one.
+    let (status, carol) = api_login(&app, "carol", "carol-secret").await;
+    assert_eq!(status, 403, "{carol}");
+
+    // The local administrator is still one.
+    let (status, admin) =
+        api_login(&app, "admin", app.admin_password.as_deref().expect("pw")).await;
+    assert_eq!(status, 200, "{admin}");
+    assert_eq!(admin["admin"], true);
+    let admin_client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    admin_client
+        .post(app.url("/api/v1/login"))
+        .json(&serde_json::json!({"username": "admin", "password": app.admin_password.as_deref().expect("pw")}))
+        .send()
+        .await
+        .expect("login");
+    let users: Value = admin_client
+        .get(app.url("/api/v1/admin/users"))
+        .send()
+        .await
+        .expect("users")
+        .json()
+        .await
+        .expect("json");
+    let admin_of = |name: &str| {
+        users["users"]
+            .as_array()
+            .and_then(|u| u.iter().find(|u| u["username"] == name))
+            .map(|u| u["admin"].clone())
+            .unwrap_or_else(|| panic!("no {name} in {users}"))
+    };
+    assert_eq!(admin_of("bob"), false);
+    assert_eq!(admin_of("dave"), true);
+    assert_eq!(admin_of("admin"), true);
 }

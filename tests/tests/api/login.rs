@@ -5,7 +5,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use serde_json::Value;
 
-use crate::helpers::{hidden_field, set_cookie, spawn_app, spawn_with, Options};
+use std::time::Duration;
+
+use crate::helpers::{eventually, hidden_field, set_cookie, spawn_app, spawn_with, Options};
 
 const SESSION: &str = "atrium_session";
 
@@ -158,6 +160,161 @@ async fn failed_logins_are_rate_limited_per_user_and_per_address() {
         text.contains("atrium_logins_total{outcome=\"failed\"} 6"),
         "{text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_wrong_passwords_cannot_exceed_the_per_user_limit() {
+    let app = spawn_with(Options {
+        extra_config: "[auth.rate_limit]\nper_user = 5\nper_address = 1000\nwindow_seconds = 15\n"
+            .into(),
+        ..Options::default()
+    })
+    .await;
+    app.add_user("bob", "bob-password-1", false);
+    app.add_user("carol", "carol-password-1", false);
+
+    // Thirty guesses through the login form (each client holds its form's CSRF
+    // token first) and thirty through the JSON API, all sent at once.
+    let mut forms = Vec::new();
+    for _ in 0..30 {
+        let client = app.browser_like_client();
+        let page = client
+            .get(app.url("/login"))
+            .send()
+            .await
+            .expect("login page")
+            .text()
+            .await
+            .expect("body");
+        forms.push((client, hidden_field(&page, "csrf").expect("csrf")));
+    }
+    let mut guesses = tokio::task::JoinSet::new();
+    for (client, csrf) in forms {
+        let url = app.url("/login");
+        guesses.spawn(async move {
+            let form = [
+                ("username", "bob"),
+                ("password", "guess"),
+                ("csrf", csrf.as_str()),
+            ];
+            let res = client.post(url).form(&form).send().await.expect("post");
+            (
+                res.status().as_u16(),
+                res.headers().get("retry-after").cloned(),
+            )
+        });
+    }
+    for _ in 0..30 {
+        let url = app.url("/api/v1/login");
+        guesses.spawn(async move {
+            let res = reqwest::Client::new()
+                .post(url)
+                .json(&serde_json::json!({"username": "bob", "password": "guess"}))
+                .send()
+                .await
+                .expect("post");
+            (
+                res.status().as_u16(),
+                res.headers().get("retry-after").cloned(),
+            )
+        });
+    }
+    let (mut refused, mut limited) = (0, 0);
+    while let Some(answer) = guesses.join_next().await {
+        match answer.expect("task") {
+            (401, _) => refused += 1,
+            (429, Some(_)) => limited += 1,
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    assert!(refused <= 5, "{refused} guesses were checked, limit 5");
+    assert_eq!(refused + limited, 60);
+
+    // Another user logs in as before; bob's right password waits for the window.
+    app.login("carol", "carol-password-1").await;
+    let client = app.browser_like_client();
+    let res = app.post_login(&client, "bob", "bob-password-1").await;
+    assert_eq!(res.status(), 429);
+    eventually(
+        "bob's login after the window",
+        Duration::from_secs(40),
+        || {
+            let (app, client) = (&app, &client);
+            async move {
+                app.post_login(client, "bob", "bob-password-1")
+                    .await
+                    .status()
+                    == 303
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn login_redirects_only_to_paths_on_this_site() {
+    let app = spawn_app().await;
+    let password = app.admin_password.clone().expect("pw");
+    let hostile = [
+        "/%09/evil.example/x",
+        "/%0d%0a/evil.example",
+        "//evil.example",
+        "/%5Cevil.example",
+        "/%2509/evil.example",
+        "https://evil.example/",
+    ];
+
+    // The form carries `next` from the login page to the post.
+    for next in hostile {
+        let client = app.browser_like_client();
+        let page = client
+            .get(app.url(&format!("/login?next={next}")))
+            .send()
+            .await
+            .expect("login page")
+            .text()
+            .await
+            .expect("body");
+        assert_eq!(hidden_field(&page, "next").as_deref(), Some("/"), "{next}");
+        let csrf = hidden_field(&page, "csrf").expect("csrf");
+        // As the query arrives decoded, and the login page's form carries it.
+        let decoded = next
+            .replace("%09", "\t")
+            .replace("%0d%0a", "\r\n")
+            .replace("%5C", "\\")
+            .replace("%25", "%");
+        let res = client
+            .post(app.url("/login"))
+            .form(&[
+                ("username", "admin"),
+                ("password", password.as_str()),
+                ("csrf", csrf.as_str()),
+                ("next", decoded.as_str()),
+            ])
+            .send()
+            .await
+            .expect("post login");
+        assert_eq!(res.status(), 303, "{next}");
+        assert_eq!(res.headers()["location"], "/", "{next}");
+    }
+
+    // Already logged in, the login page redirects at once.
+    let client = app.login("admin", &password).await;
+    for next in hostile {
+        let res = client
+            .get(app.url(&format!("/login?next={next}")))
+            .send()
+            .await
+            .expect("login page");
+        assert_eq!(res.status(), 303, "{next}");
+        assert_eq!(res.headers()["location"], "/", "{next}");
+    }
+    let res = client
+        .get(app.url("/login?next=/jobs%3Fstate%3DRUNNING"))
+        .send()
+        .await
+        .expect("login page");
+    assert_eq!(res.headers()["location"], "/jobs?state=RUNNING");
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ mod ldap;
 mod login;
 mod postgres;
 mod privilege;
+mod proxy_security;
 mod quotas;
 mod sessions;
 mod slurm;

@@ -1,8 +1,10 @@
 //! Personal API tokens: created once, used as bearer, scoped, revoked.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{eventually, spawn_app, TestApp};
 
 #[tokio::test]
 async fn token_is_shown_once_works_as_bearer_and_is_refused_after_revocation() {
@@ -238,4 +240,192 @@ async fn tokens_page_creates_shows_once_and_revokes() {
         .expect("revoke");
     assert_eq!(res.status(), 303);
     assert_eq!(app.get_bearer("/api/v1/me", secret).await.status(), 401);
+}
+
+/// `POST /api/v1/tokens` with a bearer token; the status and body.
+async fn mint(app: &TestApp, bearer: &str, body: Value) -> (u16, Value) {
+    let res = reqwest::Client::new()
+        .post(app.url("/api/v1/tokens"))
+        .bearer_auth(bearer)
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn only_a_session_or_a_tokens_scoped_token_mints_and_never_wider_or_longer() {
+    let app = spawn_app().await;
+    app.add_user("dan", "dan-password-1", false);
+    let dan = app.login("dan", "dan-password-1").await;
+    let read = app.create_token(&dan, "read", &["read"]).await;
+    let jobs = app.create_token(&dan, "jobs", &["read", "jobs"]).await;
+
+    // Neither a read token nor a jobs token may mint, not even a token as narrow.
+    for (token, scopes) in [(&read, vec!["read"]), (&jobs, vec!["read", "jobs"])] {
+        let (status, body) = mint(
+            &app,
+            token,
+            serde_json::json!({"name": "x", "scopes": scopes}),
+        )
+        .await;
+        assert_eq!(status, 403, "{body}");
+        assert_eq!(body["error"], "forbidden");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("tokens scope"),
+            "{body}"
+        );
+    }
+    // Nor revoke another (a token may always revoke itself).
+    let list: Value = app
+        .get_bearer("/api/v1/tokens", &read)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let jobs_id = list
+        .as_array()
+        .and_then(|l| l.iter().find(|t| t["name"] == "jobs"))
+        .and_then(|t| t["id"].as_i64())
+        .expect("jobs token");
+    let res = reqwest::Client::new()
+        .delete(app.url(&format!("/api/v1/tokens/{jobs_id}")))
+        .bearer_auth(&read)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(res.status(), 403);
+    assert_eq!(app.get_bearer("/api/v1/me", &jobs).await.status(), 200);
+
+    // A session mints a tokens-scoped token; it mints within its scopes and lifetime.
+    let csrf = app.session_csrf(&dan).await;
+    let res = dan
+        .post(app.url("/api/v1/tokens"))
+        .header("x-csrf-token", &csrf)
+        .json(&serde_json::json!({"name": "minter", "scopes": ["read", "tokens"], "expires_in_days": 2}))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(res.status(), 201);
+    let minter: Value = res.json().await.expect("json");
+    let minter_secret = minter["secret"].as_str().expect("secret");
+    let (status, body) = mint(
+        &app,
+        minter_secret,
+        serde_json::json!({"name": "wider", "scopes": ["read", "jobs"]}),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, child) = mint(
+        &app,
+        minter_secret,
+        serde_json::json!({"name": "child", "scopes": ["read"], "expires_in_days": 300}),
+    )
+    .await;
+    assert_eq!(status, 201, "{child}");
+    assert_eq!(child["scopes"], serde_json::json!(["read"]));
+    assert!(
+        child["expires_at"].as_str() <= minter["expires_at"].as_str(),
+        "the child outlives its parent: {child} {minter}"
+    );
+    let child_secret = child["secret"].as_str().expect("secret");
+    assert_eq!(
+        app.get_bearer("/api/v1/me", child_secret).await.status(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_new_password_or_disabling_revokes_tokens_and_sessions_and_is_audited() {
+    let app = spawn_app().await;
+    app.add_user("erin", "erin-password-1", false);
+    app.add_user("fred", "fred-password-1", false);
+    let erin = app.login("erin", "erin-password-1").await;
+    let erin_token = app.create_token(&erin, "laptop", &["read", "jobs"]).await;
+    let fred = app.login("fred", "fred-password-1").await;
+    let fred_token = app.create_token(&fred, "ci", &["read"]).await;
+    assert_eq!(
+        app.get_bearer("/api/v1/me", &erin_token).await.status(),
+        200
+    );
+
+    let out = app.cli(&["user", "passwd", "erin"], "erin-password-2\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("1 API token(s) revoked"), "{said}");
+    eventually("the old token refused", Duration::from_secs(10), || async {
+        app.get_bearer("/api/v1/me", &erin_token).await.status() == 401
+    })
+    .await;
+    let res = erin.get(app.url("/api/v1/me")).send().await.expect("me");
+    assert_eq!(res.status(), 401, "the old browser session is over too");
+    // The new password gives a new session, and new tokens work.
+    let erin = app.login("erin", "erin-password-2").await;
+    let fresh = app.create_token(&erin, "laptop", &["read"]).await;
+    assert_eq!(app.get_bearer("/api/v1/me", &fresh).await.status(), 200);
+
+    // Disabling revokes for good: enabled again, fred's token stays refused.
+    let out = app.cli(&["user", "disable", "fred"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = app.cli(&["user", "disable", "fred", "--enable"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("fred's token refused", Duration::from_secs(10), || async {
+        app.get_bearer("/api/v1/me", &fred_token).await.status() == 401
+    })
+    .await;
+    app.login("fred", "fred-password-1").await;
+    assert_eq!(
+        app.get_bearer("/api/v1/me", &fred_token).await.status(),
+        401
+    );
+
+    // The audit log says what was revoked.
+    let admin = app
+        .login("admin", app.admin_password.as_deref().expect("pw"))
+        .await;
+    let audit: Value = admin
+        .get(app.url("/api/v1/admin/audit"))
+        .send()
+        .await
+        .expect("audit")
+        .json()
+        .await
+        .expect("json");
+    let entries = audit["entries"].as_array().cloned().unwrap_or_default();
+    let find = |action: &str, target: &str| {
+        entries
+            .iter()
+            .find(|e| e["action"] == action && e["target"] == target)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {action} of {target}: {audit}"))
+    };
+    let passwd = find("user.passwd", "erin");
+    assert_eq!(
+        passwd["detail"]["revoked"],
+        serde_json::json!({"sessions_ended": 1, "tokens_revoked": 1}),
+        "{passwd}"
+    );
+    let disable = find("user.disable", "fred");
+    assert_eq!(
+        disable["detail"]["revoked"],
+        serde_json::json!({"sessions_ended": 1, "tokens_revoked": 1}),
+        "{disable}"
+    );
 }

@@ -8,7 +8,7 @@
 //! A slow or dead directory never blocks anything but logins, and those fail within
 //! the configured timeout with [`DirectoryError::Unavailable`].
 
-mod dn;
+pub mod dn;
 mod pool;
 
 use std::collections::BTreeSet;
@@ -34,8 +34,61 @@ pub struct DirectoryUser {
     pub gid_number: Option<i64>,
     pub home: Option<String>,
     pub login_shell: Option<String>,
-    /// Group names, sorted.
-    pub groups: Vec<String>,
+    /// The user's groups, sorted by name.
+    pub groups: Vec<DirectoryGroup>,
+}
+
+/// A directory group a user belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DirectoryGroup {
+    /// Its name (the first RDN's value, or the configured name attribute).
+    pub name: String,
+    /// Its DN, normalised ([`dn::normalise`]).
+    pub dn: String,
+}
+
+/// `allowed_groups`, resolved: DNs (normalised), and plain names that match by name
+/// because no `groups.base` says where the site's groups are.
+#[derive(Debug, Default)]
+struct AllowedGroups {
+    dns: Vec<String>,
+    names: Vec<String>,
+}
+
+impl AllowedGroups {
+    fn new(config: &LdapConfig) -> Self {
+        let mut allowed = AllowedGroups::default();
+        let base = dn::normalise(&config.groups.base);
+        for entry in &config.allowed_groups {
+            let entry = entry.trim();
+            if dn::looks_like_dn(entry) {
+                allowed.dns.extend(dn::normalise(entry));
+                continue;
+            }
+            match &base {
+                Some(base) => allowed.dns.extend(dn::normalise(&format!(
+                    "{}={},{base}",
+                    config.groups.name_attribute,
+                    dn::escape(entry)
+                ))),
+                None => {
+                    tracing::warn!(
+                        group = entry,
+                        "auth.ldap.allowed_groups: a plain name with no auth.ldap.groups.base \
+                         matches a directory group of that name anywhere; give its DN"
+                    );
+                    allowed.names.push(entry.to_string());
+                }
+            }
+        }
+        allowed
+    }
+
+    fn admit(&self, groups: &[DirectoryGroup]) -> bool {
+        groups
+            .iter()
+            .any(|g| self.dns.contains(&g.dn) || self.names.contains(&g.name))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +113,7 @@ impl From<LdapError> for DirectoryError {
 #[derive(Debug)]
 pub struct Directory {
     config: LdapConfig,
+    allowed: AllowedGroups,
     username_pattern: regex_lite::Regex,
     pool: Pool,
     timeout: Duration,
@@ -71,6 +125,7 @@ impl Directory {
         let timeout = Duration::from_secs(config.timeout_seconds);
         let pool = Pool::new(&config)?;
         Ok(Self {
+            allowed: AllowedGroups::new(&config),
             config,
             username_pattern,
             pool,
@@ -124,8 +179,7 @@ impl Directory {
         let user = tokio::time::timeout(self.timeout, attempt)
             .await
             .map_err(|_| DirectoryError::Unavailable("timed out".into()))??;
-        let allowed = &self.config.allowed_groups;
-        if !allowed.is_empty() && !user.groups.iter().any(|g| allowed.contains(g)) {
+        if !self.config.allowed_groups.is_empty() && !self.allowed.admit(&user.groups) {
             return Err(DirectoryError::NotAllowed);
         }
         Ok(user)
@@ -229,13 +283,13 @@ impl Directory {
         attrs
     }
 
-    /// The user's group names, from `memberOf` or from a group search.
+    /// The user's groups, from `memberOf` or from a group search.
     async fn groups(
         &self,
         ldap: &mut Ldap,
         username: &str,
         entry: &SearchEntry,
-    ) -> Result<Vec<String>, DirectoryError> {
+    ) -> Result<Vec<DirectoryGroup>, DirectoryError> {
         let g = &self.config.groups;
         let mut names = BTreeSet::new();
         if g.source == "member_of" {
@@ -245,8 +299,10 @@ impl Directory {
                 .into_iter()
                 .flatten()
             {
-                if let Some(name) = dn::first_rdn_value(group_dn) {
-                    names.insert(name);
+                if let (Some(name), Some(dn)) =
+                    (dn::first_rdn_value(group_dn), dn::normalise(group_dn))
+                {
+                    names.insert(DirectoryGroup { name, dn });
                 }
             }
             return Ok(names.into_iter().collect());
@@ -274,8 +330,12 @@ impl Directory {
             .success()?;
         for entry in entries {
             let entry = SearchEntry::construct(entry);
-            if let Some(name) = entry.attrs.get(&g.name_attribute).and_then(|v| v.first()) {
-                names.insert(name.clone());
+            let name = entry.attrs.get(&g.name_attribute).and_then(|v| v.first());
+            if let (Some(name), Some(dn)) = (name, dn::normalise(&entry.dn)) {
+                names.insert(DirectoryGroup {
+                    name: name.clone(),
+                    dn,
+                });
             }
         }
         Ok(names.into_iter().collect())

@@ -39,7 +39,7 @@ pub async fn post(
 ) -> Result<HttpResponse, ApiError> {
     let (user, login) = sign_in(&state, &req, &body.username, &body.password).await?;
     let groups = state.store.groups_of(user.id).await?;
-    let admin = state.auth.admin_among(&groups);
+    let admin = state.auth.is_admin(user.id).await?;
     Ok(HttpResponse::Ok()
         .cookie(session_cookie(&login.token, &state))
         .json(LoggedIn {

@@ -53,7 +53,9 @@ impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {
         match e {
             TokenError::Store(e) => e.into(),
-            TokenError::ScopeNotHeld(_) => ApiError::forbidden(e.to_string()),
+            TokenError::ScopeNotHeld(_) | TokenError::CannotMint => {
+                ApiError::forbidden(e.to_string())
+            }
             other => ApiError::bad_request(other.to_string()),
         }
     }
@@ -101,6 +103,7 @@ pub async fn revoke_audited(
     caller: &Principal,
     token_id: i64,
 ) -> Result<(), ApiError> {
+    personal_tokens::may_revoke(caller, token_id)?;
     state.auth.revoke_token(caller.user_id, token_id).await?;
     let detail = serde_json::json!({ "token_id": token_id });
     state

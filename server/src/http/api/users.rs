@@ -68,14 +68,7 @@ pub struct UserChanged {
 /// Every account, by name, with what it runs and uses now.
 pub async fn user_infos(state: &AppState) -> Result<Vec<UserInfo>, ApiError> {
     let users = state.store.list_users().await?;
-    let admins: BTreeSet<String> = state
-        .store
-        .memberships()
-        .await?
-        .into_iter()
-        .filter(|(group, _)| state.auth.admin_among(std::slice::from_ref(group)))
-        .map(|(_, user)| user)
-        .collect();
+    let admins: BTreeSet<String> = state.auth.administrators().await?;
     let sessions = state.store.active_sessions().await?;
     let session_jobs: BTreeSet<u64> = sessions
         .iter()

@@ -125,6 +125,7 @@ pub struct TokenForm {
     scope_read: Option<String>,
     scope_jobs: Option<String>,
     scope_sessions: Option<String>,
+    scope_tokens: Option<String>,
     scope_admin: Option<String>,
     expires_in_days: Option<String>,
 }
@@ -208,6 +209,7 @@ pub async fn create_token(
         (form.scope_read.is_some(), Scope::Read),
         (form.scope_jobs.is_some(), Scope::Jobs),
         (form.scope_sessions.is_some(), Scope::Sessions),
+        (form.scope_tokens.is_some(), Scope::Tokens),
         (form.scope_admin.is_some(), Scope::Admin),
     ]
     .into_iter()

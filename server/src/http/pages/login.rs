@@ -37,12 +37,58 @@ pub struct LoginForm {
     next: Option<String>,
 }
 
-/// Only same-site paths may be redirected to after login.
+/// The longest `next` followed after login.
+const MAX_NEXT: usize = 2048;
+
+/// Where to go after login: `next` when it is a path on this site, else `/`.
 fn safe_next(next: Option<&str>) -> &str {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        Some(n) if is_local_path(n) => n,
         _ => "/",
     }
+}
+
+/// Whether `target` (as it arrived, query-decoded) can only lead to this origin: a
+/// single leading `/`, no backslash, control character or whitespace anywhere (browsers
+/// drop tabs and newlines from URLs and read `\` as `/`, so `/\t/evil.example` would
+/// be `//evil.example`), bounded in length. Its path, percent-decoded once more, must
+/// also pass, for whatever decodes it again on the way.
+pub fn is_local_path(target: &str) -> bool {
+    fn plain(path: &str) -> bool {
+        path.starts_with('/')
+            && !path.starts_with("//")
+            && !path
+                .chars()
+                .any(|c| c == '\\' || c.is_control() || c.is_whitespace())
+    }
+    let path = target.split(['?', '#']).next().unwrap_or("");
+    target.len() <= MAX_NEXT
+        && plain(target)
+        && percent_decoded(path).is_some_and(|decoded| plain(&decoded))
+}
+
+/// `text` with `%XX` escapes decoded (`None` when that is not UTF-8).
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 fn see_other(location: &str) -> actix_web::HttpResponseBuilder {
@@ -114,21 +160,17 @@ pub async fn submit(
         }
         Err(Failure::Invalid) => (StatusCode::UNAUTHORIZED, "Invalid username or password.".to_string()),
         Err(Failure::RateLimited(retry_after)) => {
-            let mut response = login_page(
-                &state,
-                next,
-                &form.username,
-                Some(&format!(
-                    "Too many failed attempts. Try again in {} seconds.",
-                    retry_after.as_secs()
-                )),
-                StatusCode::TOO_MANY_REQUESTS,
-            )?;
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                header::HeaderValue::from(retry_after.as_secs()),
+            let message = format!(
+                "Too many failed attempts. Try again in {} seconds.",
+                retry_after.as_secs()
             );
-            return Ok(response);
+            let status = StatusCode::TOO_MANY_REQUESTS;
+            return retry_later(&state, next, &form.username, &message, status, retry_after);
+        }
+        Err(Failure::Busy(retry_after)) => {
+            let message = "The portal is busy checking other logins. Try again in a moment.";
+            let status = StatusCode::SERVICE_UNAVAILABLE;
+            return retry_later(&state, next, &form.username, message, status, retry_after);
         }
         Err(Failure::NotAllowed) => (
             StatusCode::FORBIDDEN,
@@ -147,6 +189,23 @@ pub async fn submit(
         }
     };
     login_page(&state, next, &form.username, Some(&message), status)
+}
+
+/// The login page with `message`, answered with `status` and `Retry-After`.
+fn retry_later(
+    state: &AppState,
+    next: &str,
+    username: &str,
+    message: &str,
+    status: StatusCode,
+    retry_after: std::time::Duration,
+) -> Result<HttpResponse, ApiError> {
+    let mut response = login_page(state, next, username, Some(message), status)?;
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from(retry_after.as_secs().max(1)),
+    );
+    Ok(response)
 }
 
 pub async fn logout(
@@ -173,11 +232,52 @@ mod tests {
 
     #[test]
     fn next_stays_on_site() {
-        assert_eq!(safe_next(Some("/tokens?x=1")), "/tokens?x=1");
-        for bad in ["//evil.example", "https://evil.example", "/\\evil", "", "x"] {
-            assert_eq!(safe_next(Some(bad)), "/", "{bad}");
+        for good in [
+            "/tokens?x=1",
+            "/",
+            "/jobs/12",
+            "/user/alice/default/lab?token=a%20b",
+            "/sessions#top",
+        ] {
+            assert_eq!(safe_next(Some(good)), good);
+        }
+        let long = format!("/{}", "a".repeat(MAX_NEXT));
+        for bad in [
+            "//evil.example",
+            "https://evil.example",
+            "/\\evil.example",
+            "\\/evil.example",
+            "/\tevil",
+            // `/%09/evil.example/x` as it arrives once the query is decoded.
+            "/\t/evil.example/x",
+            "/\r\n/evil.example",
+            "/\n/evil.example",
+            "/ /evil.example",
+            "/x/\u{0}",
+            "/x\u{2028}y",
+            // Still encoded (double-encoded in the request).
+            "/%09/evil.example",
+            "/%2F/evil.example",
+            "/%2fevil.example",
+            "/%5Cevil.example",
+            "/%0d%0aSet-Cookie:x",
+            "",
+            "x",
+            "evil.example",
+            long.as_str(),
+        ] {
+            assert_eq!(safe_next(Some(bad)), "/", "{bad:?}");
         }
         assert_eq!(safe_next(None), "/");
+    }
+
+    #[test]
+    fn percent_decoding_is_done_once() {
+        assert_eq!(percent_decoded("/a%2Fb%20c").as_deref(), Some("/a/b c"));
+        assert_eq!(percent_decoded("/%252F").as_deref(), Some("/%2F"));
+        assert_eq!(percent_decoded("/100%").as_deref(), Some("/100%"));
+        assert_eq!(percent_decoded("/%zz").as_deref(), Some("/%zz"));
+        assert_eq!(percent_decoded("/%ff"), None);
     }
 
     #[test]
