@@ -333,6 +333,11 @@ impl TestApp {
         self.base = base;
     }
 
+    /// The portal's process id while it runs (the shell that starts it `exec`s it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Log lines written so far.
     pub fn log(&self) -> Vec<String> {
         self.stderr.try_iter().collect()
