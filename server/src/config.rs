@@ -140,6 +140,11 @@ pub struct JobsConfig {
     pub kill_grace_seconds: u64,
     /// The cluster name in `SLURM_CLUSTER_NAME`.
     pub cluster_name: String,
+    /// Largest batch script (or `--wrap` command) accepted, in bytes (Slurm's
+    /// `max_script_size`). Over HTTP, `http.body_limit_bytes` applies first.
+    pub max_script_bytes: usize,
+    /// Slurm's `MaxArraySize`: array task indices must be below it (1 to 4000001).
+    pub max_array_size: u32,
 }
 
 impl Default for JobsConfig {
@@ -149,6 +154,22 @@ impl Default for JobsConfig {
             runtime: "auto".into(),
             kill_grace_seconds: 10,
             cluster_name: "atrium".into(),
+            max_script_bytes: crate::sched::submission::DEFAULT_MAX_SCRIPT_BYTES,
+            max_array_size: scheduler::MaxArraySize::DEFAULT.get(),
+        }
+    }
+}
+
+impl JobsConfig {
+    /// The bounds submissions are checked against. An out-of-range
+    /// `max_array_size` (which `check` reports) counts as the default.
+    pub fn submission_limits(&self) -> crate::sched::submission::SubmissionLimits {
+        crate::sched::submission::SubmissionLimits {
+            max_script_bytes: self.max_script_bytes,
+            parse: scheduler::ParseLimits {
+                max_array_size: scheduler::MaxArraySize::new(self.max_array_size)
+                    .unwrap_or_default(),
+            },
         }
     }
 }
@@ -1049,6 +1070,12 @@ impl Config {
                 ),
             );
         }
+        if let Err(e) = scheduler::MaxArraySize::new(self.jobs.max_array_size) {
+            problem("jobs.max_array_size", e);
+        }
+        if self.jobs.max_script_bytes < 1024 {
+            problem("jobs.max_script_bytes", "must be at least 1024".into());
+        }
         if self.listen.parse::<SocketAddr>().is_err() {
             problem(
                 "listen",
@@ -1298,6 +1325,31 @@ mod tests {
             "log.format",
         ] {
             assert!(keys.contains(&key), "{key} missing from {keys:?}");
+        }
+    }
+
+    #[test]
+    fn submission_bounds_are_configured_and_checked() {
+        let loaded = load_str("", &[]);
+        let limits = loaded.config.jobs.submission_limits();
+        assert_eq!(limits.max_script_bytes, 4 * 1024 * 1024);
+        assert_eq!(limits.parse.max_array_size.get(), 1001);
+        let loaded = load_str(
+            "[jobs]\nmax_array_size = 5000\nmax_script_bytes = 65536\n",
+            &[],
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let limits = loaded.config.jobs.submission_limits();
+        assert_eq!(limits.max_script_bytes, 65536);
+        assert_eq!(limits.parse.max_array_size.get(), 5000);
+        for (bad, key) in [
+            ("max_array_size = 0", "jobs.max_array_size"),
+            ("max_array_size = 4000002", "jobs.max_array_size"),
+            ("max_script_bytes = 100", "jobs.max_script_bytes"),
+        ] {
+            let loaded = load_str(&format!("[jobs]\n{bad}\n"), &[]);
+            let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
+            assert_eq!(keys, [key], "{bad}");
         }
     }
 

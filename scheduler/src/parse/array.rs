@@ -1,32 +1,39 @@
-//! `--array` specifications: lists, ranges, steps and a `%` limit.
+//! `--array` specifications: lists, ranges, steps and a `%` limit. Indices are
+//! checked against [`MaxArraySize`] as written, before anything is expanded; the
+//! union of overlapping ranges is computed in a bitset of at most that many bits.
 
+use super::limits::MaxArraySize;
 use crate::model::ArraySpec;
 use std::fmt;
 use std::str::FromStr;
 
-/// Largest task index accepted (Slurm's `MaxArraySize` is configurable; this is a
-/// hard ceiling against typos like `0-99999999`).
-pub const MAX_ARRAY_INDEX: u32 = 1_000_000;
-
 pub(crate) const ARRAY_EXPECTED: &str = "indices like 0-15, 1,3,5, 0-15:4 with an optional %limit";
 
-impl FromStr for ArraySpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+impl ArraySpec {
+    /// Parses `0-15`, `1,3,5`, `0-15:4%2` with every task index below `max`. The work
+    /// and memory are bounded by the length of `s` and by `max`, never by the
+    /// indices' values.
+    pub fn parse(s: &str, max: MaxArraySize) -> Result<Self, String> {
         let bad = || format!("expected {ARRAY_EXPECTED}, got \"{s}\"");
-        let n = |v: &str| -> Result<u32, String> {
+        let number = |v: &str| -> Result<u32, String> {
             if v.is_empty() || v.len() > 7 || !v.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(bad());
             }
-            let x: u32 = v.parse().map_err(|_| bad())?;
-            if x > MAX_ARRAY_INDEX {
-                return Err(format!("array index {x} is above {MAX_ARRAY_INDEX}"));
+            v.parse().map_err(|_| bad())
+        };
+        let index = |v: &str| -> Result<u32, String> {
+            let x = number(v)?;
+            if x >= max.get() {
+                return Err(format!(
+                    "task index {x} is above the largest allowed, {} (MaxArraySize is {max})",
+                    max.get() - 1
+                ));
             }
             Ok(x)
         };
         let (list, limit) = match s.split_once('%') {
             Some((l, m)) => {
-                let m = n(m)?;
+                let m = number(m)?;
                 if m == 0 {
                     return Err(bad());
                 }
@@ -37,51 +44,50 @@ impl FromStr for ArraySpec {
         let mut ranges = Vec::new();
         for part in list.split(',') {
             let (range, step) = match part.split_once(':') {
-                Some((r, st)) => (r, n(st)?),
+                Some((r, st)) => (r, number(st)?),
                 None => (part, 1),
             };
             if step == 0 {
                 return Err(bad());
             }
             let (a, b) = match range.split_once('-') {
-                Some((a, b)) => (n(a)?, n(b)?),
+                Some((a, b)) => (index(a)?, index(b)?),
                 None => {
-                    let a = n(range)?;
+                    let a = index(range)?;
                     (a, a)
                 }
             };
             if b < a {
                 return Err(bad());
             }
-            // Normalise so that `last` is an element.
-            ranges.push((a, a + (b - a) / step * step, step));
+            // Normalise so that `last` is an element, and a single index has step 1.
+            let last = a + (b - a) / step * step;
+            ranges.push((a, last, if a == last { 1 } else { step }));
         }
-        Ok(ArraySpec::normalised(ranges, limit))
+        Ok(ArraySpec::normalised(ranges, limit, max))
     }
-}
 
-impl ArraySpec {
-    /// Sorts ranges; merges exact duplicates away by re-expanding overlapping ones.
-    fn normalised(mut ranges: Vec<(u32, u32, u32)>, max_running: Option<u32>) -> Self {
+    /// Sorts ranges; overlapping ones are replaced by their union. Every index is
+    /// below `max` (checked by the caller), so the union fits in `max` bits.
+    fn normalised(
+        mut ranges: Vec<(u32, u32, u32)>,
+        max_running: Option<u32>,
+        max: MaxArraySize,
+    ) -> Self {
         ranges.sort_unstable();
-        let overlaps = ranges.windows(2).any(|w| w[1].0 <= w[0].1);
-        if overlaps {
-            let mut all: Vec<u32> = ranges
+        ranges.dedup();
+        if ranges.windows(2).any(|w| w[1].0 <= w[0].1) {
+            let top = ranges
                 .iter()
-                .flat_map(|&(a, b, st)| (a..=b).step_by(st as usize))
-                .collect();
-            all.sort_unstable();
-            all.dedup();
-            ranges = all.into_iter().map(|i| (i, i, 1)).collect();
-            // Re-compress consecutive singles into unit-step ranges.
-            let mut merged: Vec<(u32, u32, u32)> = Vec::new();
-            for (i, _, _) in ranges {
-                match merged.last_mut() {
-                    Some(last) if last.2 == 1 && last.1 + 1 == i => last.1 = i,
-                    _ => merged.push((i, i, 1)),
-                }
+                .map(|r| r.1)
+                .max()
+                .unwrap_or(0)
+                .min(max.get() - 1);
+            let mut set = IndexSet::new(top);
+            for &(a, b, step) in &ranges {
+                set.insert(a, b.min(top), step);
             }
-            ranges = merged;
+            ranges = set.progressions();
         }
         ArraySpec {
             ranges,
@@ -89,11 +95,16 @@ impl ArraySpec {
         }
     }
 
+    /// Whether every task index is below `max`.
+    pub fn fits(&self, max: MaxArraySize) -> bool {
+        self.ranges.iter().all(|r| r.1 < max.get())
+    }
+
     /// Number of tasks.
     pub fn len(&self) -> u64 {
         self.ranges
             .iter()
-            .map(|&(a, b, st)| u64::from((b - a) / st + 1))
+            .map(|&(a, b, st)| u64::from((b - a) / st.max(1) + 1))
             .sum()
     }
 
@@ -102,11 +113,84 @@ impl ArraySpec {
         self.ranges.is_empty()
     }
 
+    /// The smallest and largest task index.
+    pub fn bounds(&self) -> Option<(u32, u32)> {
+        let first = self.ranges.iter().map(|r| r.0).min()?;
+        let last = self.ranges.iter().map(|r| r.1).max()?;
+        Some((first, last))
+    }
+
     /// The task indices in increasing order.
     pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
         self.ranges
             .iter()
-            .flat_map(|&(a, b, st)| (a..=b).step_by(st as usize))
+            .flat_map(|&(a, b, st)| (a..=b).step_by(st.max(1) as usize))
+    }
+}
+
+/// Task indices `0..=top` as bits.
+struct IndexSet(Vec<u64>);
+
+impl IndexSet {
+    fn new(top: u32) -> Self {
+        IndexSet(vec![0; top as usize / 64 + 1])
+    }
+
+    /// Adds `first, first+step, … ≤ last`; a unit step fills whole words.
+    fn insert(&mut self, first: u32, last: u32, step: u32) {
+        if first > last {
+            return;
+        }
+        if step == 1 {
+            let (a, b) = (first as usize, last as usize);
+            for w in a / 64..=b / 64 {
+                let lo = if w == a / 64 { a % 64 } else { 0 };
+                let hi = if w == b / 64 { b % 64 } else { 63 };
+                let mask = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+                self.0[w] |= mask;
+            }
+        } else {
+            for i in (first..=last).step_by(step as usize) {
+                self.0[i as usize / 64] |= 1 << (i % 64);
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| (w * 64 + b) as u32)
+        })
+    }
+
+    /// The set as ranges `(first, last, step)`: each run of equal gaps, taken
+    /// greedily from the smallest index.
+    fn progressions(&self) -> Vec<(u32, u32, u32)> {
+        let mut out: Vec<(u32, u32, u32)> = Vec::new();
+        let mut cur: Option<(u32, u32, u32)> = None;
+        for i in self.iter() {
+            cur = Some(match cur {
+                None => (i, i, 1),
+                Some((a, b, _)) if a == b => (a, i, i - a),
+                Some((a, b, st)) if i - b == st => (a, i, st),
+                Some(done) => {
+                    out.push(done);
+                    (i, i, 1)
+                }
+            });
+        }
+        out.extend(cur);
+        out
+    }
+}
+
+impl FromStr for ArraySpec {
+    type Err = String;
+    /// Parses with the largest size a site may configure: for reading back what was
+    /// accepted under the site's own, smaller, size.
+    fn from_str(s: &str) -> Result<Self, String> {
+        ArraySpec::parse(s, MaxArraySize::CEILING)
     }
 }
 

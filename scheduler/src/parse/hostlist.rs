@@ -1,11 +1,16 @@
 //! Slurm host lists: `node[01-04,07],gpu5` expanded and compressed.
 
-/// Most names one host list may expand to.
-const MAX_HOSTS: usize = 65_536;
+use super::limits::{MAX_HOSTS, MAX_HOST_NAME_BYTES};
 
-/// Expands a host list such as `node[01-04,07],gpu5` (zero padding kept).
+/// Expands a host list such as `node[01-04,07],gpu5` (zero padding kept). At most
+/// [`MAX_HOSTS`] names of at most [`MAX_HOST_NAME_BYTES`] each: both are checked
+/// before a range is expanded.
 pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
     let bad = || format!("expected a host list like node[01-04,07],gpu5, got \"{s}\"");
+    let too_many = || format!("a host list may name at most {MAX_HOSTS} hosts");
+    let too_long = |name_len: usize| {
+        format!("a host name may be at most {MAX_HOST_NAME_BYTES} bytes long, one is {name_len}")
+    };
     let mut out = Vec::new();
     let mut rest = s;
     while !rest.is_empty() {
@@ -36,6 +41,12 @@ pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
                 if item.contains(']') {
                     return Err(bad());
                 }
+                if item.len() > MAX_HOST_NAME_BYTES {
+                    return Err(too_long(item.len()));
+                }
+                if out.len() >= MAX_HOSTS {
+                    return Err(too_many());
+                }
                 out.push(item.to_string());
             }
             Some(open) => {
@@ -55,17 +66,21 @@ pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
                     }
                     let (lo, hi): (u64, u64) =
                         (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                    if hi < lo || out.len() as u64 + (hi - lo) >= MAX_HOSTS as u64 {
+                    if hi < lo {
                         return Err(bad());
+                    }
+                    if out.len() as u64 + (hi - lo) >= MAX_HOSTS as u64 {
+                        return Err(too_many());
+                    }
+                    let name_len = prefix.len() + a.len().max(b.len()) + suffix.len();
+                    if name_len > MAX_HOST_NAME_BYTES {
+                        return Err(too_long(name_len));
                     }
                     for n in lo..=hi {
                         out.push(format!("{prefix}{n:0width$}{suffix}", width = a.len()));
                     }
                 }
             }
-        }
-        if out.len() > MAX_HOSTS {
-            return Err(bad());
         }
     }
     if out.is_empty() {

@@ -1,16 +1,18 @@
 //! `sbatch`-compatible parsing. Owns: reading `#SBATCH` lines of a batch script
 //! (until the first command), command-line style option lists, and every directive
-//! value format. Must not know about the cluster: values are checked for syntax
-//! here, against partitions and limits at submit.
+//! value format, each within the bounds of [`limits`]. Must not know about the
+//! cluster: values are checked for syntax and size here, against partitions and
+//! limits at submit.
 
 mod array;
 mod dependency;
 mod hostlist;
+pub mod limits;
 mod time;
 mod values;
 
-pub use array::MAX_ARRAY_INDEX;
 pub use hostlist::{compress_hostlist, expand_hostlist};
+pub use limits::{MaxArraySize, ParseLimits};
 pub use time::format_duration;
 pub use values::{expand_pattern, PatternContext};
 
@@ -21,9 +23,12 @@ use crate::model::{
     ArraySpec, BeginTime, Constraint, Dependency, ExportSpec, GpuPer, JobRequest, MemoryRequest,
     NodeRange, TimeLimit,
 };
+use limits::{
+    at_most, MAX_COMMENT_BYTES, MAX_DIRECTIVES, MAX_DIRECTIVE_BYTES, MAX_NAME_BYTES, PATH_MAX,
+};
 use std::fmt;
 
-/// A malformed or unknown directive.
+/// A malformed, unknown or over-size directive.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {directive}: {message}")]
 pub struct ParseError {
@@ -31,15 +36,27 @@ pub struct ParseError {
     pub line: usize,
     /// The option as written (`--gres`, `-N`), or the offending word.
     pub directive: String,
+    /// What failed, as the API names it: the option's long name without dashes
+    /// (`array`, `nodelist`, `output`), or `script` / `options` for what is not one
+    /// option (an unknown option, a line too long, too many directives).
+    pub field: &'static str,
     pub message: String,
+}
+
+/// Parses a batch script the way `sbatch` does, with the default [`ParseLimits`].
+pub fn parse_script(script: &str) -> Result<JobRequest, ParseError> {
+    parse_script_with(script, &ParseLimits::default())
 }
 
 /// Parses a batch script the way `sbatch` does: `#SBATCH` lines are read until the
 /// first line that is neither blank nor a comment; later `#SBATCH` lines are plain
-/// comments. A `#` after whitespace starts a comment inside a directive line.
-pub fn parse_script(script: &str) -> Result<JobRequest, ParseError> {
+/// comments. A `#` after whitespace starts a comment inside a directive line. Each
+/// directive line is at most [`MAX_DIRECTIVE_BYTES`] long, and the lines give at
+/// most [`MAX_DIRECTIVES`] options.
+pub fn parse_script_with(script: &str, limits: &ParseLimits) -> Result<JobRequest, ParseError> {
     let mut req = JobRequest::default();
     let mut gpu_option: Option<&'static str> = None;
+    let mut count = 0;
     for (i, raw) in script.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -56,24 +73,88 @@ pub fn parse_script(script: &str) -> Result<JobRequest, ParseError> {
             // e.g. `#SBATCHX`: a comment, as for sbatch.
             continue;
         }
-        let words = split_words(rest).map_err(|m| ParseError {
+        let script_error = |message: String| ParseError {
             line: line_no,
             directive: "#SBATCH".into(),
-            message: m,
-        })?;
-        apply_words(&mut req, &words, line_no, &mut gpu_option)?;
+            field: "script",
+            message,
+        };
+        at_most("the #SBATCH line", raw, MAX_DIRECTIVE_BYTES).map_err(script_error)?;
+        let words = split_words(rest).map_err(script_error)?;
+        let cx = Words {
+            line: line_no,
+            field: "script",
+            limits,
+        };
+        count += apply_words(&mut req, &words, &cx, &mut gpu_option)?;
+        if count > MAX_DIRECTIVES {
+            return Err(script_error(format!(
+                "more than {MAX_DIRECTIVES} directives"
+            )));
+        }
     }
     Ok(req)
 }
 
-/// Parses `sbatch` command-line options (no script body), e.g. from a CLI. Errors
-/// report line 0.
+/// Parses `sbatch` command-line options (no script body) with the default
+/// [`ParseLimits`]. Errors report line 0.
 pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<JobRequest, ParseError> {
+    parse_args_with(args, &ParseLimits::default())
+}
+
+/// Parses `sbatch` command-line options (no script body), e.g. from a CLI: at most
+/// [`MAX_DIRECTIVES`] words of at most [`MAX_DIRECTIVE_BYTES`] each. Errors report
+/// line 0.
+pub fn parse_args_with<S: AsRef<str>>(
+    args: &[S],
+    limits: &ParseLimits,
+) -> Result<JobRequest, ParseError> {
+    let options_error = |directive: &str, message: String| ParseError {
+        line: 0,
+        directive: directive.into(),
+        field: "options",
+        message,
+    };
+    if args.len() > MAX_DIRECTIVES * 2 {
+        return Err(options_error(
+            "options",
+            format!("more than {MAX_DIRECTIVES} options"),
+        ));
+    }
+    let mut words = Vec::with_capacity(args.len());
+    for a in args {
+        let a = a.as_ref();
+        if a.len() > MAX_DIRECTIVE_BYTES {
+            let shown: String = a.chars().take(32).collect();
+            return Err(options_error(
+                &shown,
+                format!("an option may be at most {MAX_DIRECTIVE_BYTES} bytes long"),
+            ));
+        }
+        words.push(a.to_string());
+    }
     let mut req = JobRequest::default();
-    let words: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
     let mut gpu_option = None;
-    apply_words(&mut req, &words, 0, &mut gpu_option)?;
+    let cx = Words {
+        line: 0,
+        field: "options",
+        limits,
+    };
+    if apply_words(&mut req, &words, &cx, &mut gpu_option)? > MAX_DIRECTIVES {
+        return Err(options_error(
+            "options",
+            format!("more than {MAX_DIRECTIVES} options"),
+        ));
+    }
     Ok(req)
+}
+
+/// Where a list of words comes from: its line, what to call it when the error is
+/// not one option's, and the limits.
+struct Words<'a> {
+    line: usize,
+    field: &'static str,
+    limits: &'a ParseLimits,
 }
 
 /// Splits a directive line into words: whitespace separated, with '…' and "…"
@@ -160,18 +241,21 @@ fn lookup(name: &str) -> Option<(&'static str, Arity)> {
     })
 }
 
+/// Applies options to `req`; returns how many there were.
 fn apply_words(
     req: &mut JobRequest,
     words: &[String],
-    line: usize,
+    cx: &Words<'_>,
     gpu_option: &mut Option<&'static str>,
-) -> Result<(), ParseError> {
+) -> Result<usize, ParseError> {
     let mut i = 0;
+    let mut count = 0;
     while i < words.len() {
         let word = &words[i];
-        let err = |directive: &str, message: String| ParseError {
-            line,
+        let err = |directive: &str, field: &'static str, message: String| ParseError {
+            line: cx.line,
             directive: directive.to_string(),
+            field,
             message,
         };
         // Split `--opt=value`, `-Nvalue`, `-N=value`.
@@ -186,12 +270,18 @@ fn apply_words(
         } else if word.starts_with('-') && word.len() == 2 {
             (word.as_str(), None)
         } else {
-            return Err(err(word, "expected an option starting with - or --".into()));
+            return Err(err(
+                word,
+                cx.field,
+                "expected an option starting with - or --".into(),
+            ));
         };
-        let (canon, arity) = lookup(name).ok_or_else(|| err(name, "unknown option".into()))?;
+        let (canon, arity) =
+            lookup(name).ok_or_else(|| err(name, cx.field, "unknown option".into()))?;
+        let field = &canon[2..];
         let value: Option<&str> = match (arity, inline) {
             (Arity::Flag, None) => None,
-            (Arity::Flag, Some(_)) => return Err(err(name, "takes no value".into())),
+            (Arity::Flag, Some(_)) => return Err(err(name, field, "takes no value".into())),
             (Arity::Value, Some(v)) => Some(v),
             (Arity::Value, None) => {
                 i += 1;
@@ -199,14 +289,16 @@ fn apply_words(
                     words
                         .get(i)
                         .map(String::as_str)
-                        .ok_or_else(|| err(name, "missing value".into()))?,
+                        .ok_or_else(|| err(name, field, "missing value".into()))?,
                 )
             }
         };
-        apply(req, canon, value.unwrap_or(""), gpu_option).map_err(|m| err(name, m))?;
+        apply(req, canon, value.unwrap_or(""), cx.limits, gpu_option)
+            .map_err(|m| err(name, field, m))?;
         i += 1;
+        count += 1;
     }
-    Ok(())
+    Ok(count)
 }
 
 fn positive(v: &str) -> Result<u32, String> {
@@ -217,6 +309,18 @@ fn positive(v: &str) -> Result<u32, String> {
         .ok()
         .filter(|&n| n > 0)
         .ok_or_else(|| format!("expected a positive number, got \"{v}\""))
+}
+
+/// A name (job name, partition, account, QOS): at most [`MAX_NAME_BYTES`].
+fn name(v: &str) -> Result<String, String> {
+    at_most("the name", v, MAX_NAME_BYTES)?;
+    non_empty(v)
+}
+
+/// A path or path pattern: at most [`PATH_MAX`].
+fn path(v: &str) -> Result<String, String> {
+    at_most("the path", v, PATH_MAX)?;
+    non_empty(v)
 }
 
 fn non_empty(v: &str) -> Result<String, String> {
@@ -233,6 +337,7 @@ fn apply(
     req: &mut JobRequest,
     canon: &'static str,
     v: &str,
+    limits: &ParseLimits,
     gpu_option: &mut Option<&'static str>,
 ) -> Result<(), String> {
     let mut gpu = |req: &mut JobRequest, g| -> Result<(), String> {
@@ -246,8 +351,8 @@ fn apply(
         Ok(())
     };
     match canon {
-        "--job-name" => req.name = Some(non_empty(v)?),
-        "--partition" => req.partition = Some(non_empty(v)?),
+        "--job-name" => req.name = Some(name(v)?),
+        "--partition" => req.partition = Some(name(v)?),
         "--nodes" => {
             let r = match v.split_once('-') {
                 Some((a, b)) => NodeRange {
@@ -275,10 +380,10 @@ fn apply(
         "--gpus" => gpu(req, values::gpus(v, GpuPer::Job)?)?,
         "--gpus-per-node" => gpu(req, values::gpus(v, GpuPer::Node)?)?,
         "--time" => req.time_limit = Some(v.parse::<TimeLimit>()?),
-        "--array" => req.array = Some(v.parse::<ArraySpec>()?),
+        "--array" => req.array = Some(ArraySpec::parse(v, limits.max_array_size)?),
         "--dependency" => req.dependency = Some(v.parse::<Dependency>()?),
         "--output" | "--error" => {
-            let p = non_empty(v)?;
+            let p = path(v)?;
             values::check_pattern(&p)?;
             if canon == "--output" {
                 req.output = Some(p);
@@ -286,17 +391,20 @@ fn apply(
                 req.error = Some(p);
             }
         }
-        "--chdir" => req.chdir = Some(non_empty(v)?),
+        "--chdir" => req.chdir = Some(path(v)?),
         "--export" => req.export = Some(v.parse::<ExportSpec>()?),
-        "--account" => req.account = Some(non_empty(v)?),
-        "--qos" => req.qos = Some(non_empty(v)?),
+        "--account" => req.account = Some(name(v)?),
+        "--qos" => req.qos = Some(name(v)?),
         "--hold" => req.hold = true,
         "--begin" => req.begin = Some(v.parse::<BeginTime>()?),
         "--exclusive" => req.exclusive = true,
         "--nodelist" => req.nodelist = expand_hostlist(v)?,
         "--exclude" => req.exclude = expand_hostlist(v)?,
         "--constraint" => req.constraint = Some(v.parse::<Constraint>()?),
-        "--comment" => req.comment = Some(non_empty(v)?),
+        "--comment" => {
+            at_most("the comment", v, MAX_COMMENT_BYTES)?;
+            req.comment = Some(non_empty(v)?);
+        }
         "--requeue" => req.requeue = Some(true),
         "--no-requeue" => req.requeue = Some(false),
         "--nice" => {

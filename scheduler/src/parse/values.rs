@@ -1,6 +1,7 @@
 //! Small directive values: memory sizes, GPU requests, constraints, `--export`, and
 //! output file patterns (`%j %A %a %u %x %N`).
 
+use super::limits::{at_most, PATH_MAX};
 use crate::model::{Constraint, ExportSpec, GpuPer, GpuRequest, SliceKind};
 use std::fmt;
 use std::str::FromStr;
@@ -243,11 +244,18 @@ pub(crate) fn check_pattern(p: &str) -> Result<(), String> {
 }
 
 /// Expands `%j %A %a %u %x %N %%` (an optional zero-padding width may follow `%`,
-/// as in `%4a`).
+/// as in `%4a`). A pattern, or what it expands to, longer than [`PATH_MAX`] is
+/// refused, and the expansion stops there.
 pub fn expand_pattern(p: &str, cx: &PatternContext<'_>) -> Result<String, String> {
+    at_most("the pattern", p, PATH_MAX)?;
     let mut out = String::with_capacity(p.len() + 16);
     let mut chars = p.chars().peekable();
     while let Some(c) = chars.next() {
+        if out.len() > PATH_MAX {
+            return Err(format!(
+                "the pattern expands to more than {PATH_MAX} bytes (PATH_MAX)"
+            ));
+        }
         if c != '%' {
             out.push(c);
             continue;
@@ -280,6 +288,11 @@ pub fn expand_pattern(p: &str, cx: &PatternContext<'_>) -> Result<String, String
             Some('N') => out.push_str(cx.node),
             _ => return Err(format!("expected {PATTERN_EXPECTED}, got \"{p}\"")),
         }
+    }
+    if out.len() > PATH_MAX {
+        return Err(format!(
+            "the pattern expands to more than {PATH_MAX} bytes (PATH_MAX)"
+        ));
     }
     Ok(out)
 }

@@ -1,8 +1,9 @@
 //! The API's error policy.
 //!
 //! Every error a client sees is an [`ApiError`]: an HTTP status and a JSON body
-//! `{"error": CODE, "message": TEXT}`. Client errors (4xx) say exactly what was wrong
-//! with the request. Server errors (5xx) say nothing internal: the cause goes to the
+//! `{"error": CODE, "message": TEXT}`, plus `"field": NAME` when one field of the
+//! request (or one directive of a script) was refused. Client errors (4xx) say
+//! exactly what was wrong with the request. Server errors (5xx) say nothing internal: the cause goes to the
 //! log, with the request id that the response also carries.
 
 use std::time::Duration;
@@ -17,6 +18,12 @@ use crate::store::StoreError;
 pub enum ApiError {
     #[error("{0}")]
     BadRequest(String),
+    /// One field of the request (`script`, `array`, `environment` …) was refused.
+    #[error("{message}")]
+    InvalidField {
+        field: &'static str,
+        message: String,
+    },
     #[error("authentication required")]
     Unauthorized,
     #[error("invalid username or password")]
@@ -58,6 +65,8 @@ pub enum ApiError {
 struct Body<'a> {
     error: &'a str,
     message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
 }
 
 impl ApiError {
@@ -75,7 +84,7 @@ impl ApiError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            Self::BadRequest(_) => "bad_request",
+            Self::BadRequest(_) | Self::InvalidField { .. } => "bad_request",
             Self::Unauthorized | Self::LoginRequired { .. } => "unauthorized",
             Self::InvalidCredentials => "invalid_credentials",
             Self::Forbidden(_) => "forbidden",
@@ -96,7 +105,7 @@ impl ApiError {
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::BadRequest(_) | Self::InvalidField { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::QuotaExceeded(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
@@ -145,9 +154,14 @@ impl ResponseError for ApiError {
             }
             other => other.to_string(),
         };
+        let field = match self {
+            Self::InvalidField { field, .. } => Some(*field),
+            _ => None,
+        };
         response.json(Body {
             error: self.code(),
             message,
+            field,
         })
     }
 }

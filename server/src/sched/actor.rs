@@ -15,8 +15,9 @@ use scheduler::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::event::{Applied, ApplyError, Event};
+use super::step_env::{self, PatternValues};
 use super::steps::{StepEnd, StepRunner, StepSignal};
-use super::submission::{self, PatternValues, Submission};
+use super::submission::Submission;
 use crate::store::{JobChange, JobRecord, JobStart, Store};
 
 /// Most commands taken into one batch (one transaction).
@@ -789,11 +790,16 @@ impl Actor {
             node: node.map_or("", |n| n.node.as_str()),
         };
         let workdir = meta.map_or_else(PathBuf::new, |m| m.workdir.clone());
-        let stdout =
-            submission::output_path(meta.and_then(|m| m.output.as_deref()), &values, &workdir);
-        let stderr = meta
-            .and_then(|m| m.error.as_deref())
-            .map(|e| submission::output_path(Some(e), &values, &workdir));
+        // Paths were checked against PATH_MAX at submission; one that still does not
+        // fit (a node name longer than a host name may be) goes to the default file.
+        let path = |pattern: Option<&str>| {
+            step_env::output_path(pattern, &values, &workdir).unwrap_or_else(|e| {
+                tracing::warn!(job = %job, error = %e, "output pattern refused; using the default");
+                workdir.join(format!("slurm-{job}.out"))
+            })
+        };
+        let stdout = path(meta.and_then(|m| m.output.as_deref()));
+        let stderr = meta.and_then(|m| m.error.as_deref()).map(|e| path(Some(e)));
         JobStart {
             id: job.job as i64,
             task: job.task.map_or(-1, i64::from),

@@ -8,6 +8,7 @@ mod actor;
 mod event;
 pub mod inventory;
 pub mod slurm;
+pub mod step_env;
 mod steps;
 pub mod submission;
 

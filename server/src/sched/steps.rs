@@ -12,7 +12,7 @@ use scheduler::{Allocation, JobId, JobOutcome, JobRequest};
 use tokio::sync::mpsc;
 
 use super::actor::Command;
-use super::submission::{self, StepContext};
+use super::step_env::{self, StepContext};
 use crate::launch::{self, RuntimeKind, StepSpec, StepState};
 use crate::store::{JobStart, Store};
 
@@ -215,7 +215,7 @@ async fn start_step(
         time_limit_secs: start.time_limit.map(|t| t as u64),
         node,
     };
-    let mut env = submission::environment(&request, &submitted, &cx);
+    let mut env = step_env::environment(&request, &submitted, &cx);
     let container: Option<launch::Container> = row
         .container
         .as_deref()
@@ -249,7 +249,7 @@ async fn start_step(
         time_limit_secs: start.time_limit.map(|t| t as u64),
         memory_limit_mb: Some(node.memory_mb),
         kill_grace_secs: settings.kill_grace_secs,
-        gpu_indices: submission::gpu_indices(node),
+        gpu_indices: step_env::gpu_indices(node),
         runtime,
         drop_privileges: settings.drop_privileges,
         image,

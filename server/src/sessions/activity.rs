@@ -188,7 +188,7 @@ async fn session_gpus(sessions: &Sessions, route: &Route) -> Vec<u32> {
     view.allocation
         .as_ref()
         .and_then(|a| a.nodes.first())
-        .map(crate::sched::submission::gpu_indices)
+        .map(crate::sched::step_env::gpu_indices)
         .unwrap_or_default()
 }
 

@@ -633,11 +633,19 @@ impl Sessions {
                 .collect(),
         };
         let home = identity.home.display().to_string();
-        let mut sub = submission::build(Some(&text), None, &options, environment, Some(home))
-            .map_err(|e| SessionError::Invalid {
-                field: "gpus",
-                message: e.to_string(),
-            })?;
+        let limits = self.inner.config.jobs.submission_limits();
+        let mut sub = submission::build(
+            Some(&text),
+            None,
+            &options,
+            environment,
+            Some(home),
+            &limits,
+        )
+        .map_err(|e| SessionError::Invalid {
+            field: "gpus",
+            message: e.to_string(),
+        })?;
         // On this machine the server runs in the environment's container.
         if remote.is_none() {
             let mut mounts: Vec<Mount> = env

@@ -8,6 +8,7 @@ mod browser;
 mod cli;
 mod helpers;
 mod homes;
+mod hostile;
 mod http_basics;
 mod jobs;
 mod jobs_crash;

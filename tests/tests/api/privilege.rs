@@ -282,7 +282,7 @@ async fn snoop(runtime: &str) {
     assert!(out.contains("done"), "{out}");
 
     // Its own session, no terminal: nothing it does reaches the portal's terminal.
-    let portal_session = session_of(c.app.pid());
+    let portal_session = session_of(c.app.pid().expect("the portal runs"));
     let line = out
         .lines()
         .find(|l| l.starts_with("session="))

@@ -190,14 +190,25 @@ pub async fn submit_as(
         &body.options,
         body.environment,
         body.working_directory,
+        &state.config.jobs.submission_limits(),
     )
-    .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    .map_err(refused)?;
     let facts = state.jobs.owners.get(state, caller).await?;
     let workdir = submission::workdir(&sub.request, sub.submit_dir.as_deref(), &facts.home);
+    sub.check_paths(&caller.username, &workdir)
+        .map_err(refused)?;
     Ok(state
         .scheduler
         .submit(facts.owner(caller), sub, workdir)
         .await?)
+}
+
+/// A refused submission: a 400 naming the field or directive.
+fn refused(e: submission::SubmissionError) -> ApiError {
+    ApiError::InvalidField {
+        field: e.field(),
+        message: e.to_string(),
+    }
 }
 
 /// The caller as the scheduler knows job owners (groups for `AllowGroups`).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use scheduler::{JobOutcome, JobState, NodeState, SliceUsage, TimeLimit};
 
-use crate::sched::submission::{expand_pattern, NO_TASK};
+use crate::sched::step_env::{expand_pattern, NO_TASK};
 
 /// The field separator asked of `squeue -O` (ASCII unit separator): job names and
 /// comments may hold any printable character.
@@ -177,7 +177,8 @@ impl SqueueRow {
     }
 
     /// `%j` is the row's own id: for an array task, the task's own job id (unlike
-    /// the internal scheduler's `123_4`).
+    /// the internal scheduler's `123_4`). A path that would be longer than
+    /// `PATH_MAX` (no file can have it) stays as Slurm wrote it.
     fn expand(&self, pattern: &str) -> String {
         expand_pattern(pattern, |c| match c {
             'A' => Some(self.array_job_id.clone()),
@@ -190,6 +191,7 @@ impl SqueueRow {
             'x' => Some(self.name.clone()),
             _ => None,
         })
+        .unwrap_or_else(|_| pattern.to_string())
     }
 }
 

@@ -140,6 +140,7 @@ pub async fn submit(
                 .finish())
         }
         Err(ApiError::BadRequest(m)) => (StatusCode::BAD_REQUEST, m),
+        Err(e @ ApiError::InvalidField { .. }) => (StatusCode::BAD_REQUEST, e.to_string()),
         Err(ApiError::Forbidden(m)) => (StatusCode::FORBIDDEN, m),
         Err(ApiError::Conflict(m)) => (StatusCode::CONFLICT, m),
         Err(ApiError::Unavailable(cause)) => {
@@ -204,6 +205,7 @@ mod tests {
                 &Default::default(),
                 Default::default(),
                 None,
+                &Default::default(),
             );
             let benchmark = parsed
                 .unwrap_or_else(|e| panic!("{}: {e}", s.name))
