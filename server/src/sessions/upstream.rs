@@ -143,7 +143,7 @@ impl Proof {
     /// one): the next connection to the same port then reaches the same server, which
     /// holds the port while it runs.
     async fn check(&self, stream: &mut TcpStream, addr: SocketAddr) -> Result<bool, UpstreamError> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let challenge = hex::encode(rand::random::<[u8; 32]>());
         let request = format!(
             "GET {}?challenge={challenge} HTTP/1.1\r\nHost: atrium\r\n\
@@ -152,42 +152,43 @@ impl Proof {
         );
         stream.write_all(request.as_bytes()).await?;
         let mut got = Vec::with_capacity(512);
-        let mut chunk = [0u8; 1024];
-        let not_proven = || UpstreamError::NotProven(addr);
         let (head_len, body_len) = loop {
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Err(not_proven());
-            }
-            got.extend_from_slice(&chunk[..n]);
-            if got.len() > MAX_PROOF_ANSWER {
-                return Err(not_proven());
-            }
             if let Some(found) = response_head(&got) {
-                break found.ok_or_else(not_proven)?;
+                break found.ok_or(UpstreamError::NotProven(addr))?;
             }
+            read_more(stream, &mut got, addr).await?;
         };
-        let closes = closes_connection(&got[..head_len]);
         while got.len() < head_len + body_len {
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Err(not_proven());
-            }
-            got.extend_from_slice(&chunk[..n]);
-            if got.len() > MAX_PROOF_ANSWER {
-                return Err(not_proven());
-            }
+            read_more(stream, &mut got, addr).await?;
         }
+        let closes = closes_connection(&got[..head_len]);
         // Anything beyond the answer was not asked for.
         let expected = self.answer(&challenge);
         let body = &got[head_len..];
         if body.len() != body_len
             || !bool::from(subtle::ConstantTimeEq::ct_eq(body, expected.as_bytes()))
         {
-            return Err(not_proven());
+            return Err(UpstreamError::NotProven(addr));
         }
         Ok(closes)
     }
+}
+
+/// Read what the server sent next onto `got`: an end of the stream, or more than an
+/// answer can be, is no proof.
+async fn read_more(
+    stream: &mut TcpStream,
+    got: &mut Vec<u8>,
+    addr: SocketAddr,
+) -> Result<(), UpstreamError> {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = [0u8; 1024];
+    let n = stream.read(&mut chunk).await?;
+    got.extend_from_slice(&chunk[..n]);
+    if n == 0 || got.len() > MAX_PROOF_ANSWER {
+        return Err(UpstreamError::NotProven(addr));
+    }
+    Ok(())
 }
 
 /// Whether a response's head says the server closes the connection.

@@ -7,11 +7,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use atrium_tests::support::{Slurm, SlurmOptions};
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_with, Options};
-use crate::jobs::{cluster_config, private_root, JobCluster, JobUser};
+use crate::jobs::{cluster_config, private_root, JobCluster};
 
 const RUN: Duration = Duration::from_secs(60);
 
@@ -92,34 +91,10 @@ fn made_by_root(dir: &Path) -> Vec<String> {
     found
 }
 
-fn slurm_config(root: &Path, slurm: &Slurm) -> String {
-    format!(
-        "[scheduler]\nbackend = \"slurm\"\n\
-         [slurm]\nconf = \"{}\"\npoll_interval = \"300ms\"\nnodes_interval = \"1s\"\n\
-         command_timeout = \"5s\"\n\
-         [jobs]\nspool_dir = \"{}\"\n\
-         [cluster]\nnode_name = \"head\"\ncpus = 2\nmemory_mb = 4000\ndiscover_gpus = false\n\
-         [accounts]\nhome_root = \"{}\"\n",
-        slurm.conf().display(),
-        root.join("spool").display(),
-        root.join("home").display()
-    )
-}
-
 #[tokio::test]
 async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
-    let slurm = Slurm::start(SlurmOptions::default()).await.expect("slurm");
-    let root = private_root();
-    let app = spawn_with(Options {
-        extra_config: slurm_config(root.path(), &slurm),
-        database_url: None,
-    })
-    .await;
-    let c = JobCluster { app, root };
-    let eve: JobUser = c.user("eve", 20391).await;
-    slurm
-        .add_user("eve", 20391, 20391, &eve.home)
-        .expect("slurm user");
+    let (c, slurm) = crate::slurm::start().await;
+    let eve = crate::slurm::user(&c, &slurm, "eve", 20391).await;
     let (trap, vars) = booby_trap(c.root.path());
     let environment: serde_json::Map<String, Value> = vars
         .iter()

@@ -34,7 +34,7 @@ fn slurm_config(root: &Path, slurm: &Slurm) -> String {
     )
 }
 
-async fn start() -> (JobCluster, Slurm) {
+pub async fn start() -> (JobCluster, Slurm) {
     let slurm = Slurm::start(SlurmOptions::default()).await.expect("slurm");
     let root = private_root();
     let app = spawn_with(Options {
@@ -45,7 +45,7 @@ async fn start() -> (JobCluster, Slurm) {
     (JobCluster { app, root }, slurm)
 }
 
-async fn user(c: &JobCluster, slurm: &Slurm, name: &str, uid: u32) -> JobUser {
+pub async fn user(c: &JobCluster, slurm: &Slurm, name: &str, uid: u32) -> JobUser {
     let u = c.user(name, uid).await;
     slurm.add_user(name, uid, uid, &u.home).expect("slurm user");
     u
