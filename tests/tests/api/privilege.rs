@@ -91,6 +91,25 @@ fn made_by_root(dir: &Path) -> Vec<String> {
     found
 }
 
+/// Fail, saying what, if a process running as root honoured the trap.
+fn assert_nothing_made_by_root(trap: &Path) {
+    let by_root = made_by_root(trap);
+    let what: Vec<String> = by_root
+        .iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(trap.join(n)).unwrap_or_default();
+            format!(
+                "{n}: {}",
+                text.lines().take(3).collect::<Vec<_>>().join(" | ")
+            )
+        })
+        .collect();
+    assert!(
+        by_root.is_empty(),
+        "a process running as root honoured a job's variables: {what:#?}"
+    );
+}
+
 #[tokio::test]
 async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
     let (c, slurm) = crate::slurm::start().await;
@@ -114,6 +133,7 @@ async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
         .await;
     let status = res.status();
     let body: Value = res.json().await.expect("json");
+    assert_nothing_made_by_root(&trap);
     assert_eq!(status, 201, "{body}");
     let id = body["id"].as_str().expect("id").to_string();
     let job = c.wait_for(&eve, &id, &["COMPLETED"], RUN).await;
@@ -165,21 +185,7 @@ async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
         "the job's variables reach the user's sbatch: {names:?}"
     );
     // ...and nothing running as root loaded, ran or wrote anything of the trap.
-    let by_root = made_by_root(&trap);
-    let what: Vec<String> = by_root
-        .iter()
-        .map(|n| {
-            let text = std::fs::read_to_string(trap.join(n)).unwrap_or_default();
-            format!(
-                "{n}: {}",
-                text.lines().take(3).collect::<Vec<_>>().join(" | ")
-            )
-        })
-        .collect();
-    assert!(
-        by_root.is_empty(),
-        "a process running as root honoured a job's variables: {what:#?}"
-    );
+    assert_nothing_made_by_root(&trap);
     assert!(
         !names.iter().any(|n| n.starts_with("ran-")),
         "a program was found on the job's PATH: {names:?}"
@@ -227,13 +233,13 @@ async fn snoop(runtime: &str) {
     let mallory = c.user("mallory", 20392).await;
     let data_dir = c.app.data_dir.path().join("var");
     let spool = c.root.path().join("spool");
-
-    // The portal's files are its own: the data directory 0700, the database 0600.
-    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
-    assert_eq!(mode(&data_dir).expect("data dir"), 0o700);
-    for name in ["atrium.db", "jwt.key"] {
-        assert_eq!(mode(&data_dir.join(name)).expect(name), 0o600, "{name}");
-    }
+    // As on a real head node, the directory above the data directory is open to all:
+    // only the portal's own modes protect it.
+    std::fs::set_permissions(
+        c.app.data_dir.path(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
 
     // Another job of another user is in the spool, with its environment.
     let other = c.user("trent", 20393).await;
@@ -285,6 +291,13 @@ async fn snoop(runtime: &str) {
             .filter_map(|l| l.strip_prefix("spool "))
             .collect();
         assert_eq!(seen, [id.as_str()], "the job saw the spool:\n{out}");
+    }
+
+    // The portal's files are its own: the data directory 0700, the database 0600.
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
+    assert_eq!(mode(&data_dir).expect("data dir"), 0o700);
+    for name in ["atrium.db", "jwt.key"] {
+        assert_eq!(mode(&data_dir.join(name)).expect(name), 0o600, "{name}");
     }
 
     // Its output is the user's alone.
