@@ -64,12 +64,6 @@ impl Username {
     }
 }
 
-/// Check a local account's password. Unknown, disabled and non-local accounts cost
-/// the same time as a wrong password and give the same error.
-pub async fn login(store: &Store, username: &str, pass: &str) -> Result<User, LoginError> {
-    verify(find(store, username).await?, pass).await
-}
-
 /// The account a login name refers to, if the name is valid and the account exists.
 pub async fn find(store: &Store, username: &str) -> Result<Option<User>, StoreError> {
     match Username::parse(username) {
@@ -78,7 +72,8 @@ pub async fn find(store: &Store, username: &str) -> Result<Option<User>, StoreEr
     }
 }
 
-/// Check `pass` against a local account found by [`find`].
+/// Check `pass` against a local account found by [`find`]. Unknown, disabled and
+/// non-local accounts cost the same time as a wrong password and give the same error.
 pub async fn verify(user: Option<User>, pass: &str) -> Result<User, LoginError> {
     let pass = pass.to_string();
     let stored = user

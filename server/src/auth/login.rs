@@ -2,9 +2,11 @@
 //! (local accounts are the break-glass administrators), else the LDAP directory.
 //!
 //! Checking a password is the one piece of work anybody can make the portal do
-//! without logging in (argon2 costs tens of milliseconds of CPU and 19 MiB each), so
-//! checks run at most one per core at once, with a short bounded queue behind them;
-//! beyond that a login is refused at once with [`LoginError::Busy`].
+//! without logging in. A local account's (argon2: tens of milliseconds of CPU and
+//! 19 MiB each) runs at most one per core at once, with a short bounded queue behind
+//! them; beyond that a login is refused at once with [`LoginError::Busy`]. A
+//! directory's bind costs the portal no CPU to speak of (it waits on the directory)
+//! and is bounded by the directory's connection pool (`ldap.pool_size`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,20 +100,18 @@ impl Logins {
         }
     }
 
-    /// Check `password` for `username` (waiting for a turn at the gate) and return the
-    /// account, created or updated from the directory.
+    /// Check `password` for `username` and return the account, created or updated from
+    /// the directory. A local account's hash is checked only with a turn at the gate.
     pub async fn login(&self, username: &str, password: &str) -> Result<User, LoginError> {
-        let _turn = self.gate.enter(QUEUE_WAIT).await?;
-        self.check(username, password).await
-    }
-
-    async fn check(&self, username: &str, password: &str) -> Result<User, LoginError> {
         let Some(directory) = &self.directory else {
-            return local::login(&self.store, username, password).await;
+            let existing = local::find(&self.store, username).await?;
+            let _turn = self.gate.enter(QUEUE_WAIT).await?;
+            return local::verify(existing, password).await;
         };
         if self.local_accounts {
             let existing = local::find(&self.store, username).await?;
             if existing.as_ref().is_some_and(|u| u.source == "local") {
+                let _turn = self.gate.enter(QUEUE_WAIT).await?;
                 return local::verify(existing, password).await;
             }
         }

@@ -4,10 +4,20 @@
 
 use std::collections::BTreeSet;
 
-use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{Result, Store, StoreError};
+use super::{Result, Store};
+
+/// A user's memberships by kind, each sorted.
+#[derive(Debug, Default)]
+struct MembershipRefs {
+    /// Names of the local groups given in the portal.
+    local: Vec<String>,
+    /// Names of the groups the directory put the user in.
+    ldap: Vec<String>,
+    /// Normalised DNs of the directory's groups.
+    dns: Vec<String>,
+}
 
 impl Store {
     /// Make the user's directory memberships exactly `groups`, each a group's name and
@@ -27,8 +37,8 @@ impl Store {
         let mut dns: Vec<String> = groups.iter().map(|(_, dn)| dn.clone()).collect();
         dns.sort();
         dns.dedup();
-        let (_, current_dns) = self.group_refs_of(user_id).await?;
-        if self.directory_group_names(user_id).await? == names && current_dns == dns {
+        let current = self.membership_refs(user_id).await?;
+        if current.ldap == names && current.dns == dns {
             return Ok(());
         }
         let mut ids = Vec::with_capacity(names.len());
@@ -67,42 +77,36 @@ impl Store {
         Ok(())
     }
 
-    /// Names of the groups the directory put the user in, sorted.
-    async fn directory_group_names(&self, user_id: i64) -> Result<Vec<String>> {
-        let rows = sqlx::query(
-            "SELECT g.name FROM groups g JOIN memberships m ON m.group_id = g.id \
-             WHERE m.user_id = $1 AND m.source = 'ldap' ORDER BY g.name",
-        )
-        .bind(user_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| r.try_get::<String, _>(0).map_err(StoreError::from))
-            .collect()
-    }
-
     /// The user's groups as rights are decided on them: the names of the local groups
     /// given in the portal, and the normalised DNs of the directory's groups; both
     /// sorted.
     pub async fn group_refs_of(&self, user_id: i64) -> Result<(Vec<String>, Vec<String>)> {
-        let local = sqlx::query(
-            "SELECT g.name FROM groups g JOIN memberships m ON m.group_id = g.id \
-             WHERE m.user_id = $1 AND m.source = 'local' ORDER BY g.name",
+        let refs = self.membership_refs(user_id).await?;
+        Ok((refs.local, refs.dns))
+    }
+
+    /// Every kind of membership of the user, in one query (a login reads them).
+    async fn membership_refs(&self, user_id: i64) -> Result<MembershipRefs> {
+        let rows = sqlx::query(
+            "SELECT m.source AS kind, g.name AS value FROM groups g \
+             JOIN memberships m ON m.group_id = g.id WHERE m.user_id = $1 \
+             UNION ALL SELECT 'dn' AS kind, dn AS value FROM directory_memberships \
+             WHERE user_id = $1 ORDER BY kind, value",
         )
         .bind(user_id)
         .fetch_all(&self.pool)
         .await?;
-        let directory =
-            sqlx::query("SELECT dn FROM directory_memberships WHERE user_id = $1 ORDER BY dn")
-                .bind(user_id)
-                .fetch_all(&self.pool)
-                .await?;
-        let texts = |rows: Vec<AnyRow>| -> Result<Vec<String>> {
-            rows.iter()
-                .map(|r| r.try_get::<String, _>(0).map_err(StoreError::from))
-                .collect()
-        };
-        Ok((texts(local)?, texts(directory)?))
+        let mut refs = MembershipRefs::default();
+        for row in &rows {
+            let value: String = row.try_get("value")?;
+            match row.try_get::<String, _>("kind")?.as_str() {
+                "local" => refs.local.push(value),
+                "ldap" => refs.ldap.push(value),
+                "dn" => refs.dns.push(value),
+                _ => {}
+            }
+        }
+        Ok(refs)
     }
 
     /// Usernames of the members of the local groups `local` (memberships given in the
