@@ -229,15 +229,7 @@ impl TestApp {
         username: &str,
         password: &str,
     ) -> reqwest::Response {
-        let page = client
-            .get(self.url("/login"))
-            .send()
-            .await
-            .expect("login page")
-            .text()
-            .await
-            .expect("body");
-        let csrf = hidden_field(&page, "csrf").expect("csrf field");
+        let csrf = self.login_form(client).await;
         client
             .post(self.url("/login"))
             .form(&[
@@ -249,6 +241,19 @@ impl TestApp {
             .send()
             .await
             .expect("post login")
+    }
+
+    /// GET the login page (setting its CSRF cookie in `client`); the form's CSRF token.
+    pub async fn login_form(&self, client: &reqwest::Client) -> String {
+        let page = client
+            .get(self.url("/login"))
+            .send()
+            .await
+            .expect("login page")
+            .text()
+            .await
+            .expect("body");
+        hidden_field(&page, "csrf").expect("csrf field")
     }
 
     /// The CSRF token of the logged-in session, read from the home page.

@@ -178,15 +178,8 @@ async fn concurrent_wrong_passwords_cannot_exceed_the_per_user_limit() {
     let mut forms = Vec::new();
     for _ in 0..30 {
         let client = app.browser_like_client();
-        let page = client
-            .get(app.url("/login"))
-            .send()
-            .await
-            .expect("login page")
-            .text()
-            .await
-            .expect("body");
-        forms.push((client, hidden_field(&page, "csrf").expect("csrf")));
+        let csrf = app.login_form(&client).await;
+        forms.push((client, csrf));
     }
     let mut guesses = tokio::task::JoinSet::new();
     for (client, csrf) in forms {
