@@ -66,6 +66,13 @@ impl DatabaseUrl {
     pub fn is_sqlite(&self) -> bool {
         self.0.starts_with("sqlite:")
     }
+    /// The database file of a SQLite URL (`sqlite://./var/atrium.db?mode=rwc`).
+    pub fn sqlite_file(&self) -> Option<std::path::PathBuf> {
+        let rest = self.0.strip_prefix("sqlite:")?;
+        let rest = rest.strip_prefix("//").unwrap_or(rest);
+        let path = rest.split('?').next().unwrap_or_default();
+        (!path.is_empty() && path != ":memory:").then(|| std::path::PathBuf::from(path))
+    }
     /// The URL with any password replaced by `***`.
     pub fn redacted(&self) -> String {
         let url = &self.0;

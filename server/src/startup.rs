@@ -34,7 +34,7 @@ pub struct Application {
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let url = config.database_url();
     if url.is_sqlite() {
-        secure_data_dir(&config.data_dir)?;
+        secure_data_dir(&config.data_dir, url.sqlite_file().as_deref())?;
     }
     let store = Store::connect(&url, config.database.max_connections)
         .await
@@ -57,7 +57,10 @@ fn portal_secret(config: &Config) -> anyhow::Result<Vec<u8>> {
 impl Application {
     /// Prepare everything and bind the listener (`listen` may use port 0).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        secure_data_dir(&config.data_dir)?;
+        secure_data_dir(
+            &config.data_dir,
+            config.database_url().sqlite_file().as_deref(),
+        )?;
         let store = open_store(&config).await?;
         crate::bench::reference::seed(&store, now_ms())
             .await
@@ -291,38 +294,85 @@ async fn purge_expired_sessions(store: Store) {
     }
 }
 
-/// Create the data directory (0700), or make an existing one and the files in it
-/// private again (0700 and 0600), saying so: it holds the database, the keys and the
-/// jobs' environments, which no user's process may read.
-pub fn secure_data_dir(dir: &Path) -> anyhow::Result<()> {
+/// What the portal keeps in its data directory (the spool only when unprivileged),
+/// besides the SQLite database wherever its URL puts it.
+const DATA_DIR_ENTRIES: &[&str] = &["atrium.db", "jwt.key", "spool"];
+
+/// Create the data directory (0700), or make an existing one and the portal's files in
+/// it private again (0700 and 0600), saying so: it holds the database, the keys and the
+/// jobs' environments, which no user's process may read. A directory that also holds
+/// files of others (a data directory set to `/var/lib`, say) keeps its mode, with an
+/// error in the log: the portal needs a directory of its own. `database` is the SQLite
+/// file, whose files are the portal's wherever they are.
+pub fn secure_data_dir(dir: &Path, database: Option<&Path>) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .with_context(|| format!("creating data directory {}", dir.display()))?;
-    let tighten = |path: &Path, mode: u32| -> anyhow::Result<()> {
+    let open_to_others = |path: &Path| -> anyhow::Result<Option<u32>> {
         let meta = std::fs::symlink_metadata(path)?;
-        if meta.file_type().is_symlink() || meta.permissions().mode() & 0o077 == 0 {
+        let mode = meta.permissions().mode() & 0o7777;
+        Ok((!meta.file_type().is_symlink() && mode & 0o077 != 0).then_some(mode))
+    };
+    let tighten = |path: &Path, mode: u32| -> anyhow::Result<()> {
+        let Some(was) = open_to_others(path)? else {
             return Ok(());
-        }
+        };
         tracing::warn!(
             path = %path.display(),
-            was = format!("{:o}", meta.permissions().mode() & 0o7777),
+            was = format!("{was:o}"),
             now = format!("{mode:o}"),
             "the portal's files were readable by others; made private"
         );
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
             .with_context(|| format!("making {} private", path.display()))
     };
-    tighten(dir, 0o700)?;
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_file() => tighten(&path, 0o600)?,
-            Ok(t) if t.is_dir() => tighten(&path, 0o700)?,
-            _ => {}
+    // The database's own files: the file, its -wal and -shm.
+    let db_name = database
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned());
+    if let (Some(db), Some(name)) = (database, &db_name) {
+        if db.parent().map(|p| p.canonicalize().ok()) != Some(dir.canonicalize().ok()) {
+            for suffix in ["", "-wal", "-shm"] {
+                let file = db.with_file_name(format!("{name}{suffix}"));
+                if file.is_file() {
+                    tighten(&file, 0o600)?;
+                }
+            }
         }
+    }
+    let is_db = |name: &str, db: &str| {
+        name == db
+            || ["-wal", "-shm", "-journal"]
+                .iter()
+                .any(|s| name == format!("{db}{s}"))
+    };
+    let mut foreign = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let own = DATA_DIR_ENTRIES
+            .iter()
+            .any(|e| name == *e || is_db(&name, e))
+            || db_name.as_deref().is_some_and(|db| is_db(&name, db));
+        match entry.file_type() {
+            Ok(t) if own && t.is_file() => tighten(&entry.path(), 0o600)?,
+            _ if own => {}
+            _ => foreign.push(name),
+        }
+    }
+    if foreign.is_empty() {
+        tighten(dir, 0o700)?;
+    } else if let Some(mode) = open_to_others(dir)? {
+        foreign.truncate(5);
+        tracing::error!(
+            path = %dir.display(),
+            mode = format!("{mode:o}"),
+            others = ?foreign,
+            "the data directory is readable by others and holds files that are not the \
+             portal's, so its mode is left alone: give data_dir a directory of its own"
+        );
     }
     Ok(())
 }
@@ -336,4 +386,60 @@ fn running_as_root() -> bool {
                 .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
         })
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::secure_data_dir;
+
+    fn mode(p: &std::path::Path) -> u32 {
+        std::fs::metadata(p).expect("meta").permissions().mode() & 0o7777
+    }
+
+    fn chmod(p: &std::path::Path, mode: u32) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+
+    #[test]
+    fn the_portals_own_directory_and_files_are_made_private() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("var");
+        secure_data_dir(&dir, None).expect("create");
+        assert_eq!(mode(&dir), 0o700);
+        for name in ["atrium.db", "atrium.db-wal", "jwt.key"] {
+            std::fs::write(dir.join(name), "x").expect("write");
+            chmod(&dir.join(name), 0o644);
+        }
+        chmod(&dir, 0o755);
+        secure_data_dir(&dir, None).expect("secure");
+        assert_eq!(mode(&dir), 0o700);
+        for name in ["atrium.db", "atrium.db-wal", "jwt.key"] {
+            assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_directory_shared_with_others_keeps_its_mode() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("lib");
+        std::fs::create_dir(&dir).expect("dir");
+        std::fs::create_dir(dir.join("postgresql")).expect("another service's");
+        std::fs::write(dir.join("atrium.db"), "x").expect("write");
+        chmod(&dir.join("atrium.db"), 0o644);
+        chmod(&dir, 0o755);
+        secure_data_dir(&dir, None).expect("secure");
+        assert_eq!(
+            mode(&dir),
+            0o755,
+            "another service's directory stays reachable"
+        );
+        assert_eq!(mode(&dir.join("postgresql")), 0o755);
+        assert_eq!(
+            mode(&dir.join("atrium.db")),
+            0o600,
+            "the portal's own file is private"
+        );
+    }
 }
