@@ -174,6 +174,37 @@ pub fn live_processes_mentioning(needle: &str) -> Vec<u32> {
     })
 }
 
+/// Stop every job step that a portal started under `root` (its spool): their
+/// supervisors outlive the portal by design, so a test's portal going away leaves
+/// them running. SIGTERM makes each supervisor end its job (SIGTERM, then SIGKILL
+/// after the grace time) and exit; what is still there after `within` (a supervisor,
+/// or a container runtime whose command line names a path under `root`) gets SIGKILL.
+pub fn stop_steps_under(root: &Path, within: std::time::Duration) {
+    let root = root.display().to_string();
+    let supervisors = scan_processes(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let text = String::from_utf8_lossy(&cmdline);
+        Some(text.contains("\0step\0run\0") && text.contains(&root) && pid_alive(pid))
+    });
+    let signal = |sig: &str, pids: &[u32]| {
+        if pids.is_empty() {
+            return;
+        }
+        let _ = std::process::Command::new("kill")
+            .arg("-s")
+            .arg(sig)
+            .args(pids.iter().map(u32::to_string))
+            .stderr(std::process::Stdio::null())
+            .status();
+    };
+    signal("TERM", &supervisors);
+    let deadline = std::time::Instant::now() + within;
+    while supervisors.iter().any(|p| pid_alive(*p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    signal("KILL", &live_processes_mentioning(&root));
+}
+
 fn scan_processes(mut matches: impl FnMut(u32) -> Option<bool>) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

@@ -58,6 +58,16 @@ pub fn cluster_config(root: &Path, gpus: u32) -> String {
     config
 }
 
+/// The portal's job steps outlive it by design: a test's cluster ends its own.
+impl Drop for JobCluster {
+    fn drop(&mut self) {
+        atrium_tests::support::process::stop_steps_under(self.root.path(), STEPS_STOP);
+    }
+}
+
+/// How long a test cluster's steps get to end their jobs (the grace time is 2 s).
+pub const STEPS_STOP: Duration = Duration::from_secs(10);
+
 impl JobCluster {
     pub async fn start(gpus: u32) -> JobCluster {
         Self::start_on(gpus, None).await

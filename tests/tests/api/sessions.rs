@@ -234,28 +234,7 @@ impl SessionUser {
 impl Drop for SessionCluster {
     /// Stop every session's step still running (the portal may be gone by now).
     fn drop(&mut self) {
-        stop_steps(&self.spool);
-    }
-}
-
-/// SIGTERM every step supervisor of this spool: each stops its session's processes.
-fn stop_steps(spool: &Path) {
-    let want = spool.display().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for e in entries.flatten() {
-        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains(" step run ") && text.contains(&want) {
-            if let Some(pid) = e.file_name().to_str() {
-                let _ = std::process::Command::new("kill")
-                    .args(["-TERM", pid])
-                    .status();
-            }
-        }
+        atrium_tests::support::process::stop_steps_under(&self.spool, crate::jobs::STEPS_STOP);
     }
 }
 
