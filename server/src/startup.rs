@@ -57,10 +57,10 @@ fn portal_secret(config: &Config) -> anyhow::Result<Vec<u8>> {
 impl Application {
     /// Prepare everything and bind the listener (`listen` may use port 0).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        secure_data_dir(
-            &config.data_dir,
-            config.database_url().sqlite_file().as_deref(),
-        )?;
+        // open_store makes SQLite's data directory private; the keys need it too.
+        if !config.database_url().is_sqlite() {
+            secure_data_dir(&config.data_dir, None)?;
+        }
         let store = open_store(&config).await?;
         crate::bench::reference::seed(&store, now_ms())
             .await
