@@ -681,6 +681,12 @@ async fn chromium_opens_the_benchmarks_page_and_its_charts() {
     let b = browser().await.expect("chromium");
     b.goto(&app.url("/login")).await.expect("open login");
     crate::browser::submit_login(&b, "admin", &password).await;
+    // Logged in (the home page is there) before going on: a navigation started while
+    // the login is still answered would cancel it.
+    b.wait()
+        .for_element(Locator::Id("greeting"))
+        .await
+        .expect("home page");
     b.goto(&app.url("/benchmarks?model=ResNet-50"))
         .await
         .expect("benchmarks page");
