@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::auth::{local, now_ms, password};
+use crate::auth::{local, password};
 use crate::config::{Config, Loaded};
 use crate::startup::{open_store, Application};
 use crate::store::{NewAuditEntry, NewUser, Store};
+use crate::util::now_ms;
 
 #[derive(Debug, Parser)]
 #[command(

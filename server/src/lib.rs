@@ -23,3 +23,4 @@ pub mod startup;
 pub mod storage;
 pub mod store;
 pub mod telemetry;
+pub mod util;

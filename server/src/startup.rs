@@ -15,12 +15,13 @@ use crate::auth::ldap::Directory;
 use crate::auth::login::Logins;
 use crate::auth::principal::SessionPolicy;
 use crate::auth::rate_limit::LoginLimiter;
-use crate::auth::{local, now_ms, Authenticator};
+use crate::auth::{local, Authenticator};
 use crate::config::Config;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
 use crate::sched::{LaunchSettings, Scheduler};
 use crate::store::Store;
+use crate::util::now_ms;
 
 pub struct Application {
     port: u16,

@@ -12,7 +12,7 @@ pub const LOGIN_CSRF_COOKIE: &str = "atrium_login_csrf";
 pub const HEADER: &str = "x-csrf-token";
 
 pub fn new_token() -> String {
-    super::random_text(24)
+    crate::util::random_text(24)
 }
 
 /// Whether `presented` matches `expected`; empty tokens never match.

@@ -77,7 +77,7 @@ impl Keys {
         if !path.exists() {
             use std::io::Write;
             use std::os::unix::fs::OpenOptionsExt;
-            let key = super::random_text(48);
+            let key = crate::util::random_text(48);
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -125,7 +125,7 @@ mod tests {
     }
 
     fn now() -> i64 {
-        super::super::now_ms() / 1000
+        crate::util::now_secs()
     }
 
     #[test]

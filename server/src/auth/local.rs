@@ -6,7 +6,8 @@ use crate::config::AccountsConfig;
 use crate::store::{NewUser, Store, StoreError, User};
 
 use super::groups::GroupList;
-use super::{now_ms, password};
+use super::password;
+use crate::util::now_ms;
 
 /// Why a login failed. Unknown users and wrong passwords share one variant, so that
 /// nobody learns which usernames exist.
@@ -202,7 +203,7 @@ pub async fn bootstrap_admin(
             existing.id
         );
     }
-    let pass = super::random_text(18);
+    let pass = crate::util::random_text(18);
     add_user(
         store,
         accounts,

@@ -17,7 +17,7 @@ use crate::store::{NewUser, Store, StoreError, User};
 
 use super::ldap::{Directory, DirectoryError};
 use super::local::{self, LoginError};
-use super::now_ms;
+use crate::util::now_ms;
 
 /// How long a login waits in the queue for a free core before it is refused.
 const QUEUE_WAIT: Duration = Duration::from_secs(5);

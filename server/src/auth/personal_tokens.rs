@@ -9,7 +9,8 @@
 use crate::store::{ApiToken, NewApiToken, Store, StoreError};
 
 use super::token::{self, Scopes};
-use super::{now_ms, Credential, Principal, Scope};
+use super::{Credential, Principal, Scope};
+use crate::util::now_ms;
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
 

@@ -16,7 +16,8 @@ use crate::store::{Store, StoreError, User};
 use super::groups::GroupList;
 use super::jwt::{Claims, Keys};
 use super::token::{self, Scopes};
-use super::{csrf, now_ms, random_text, Scope};
+use super::{csrf, Scope};
+use crate::util::{now_ms, random_text};
 
 const CACHE_TTL_MS: i64 = 60_000;
 const CACHE_MAX: usize = 50_000;

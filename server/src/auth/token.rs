@@ -112,7 +112,7 @@ impl Scopes {
 
 /// A new token secret and the hash to store.
 pub fn generate() -> (String, String) {
-    let secret = format!("{TOKEN_PREFIX}{}", super::random_text(32));
+    let secret = format!("{TOKEN_PREFIX}{}", crate::util::random_text(32));
     let hash = hash(&secret);
     (secret, hash)
 }

@@ -110,7 +110,7 @@ async fn record(
         .map(|m| format!(": {} = {} {}", m.name, m.value, m.unit))
         .unwrap_or_default();
     match store
-        .create_benchmark_run(&run, crate::auth::now_ms())
+        .create_benchmark_run(&run, crate::util::now_ms())
         .await
     {
         Ok(r) => format!("recorded as benchmark run {}{headline}", r.id),

@@ -77,7 +77,7 @@ impl AppState {
             detail: &detail.to_string(),
             client_addr: &self.client_addr(req),
         };
-        self.store.audit(&entry, crate::auth::now_ms()).await?;
+        self.store.audit(&entry, crate::util::now_ms()).await?;
         Ok(())
     }
 }

@@ -36,7 +36,7 @@ pub async fn observe(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let id = incoming_id(&req).unwrap_or_else(|| crate::auth::random_text(12));
+    let id = incoming_id(&req).unwrap_or_else(|| crate::util::random_text(12));
     let method = req.method().clone();
     let span = tracing::info_span!("request", id = %id, method = %method, path = %req.path());
     req.extensions_mut().insert(RequestId(id.clone()));

@@ -8,10 +8,10 @@ use actix_web::HttpRequest;
 
 use super::{ApiError, AppState};
 use crate::auth::local::LoginError;
-use crate::auth::now_ms;
 use crate::auth::principal::NewLogin;
 use crate::metrics::LoginOutcome;
 use crate::store::User;
+use crate::util::now_ms;
 
 #[derive(Debug)]
 pub enum Failure {

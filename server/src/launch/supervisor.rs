@@ -40,7 +40,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
         supervisor_pid: me,
         supervisor_start: identity.start_ticks,
         phase: "starting".into(),
-        started_at_ms: crate::auth::now_ms(),
+        started_at_ms: crate::util::now_ms(),
         ..Default::default()
     };
     write_state(dir, &state)?;
@@ -149,7 +149,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     }
     state.outcome = Some(outcome);
     state.phase = "finished".into();
-    state.ended_at_ms = Some(crate::auth::now_ms());
+    state.ended_at_ms = Some(crate::util::now_ms());
     write_state(dir, &state)?;
     Ok(())
 }

@@ -19,6 +19,7 @@ use super::step_env::{self, PatternValues};
 use super::steps::{StepEnd, StepRunner, StepSignal};
 use super::submission::Submission;
 use crate::store::{JobChange, JobRecord, JobStart, Store};
+use crate::util::now_secs;
 
 /// Most commands taken into one batch (one transaction).
 const MAX_BATCH: usize = 4096;
@@ -298,10 +299,6 @@ struct Actor {
     meta: HashMap<u64, JobMeta>,
     steps: HashMap<JobId, mpsc::UnboundedSender<StepSignal>>,
     runner: StepRunner,
-}
-
-pub(super) fn now_secs() -> Time {
-    crate::auth::now_ms() / 1000
 }
 
 impl Actor {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{upstream, Kind, Route, Sessions};
-use crate::auth::now_ms;
+use crate::util::now_ms;
 
 /// GPU utilisation (percent) at or above which a session's GPU counts as busy.
 const GPU_BUSY_PERCENT: u32 = 10;

@@ -28,12 +28,12 @@ use scheduler::{JobId, Owner};
 use serde::Serialize;
 use tokio::sync::watch as progress_channel;
 
-use crate::auth::now_ms;
 use crate::config::{Config, EnvironmentConfig};
 use crate::launch::{self, Container, Mount, RuntimeKind};
 use crate::privilege::Identity;
 use crate::sched::{submission, Requester, SchedError, Scheduler};
 use crate::store::{NewSession, SessionRecord, Store, StoreError};
+use crate::util::now_ms;
 
 pub use upstream::Upstream;
 

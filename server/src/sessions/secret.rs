@@ -33,7 +33,7 @@ impl SessionSecrets {
 
     /// A fresh value to store for a new session.
     pub fn new_nonce() -> String {
-        format!("{PREFIX}{}", crate::auth::random_text(32))
+        format!("{PREFIX}{}", crate::util::random_text(32))
     }
 
     /// The token of the session whose stored value is `stored`.

@@ -11,10 +11,10 @@ use scheduler::{JobId, JobState, SqueueFilter, TimeLimit};
 
 use super::remote::Remote;
 use super::{portal, upstream, Kind, Progress, Route, Sessions};
-use crate::auth::now_ms;
 use crate::privilege::Identity;
 use crate::sched::SchedError;
 use crate::store::SessionRecord;
+use crate::util::now_ms;
 
 /// How often a starting session's socket is tried: start → ready is on this path.
 const PROBE_EVERY: Duration = Duration::from_millis(15);

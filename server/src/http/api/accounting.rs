@@ -11,9 +11,10 @@ use utoipa::IntoParams;
 use crate::accounting::answer::{Accounting, JobUsage, KeyUsage};
 use crate::accounting::chart::{self, Stacks};
 use crate::accounting::{csv, GroupBy, Query};
-use crate::auth::{now_ms, Principal, Scope};
+use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 use crate::store::{bucket_bounds, UsageKey};
+use crate::util::now_ms;
 
 /// The parameters of both routes.
 #[derive(Debug, IntoParams)]

@@ -12,11 +12,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::{now_ms, Principal, Scope};
+use crate::auth::{Principal, Scope};
 use crate::bench::run::{may_delete, DeleteRefusal, ListQuery, NewRun};
 use crate::bench::Metric;
 use crate::http::{ApiError, AppState};
 use crate::store::{BenchmarkRecord, NewAuditEntry, StoreError};
+use crate::util::now_ms;
 
 use super::rfc3339;
 

@@ -513,7 +513,7 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         .and_then(|a| serde_json::from_str(a).ok());
     let used_ms = match (r.start_time, r.end_time) {
         (Some(s), Some(e)) => e - s,
-        (Some(s), None) => crate::auth::now_ms() - s,
+        (Some(s), None) => crate::util::now_ms() - s,
         _ => 0,
     };
     JobInfo {

@@ -177,7 +177,7 @@ pub async fn create(
     let audit = audit_by(&caller, &addr);
     let quota = state
         .quotas
-        .create(&scope, &body.limits, crate::auth::now_ms(), audit)
+        .create(&scope, &body.limits, crate::util::now_ms(), audit)
         .await?;
     Ok(HttpResponse::Created().json(QuotaInfo::from(&quota)))
 }
@@ -198,7 +198,7 @@ pub async fn update(
     let audit = audit_by(&caller, &addr);
     let quota = state
         .quotas
-        .update(id.into_inner(), &body.limits, crate::auth::now_ms(), audit)
+        .update(id.into_inner(), &body.limits, crate::util::now_ms(), audit)
         .await?;
     Ok(HttpResponse::Ok().json(QuotaInfo::from(&quota)))
 }
@@ -216,7 +216,7 @@ pub async fn delete(
     let audit = audit_by(&caller, &addr);
     state
         .quotas
-        .delete(id.into_inner(), crate::auth::now_ms(), audit)
+        .delete(id.into_inner(), crate::util::now_ms(), audit)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }

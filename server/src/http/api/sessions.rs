@@ -129,7 +129,7 @@ pub async fn session_info(state: &AppState, record: SessionRecord) -> SessionInf
     } else {
         None
     };
-    let now = crate::auth::now_ms() / 1000;
+    let now = crate::util::now_ms() / 1000;
     let (time_left, time_limit) = match view.as_ref() {
         Some(v) => match (v.start_time, v.time_limit) {
             (Some(start), scheduler::TimeLimit::Seconds(s)) => {

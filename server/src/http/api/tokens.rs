@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 use super::rfc3339;
 use crate::auth::personal_tokens::{self, IssuedToken, TokenError, TokenRequest};
 use crate::auth::token::Scopes;
-use crate::auth::{now_ms, Principal, Scope};
+use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 use crate::store::ApiToken;
+use crate::util::now_ms;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -16,8 +16,9 @@ use utoipa::ToSchema;
 use super::quotas::{audit_by, period_name};
 use super::rfc3339;
 use crate::admin::users::UserError;
-use crate::auth::{now_ms, Principal, Scope};
+use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
+use crate::util::now_ms;
 
 impl From<UserError> for ApiError {
     fn from(e: UserError) -> Self {

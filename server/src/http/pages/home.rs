@@ -8,11 +8,12 @@ use serde::Deserialize;
 use super::{csrf_refused, render, CsrfForm, Nav};
 use crate::auth::personal_tokens::{self, TokenRequest};
 use crate::auth::token::Scopes;
-use crate::auth::{now_ms, Principal, Scope};
+use crate::auth::{Principal, Scope};
 use crate::http::api::rfc3339;
 use crate::http::api::tokens::{issue_audited, revoke_audited};
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
+use crate::util::now_ms;
 
 struct TokenRow {
     id: i64,

@@ -38,6 +38,7 @@ use super::actor::{Command, Control, Requester, SchedError};
 use super::submission::Submission;
 use crate::privilege::Identity;
 use crate::store::{JobChange, JobRecord, JobStart, Store};
+use crate::util::now_secs;
 
 /// Ended jobs stay in the live view this long; the rows keep them for good.
 const KEEP_ENDED_SECS: i64 = 300;
@@ -155,10 +156,6 @@ async fn check_first_job_id(store: Store, cli: SlurmCli) {
              slurm.conf, or Slurm's new jobs with those ids cannot be recorded"
         ),
     }
-}
-
-fn now_secs() -> i64 {
-    crate::auth::now_ms() / 1000
 }
 
 fn job_id(r: &JobRecord) -> JobId {

@@ -125,7 +125,7 @@ impl Submission {
                 .submit_dir
                 .clone()
                 .unwrap_or_else(|| workdir.display().to_string()),
-            submit_time: crate::auth::now_ms(),
+            submit_time: crate::util::now_ms(),
             time_limit: match r.time_limit {
                 Some(scheduler::TimeLimit::Seconds(s)) => Some(s as i64),
                 _ => None,

@@ -15,11 +15,12 @@ use serde::Deserialize;
 use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::admin::quotas::{fmt_num, scope_parts, scope_target, Quota, QuotaError};
 use crate::admin::QuotaLimits;
-use crate::auth::{now_ms, Principal};
+use crate::auth::Principal;
 use crate::http::api::quotas::{audit_by, checked_limits, period_name, requested_scope};
 use crate::http::api::rfc3339;
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
+use crate::util::now_ms;
 
 /// The quota form as posted: every field text, empty for no limit.
 #[derive(Debug, Deserialize, Default, Clone)]
