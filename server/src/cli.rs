@@ -360,7 +360,7 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
                     .auth
                     .admin_groups
                     .iter()
-                    .find(|g| !crate::auth::ldap::dn::looks_like_dn(g))
+                    .find(|g| !crate::domain::dn::looks_like_dn(g))
                     .context("auth.admin_groups names no local group (only directory DNs)")?;
                 groups.push(admin_group.clone());
             }

@@ -360,8 +360,8 @@ impl Default for LdapGroupsConfig {
 impl LdapConfig {
     fn check(&self, problem: &mut impl FnMut(&str, String)) {
         for group in &self.allowed_groups {
-            let dn_ok = !crate::auth::ldap::dn::looks_like_dn(group)
-                || crate::auth::ldap::dn::normalise(group).is_some();
+            let dn_ok = !crate::domain::dn::looks_like_dn(group)
+                || crate::domain::dn::normalise(group).is_some();
             if group.trim().is_empty() || !dn_ok {
                 problem(
                     "auth.ldap.allowed_groups",
@@ -369,8 +369,7 @@ impl LdapConfig {
                 );
             }
         }
-        if !self.groups.base.is_empty()
-            && crate::auth::ldap::dn::normalise(&self.groups.base).is_none()
+        if !self.groups.base.is_empty() && crate::domain::dn::normalise(&self.groups.base).is_none()
         {
             problem(
                 "auth.ldap.groups.base",
@@ -1142,7 +1141,7 @@ impl Config {
         if let Some(ldap) = &self.auth.ldap {
             ldap.check(&mut problem);
         }
-        if let Err(e) = crate::auth::groups::GroupList::parse(&self.auth.admin_groups) {
+        if let Err(e) = crate::domain::groups::GroupList::parse(&self.auth.admin_groups) {
             problem("auth.admin_groups", e.to_string());
         }
         if self.auth.token_max_days == 0 {

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod csv;
+pub mod domain;
 pub mod http;
 pub mod launch;
 pub mod metrics;

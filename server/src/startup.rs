@@ -9,7 +9,6 @@ use std::time::Duration;
 use actix_web::{dev::Server, web, HttpServer};
 use anyhow::Context;
 
-use crate::auth::groups::GroupList;
 use crate::auth::jwt::Keys;
 use crate::auth::ldap::Directory;
 use crate::auth::login::Logins;
@@ -17,6 +16,7 @@ use crate::auth::principal::SessionPolicy;
 use crate::auth::rate_limit::LoginLimiter;
 use crate::auth::{local, Authenticator};
 use crate::config::Config;
+use crate::domain::groups::GroupList;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
 use crate::sched::{LaunchSettings, Scheduler};

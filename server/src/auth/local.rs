@@ -5,8 +5,8 @@ use anyhow::Context as _;
 use crate::config::AccountsConfig;
 use crate::store::{NewUser, Store, StoreError, User};
 
-use super::groups::GroupList;
 use super::password;
+use crate::domain::groups::GroupList;
 use crate::util::now_ms;
 
 /// Why a login failed. Unknown users and wrong passwords share one variant, so that

@@ -6,7 +6,6 @@
 //! Must not touch: HTTP routing or page rendering; SQL (it calls the store).
 
 pub mod csrf;
-pub mod groups;
 pub mod jwt;
 pub mod ldap;
 pub mod local;

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use crate::store::{Store, StoreError, User};
 
-use super::groups::GroupList;
 use super::jwt::{Claims, Keys};
 use super::token::{self, Scopes};
 use super::{csrf, Scope};
+use crate::domain::groups::GroupList;
 use crate::util::{now_ms, random_text};
 
 const CACHE_TTL_MS: i64 = 60_000;

@@ -10,7 +10,7 @@ use sqlx::Row;
 
 use super::sql::{Arg, Sql};
 use super::{opt_i64, NewAuditEntry, Result, Store, StoreError};
-use crate::bench::Metric;
+use crate::domain::benchmark::Metric;
 
 /// What the runs recorded here carry as `source`.
 pub const LOCAL: &str = "local";

@@ -8,7 +8,6 @@
 //! A slow or dead directory never blocks anything but logins, and those fail within
 //! the configured timeout with [`DirectoryError::Unavailable`].
 
-pub mod dn;
 mod pool;
 
 use std::collections::BTreeSet;
@@ -17,6 +16,7 @@ use std::time::Duration;
 use ldap3::{dn_escape, ldap_escape, Ldap, LdapError, Scope, SearchEntry};
 
 use crate::config::LdapConfig;
+use crate::domain::dn;
 
 pub use pool::Pool;
 

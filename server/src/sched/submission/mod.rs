@@ -348,10 +348,13 @@ fn suite_name(text: &str) -> Result<String, String> {
     if text == "auto" {
         return Ok("auto".into());
     }
-    crate::bench::Suite::parse(text)
+    crate::domain::benchmark::Suite::parse(text)
         .map(|s| s.name().to_string())
         .ok_or_else(|| {
-            let known: Vec<&str> = crate::bench::Suite::ALL.iter().map(|s| s.name()).collect();
+            let known: Vec<&str> = crate::domain::benchmark::Suite::ALL
+                .iter()
+                .map(|s| s.name())
+                .collect();
             format!(
                 "{text:?} is not a benchmark suite ({}, or auto)",
                 known.join(", ")

@@ -7,7 +7,7 @@
 //!   the directory group is called: any `cn=admin` anywhere in the directory would
 //!   otherwise make administrators.
 
-use super::ldap::dn;
+use super::dn;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GroupList {

@@ -1,0 +1,11 @@
+//! Pure value types of the domain that several layers share (configuration, the
+//! services, authentication): parsed once, compared and printed without IO.
+//!
+//! Owns: LDAP distinguished names in normal form, configured group lists, the
+//! vocabulary of benchmark runs (suites, metrics).
+//! Must not touch: anything with IO, the store, the scheduler, HTTP (it is a leaf:
+//! it depends on nothing else in the crate).
+
+pub mod benchmark;
+pub mod dn;
+pub mod groups;
