@@ -17,7 +17,6 @@ pub mod http;
 pub mod launch;
 pub mod metrics;
 pub mod privilege;
-pub mod proxy;
 pub mod sched;
 pub mod sessions;
 pub mod startup;

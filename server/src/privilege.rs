@@ -58,7 +58,7 @@ pub struct Identity {
 
 impl Identity {
     /// `user` as the store knows them.
-    pub fn from_posix(user: &str, id: crate::store::PosixIdentity) -> Identity {
+    pub fn from_posix(user: &str, id: crate::domain::identity::PosixIdentity) -> Identity {
         Identity {
             user: user.to_string(),
             uid: id.uid,

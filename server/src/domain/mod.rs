@@ -1,7 +1,8 @@
 //! Pure value types of the domain that several layers share (configuration, the
 //! services, authentication): parsed once, compared and printed without IO.
 //!
-//! Owns: LDAP distinguished names in normal form, configured group lists, the
+//! Owns: LDAP distinguished names in normal form, configured group lists, POSIX
+//! identities, quotas (scopes and limits), the
 //! vocabulary of benchmark runs (suites, metrics).
 //! Must not touch: anything with IO, the store, the scheduler, HTTP (it is a leaf:
 //! it depends on nothing else in the crate).
@@ -9,3 +10,5 @@
 pub mod benchmark;
 pub mod dn;
 pub mod groups;
+pub mod identity;
+pub mod quota;

@@ -11,6 +11,7 @@ pub mod error;
 mod health;
 pub mod observe;
 pub mod pages;
+pub mod proxy;
 pub mod signin;
 
 use std::net::IpAddr;
@@ -100,7 +101,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, body_limit: usize) {
     .route("/metrics", web::get().to(health::metrics))
     .route("/static/{file:.*}", web::get().to(assets::serve))
     .service(web::scope("/api/v1").configure(api::configure))
-    .service(web::scope("/user").default_service(web::to(crate::proxy::handle)))
+    .service(web::scope("/user").default_service(web::to(proxy::handle)))
     .configure(pages::configure)
     .default_service(web::to(not_found));
 }

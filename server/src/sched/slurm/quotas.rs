@@ -19,7 +19,7 @@
 
 use scheduler::LimitScope;
 
-use crate::admin::quotas::{Quota, QuotaLimits};
+use crate::domain::quota::{Quota, QuotaLimits};
 
 /// One `sacctmgr` invocation (its arguments) and what it is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +91,7 @@ fn opt(n: Option<i64>) -> String {
 }
 
 fn unmapped(scope: &LimitScope, l: &QuotaLimits) -> Vec<String> {
-    let who = crate::admin::quotas::scope_target(scope);
+    let who = crate::domain::quota::scope_target(scope);
     let mut notes = Vec::new();
     if let Some(n) = l.max_sessions {
         notes.push(format!(
