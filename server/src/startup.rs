@@ -196,14 +196,22 @@ impl Application {
             crate::sessions::SessionSecrets::new(&secret),
         )
         .await?;
+        let identities = crate::identities::Identities::new(store.clone(), as_root);
+        let audit = crate::services::Audit::new(store.clone());
+        let jobs = crate::services::Jobs::new(
+            config.clone(),
+            store.clone(),
+            scheduler.clone(),
+            identities.clone(),
+            audit.clone(),
+        );
         let state = web::Data::new(AppState {
             scheduler,
             quotas,
             inventory,
-            jobs: http::JobsRuntime {
-                drop_privileges: as_root,
-                owners: Default::default(),
-            },
+            identities,
+            audit,
+            jobs,
             homes: Arc::new(crate::storage::Homes::new(
                 config.accounts.create_homes,
                 config.accounts.templates,

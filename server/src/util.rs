@@ -1,7 +1,7 @@
 //! Small things every layer needs: the wall clock and random tokens.
 //!
-//! Owns: reading the clock (milliseconds and seconds since the epoch) and making
-//! random URL-safe text. Must not touch: anything else in the crate (it is a leaf).
+//! Owns: reading the clock (milliseconds and seconds since the epoch), writing a
+//! time as RFC 3339, and making random URL-safe text. Must not touch: anything else in the crate (it is a leaf).
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
@@ -23,4 +23,10 @@ pub fn random_text(n: usize) -> String {
 /// Unix time in seconds.
 pub fn now_secs() -> i64 {
     now_ms() / 1000
+}
+
+/// A time (milliseconds since the epoch) as RFC 3339 in UTC, to the second.
+pub fn rfc3339(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
 }

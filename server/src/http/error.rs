@@ -178,6 +178,22 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::services::ServiceError> for ApiError {
+    fn from(e: crate::services::ServiceError) -> Self {
+        use crate::services::ServiceError as E;
+        match e {
+            E::BadRequest(m) => Self::BadRequest(m),
+            E::Invalid { field, message } => Self::InvalidField { field, message },
+            E::Forbidden(m) => Self::Forbidden(m),
+            E::NotFound => Self::NotFound,
+            E::Conflict(m) => Self::Conflict(m),
+            E::Unavailable(m) => Self::Unavailable(m),
+            E::Store(e) => e.into(),
+            E::Internal(cause) => Self::Internal(cause),
+        }
+    }
+}
+
 /// Map a JSON body error to a client error naming the problem.
 pub fn json_error(err: actix_web::error::JsonPayloadError, limit: usize) -> ApiError {
     use actix_web::error::JsonPayloadError as E;
@@ -215,4 +231,10 @@ pub fn urlencode(text: &str) -> String {
         }
     }
     out
+}
+
+impl From<crate::sched::SchedError> for ApiError {
+    fn from(e: crate::sched::SchedError) -> Self {
+        crate::services::ServiceError::from(e).into()
+    }
 }

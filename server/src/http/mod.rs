@@ -24,7 +24,7 @@ use crate::auth::rate_limit::LoginLimiter;
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::store::{NewAuditEntry, Store};
+use crate::store::Store;
 
 pub use error::ApiError;
 
@@ -44,17 +44,10 @@ pub struct AppState {
     pub scheduler: crate::sched::Scheduler,
     pub quotas: crate::admin::Quotas,
     pub inventory: Arc<crate::sched::inventory::Inventory>,
-    pub jobs: JobsRuntime,
     pub sessions: crate::sessions::Sessions,
-}
-
-/// How this portal runs jobs.
-#[derive(Debug)]
-pub struct JobsRuntime {
-    /// Jobs run as their user (the portal runs as root); otherwise as the portal.
-    pub drop_privileges: bool,
-    /// Submitters' home and groups, looked up once a minute rather than per job.
-    pub owners: api::jobs::OwnerCache,
+    pub identities: crate::identities::Identities,
+    pub audit: crate::services::Audit,
+    pub jobs: crate::services::Jobs,
 }
 
 impl AppState {
@@ -63,7 +56,7 @@ impl AppState {
     }
 
     /// Write an audit entry for an action taken through this request.
-    pub async fn audit(
+    pub async fn record_audit(
         &self,
         req: &HttpRequest,
         actor: &str,
@@ -71,14 +64,9 @@ impl AppState {
         target: &str,
         detail: serde_json::Value,
     ) -> Result<(), ApiError> {
-        let entry = NewAuditEntry {
-            actor,
-            action,
-            target,
-            detail: &detail.to_string(),
-            client_addr: &self.client_addr(req),
-        };
-        self.store.audit(&entry, crate::util::now_ms()).await?;
+        self.audit
+            .record(actor, &self.client_addr(req), action, target, detail)
+            .await?;
         Ok(())
     }
 }

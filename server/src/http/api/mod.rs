@@ -76,11 +76,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         }));
 }
 
-/// A time for JSON: RFC 3339 in UTC.
-pub fn rfc3339(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
+pub use crate::util::rfc3339;
 
 /// The API's OpenAPI document.
 #[derive(utoipa::OpenApi)]

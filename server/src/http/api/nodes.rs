@@ -93,7 +93,7 @@ pub async fn set_node_audited(
         .map(|n| n.state.clone())
         .unwrap_or_else(|| before.clone());
     state
-        .audit(
+        .record_audit(
             req,
             &caller.username,
             &format!("node.{action}"),

@@ -2,26 +2,21 @@
 //! followed as server-sent events, one `data:` line per output line, and an `end`
 //! event once the job is over and everything was sent.
 //!
-//! The portal reads the file as root, so it opens it without following a final
-//! symbolic link and serves it only when it belongs to the job's user: a user
-//! cannot swap their output for a link or a hard link to someone else's file.
+//! Which file, and whether the caller may read it, is the jobs service's
+//! (`services::output`); this handler frames what it reads.
 
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use actix_web::web::{self, Bytes};
 use actix_web::HttpResponse;
+use scheduler::JobId;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::jobs::{job_info, JobInfo};
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
-use scheduler::JobId;
+use crate::services::output::{Output, MAX_READ};
 
-/// Most bytes returned by one plain read.
-const MAX_READ: u64 = 1 << 20;
 const POLL: Duration = Duration::from_millis(200);
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -48,24 +43,12 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let job: JobId = id.parse().map_err(|_| ApiError::NotFound)?;
-    let info = job_info(&state, &caller, job).await?;
-    let path = match query.stream.as_deref() {
-        None | Some("stdout") => info.stdout.clone(),
-        Some("stderr") => info.stderr.clone().or(info.stdout.clone()),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "stream: \"{other}\" is neither stdout nor stderr"
-            )))
-        }
-    };
-    let Some(path) = path.map(PathBuf::from) else {
-        return Err(ApiError::Conflict(
-            "the job has not started: it has no output yet".into(),
-        ));
-    };
-    let owner = owner_uid(&state, &info.user).await?;
+    let (_, output) = state
+        .jobs
+        .output(&caller, job, query.stream.as_deref())
+        .await?;
     if !query.follow {
-        let (text, next) = read_from(&path, owner, query.offset, MAX_READ)?;
+        let (text, next) = output.read(query.offset, MAX_READ)?;
         return Ok(HttpResponse::Ok()
             .content_type("text/plain; charset=utf-8")
             .insert_header(("X-Output-Offset", next.to_string()))
@@ -75,8 +58,7 @@ pub async fn get(
         state: state.clone(),
         caller,
         job,
-        path,
-        owner,
+        output,
         offset: query.offset.unwrap_or(0),
         partial: Vec::new(),
         last_sent: Instant::now(),
@@ -98,87 +80,11 @@ pub async fn get(
         .streaming(stream))
 }
 
-/// The uid a job's files must belong to.
-async fn owner_uid(state: &AppState, user: &str) -> Result<u32, ApiError> {
-    if !state.jobs.drop_privileges {
-        return Ok(crate::launch::current_ids().0);
-    }
-    state
-        .store
-        .posix_identity(user)
-        .await?
-        .map(|i| i.uid)
-        .ok_or(ApiError::NotFound)
-}
-
-/// The last part of a job's standard output for a page, and the offset to follow it
-/// from; `None` while the job has no output file yet.
-pub struct Tail {
-    pub text: String,
-    /// Where the file ended: `?follow=true&offset=` continues from here.
-    pub next_offset: u64,
-    /// Earlier output was left out.
-    pub truncated: bool,
-}
-
-/// Read the last `max_bytes` of `info`'s standard output, as the API does (owned
-/// regular files only), starting at a whole line.
-pub async fn tail(
-    state: &AppState,
-    info: &JobInfo,
-    max_bytes: u64,
-) -> Result<Option<Tail>, ApiError> {
-    let Some(path) = info.stdout.as_deref().map(PathBuf::from) else {
-        return Ok(None);
-    };
-    let owner = owner_uid(state, &info.user).await?;
-    let max_bytes = max_bytes.min(MAX_READ);
-    let (text, next) = read_from(&path, owner, None, max_bytes)?;
-    // Read from `len - max_bytes`, and `next` is where the file ended.
-    let truncated = next > max_bytes;
-    let text = match (truncated, text.find('\n')) {
-        (true, Some(i)) => text[i + 1..].to_string(),
-        _ => text,
-    };
-    Ok(Some(Tail {
-        text,
-        next_offset: next,
-        truncated,
-    }))
-}
-
-/// Read from `offset` (default: the last `last` bytes) at most [`MAX_READ`] bytes.
-fn read_from(
-    path: &Path,
-    owner: u32,
-    offset: Option<u64>,
-    last: u64,
-) -> Result<(String, u64), ApiError> {
-    let refused = |e: std::io::Error| {
-        tracing::warn!(path = %path.display(), error = %e, "refusing to serve job output");
-        ApiError::forbidden("the output file is not a regular file of the job's user")
-    };
-    let Some(mut file) = crate::launch::open_owned(path, owner).map_err(refused)? else {
-        return Ok((String::new(), offset.unwrap_or(0)));
-    };
-    let len = file.metadata().map_err(ApiError::internal)?.len();
-    let start = offset.unwrap_or_else(|| len.saturating_sub(last)).min(len);
-    file.seek(SeekFrom::Start(start))
-        .map_err(ApiError::internal)?;
-    let mut buf = Vec::new();
-    file.take(MAX_READ)
-        .read_to_end(&mut buf)
-        .map_err(ApiError::internal)?;
-    let next = start + buf.len() as u64;
-    Ok((String::from_utf8_lossy(&buf).into_owned(), next))
-}
-
 struct Follower {
     state: web::Data<AppState>,
     caller: Principal,
     job: JobId,
-    path: PathBuf,
-    owner: u32,
+    output: Output,
     offset: u64,
     partial: Vec<u8>,
     last_sent: Instant,
@@ -191,7 +97,7 @@ impl Follower {
     /// The next piece of the event stream: lines, a keep-alive, or the end.
     async fn next_chunk(&mut self) -> Bytes {
         loop {
-            let fresh = self.read_new();
+            let fresh = self.output.read_new(&mut self.offset);
             let mut out = String::new();
             if !fresh.is_empty() {
                 self.partial.extend_from_slice(&fresh);
@@ -221,7 +127,7 @@ impl Follower {
             }
             if self.last_check.elapsed() >= Duration::from_millis(500) {
                 self.last_check = Instant::now();
-                self.over = match job_info(&self.state, &self.caller, self.job).await {
+                self.over = match self.state.jobs.show(&self.caller, self.job).await {
                     Ok(info) => {
                         !matches!(info.state.as_str(), "PENDING" | "RUNNING" | "COMPLETING")
                     }
@@ -237,18 +143,5 @@ impl Follower {
             }
             tokio::time::sleep(POLL).await;
         }
-    }
-
-    fn read_new(&mut self) -> Vec<u8> {
-        let Ok(Some(mut file)) = crate::launch::open_owned(&self.path, self.owner) else {
-            return Vec::new();
-        };
-        let mut buf = Vec::new();
-        if file.seek(SeekFrom::Start(self.offset)).is_ok()
-            && file.take(MAX_READ).read_to_end(&mut buf).is_ok()
-        {
-            self.offset += buf.len() as u64;
-        }
-        buf
     }
 }

@@ -254,7 +254,7 @@ pub struct MyUsage {
 
 /// The caller's quotas and use now.
 pub async fn my_usage(state: &AppState, caller: &Principal) -> Result<MyUsage, ApiError> {
-    let owner = super::jobs::owner_of(state, caller).await?;
+    let owner = state.jobs.owner_of(caller).await?;
     let stored = state.quotas.applying(&owner);
     let usage = state.quotas.usage(&owner).await?;
     let quotas = usage

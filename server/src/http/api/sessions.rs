@@ -184,11 +184,11 @@ pub async fn start_audited(
     caller: &Principal,
     request: StartRequest,
 ) -> Result<SessionRecord, ApiError> {
-    let owner = super::jobs::owner_of(state, caller).await?;
+    let owner = state.jobs.owner_of(caller).await?;
     let record = state.sessions.launch(owner, request).await?;
     let detail = serde_json::json!({"name": record.name, "kind": record.kind, "gres": record.gres});
     state
-        .audit(
+        .record_audit(
             req,
             &caller.username,
             "session.start",
@@ -225,7 +225,7 @@ pub async fn stop_audited(
         "after": {"state": after.state, "end_reason": after.end_reason},
     });
     state
-        .audit(
+        .record_audit(
             req,
             &caller.username,
             "session.stop",

@@ -83,7 +83,7 @@ pub async fn issue_audited(
         "expires_at": issued.token.expires_at,
     });
     if let Err(e) = state
-        .audit(
+        .record_audit(
             req,
             &caller.username,
             "token.create",
@@ -108,7 +108,7 @@ pub async fn revoke_audited(
     state.auth.revoke_token(caller.user_id, token_id).await?;
     let detail = serde_json::json!({ "token_id": token_id });
     state
-        .audit(
+        .record_audit(
             req,
             &caller.username,
             "token.revoke",

@@ -4,14 +4,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
-use scheduler::SqueueFilter;
 
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
-use crate::http::api::jobs::{control_audited, from_record, from_view};
-use crate::http::pages::jobs::{ended_jobs, parse_id, JobRow};
+use crate::http::pages::jobs::{parse_id, JobRow};
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::jobs::JobAction;
 
 /// How many ended jobs the page lists.
 const RECENT: i64 = 50;
@@ -32,19 +31,11 @@ async fn jobs_page(
     notice: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let queue = state
-        .scheduler
-        .squeue(SqueueFilter::default())
-        .await?
-        .into_iter()
-        .map(|v| JobRow::from(from_view(v)))
-        .collect();
-    let ended = ended_jobs(None, RECENT);
-    let (rows, _) = state.store.list_jobs(&ended).await?;
+    let (queue, recent) = state.jobs.board(admin, true, RECENT).await?;
     let page = JobsPage {
         nav: Nav::of(admin),
-        queue,
-        recent: rows.iter().map(|r| JobRow::from(from_record(r))).collect(),
+        queue: queue.into_iter().map(JobRow::from).collect(),
+        recent: recent.into_iter().map(JobRow::from).collect(),
         notice,
     };
     render(&page, status)
@@ -64,7 +55,12 @@ pub async fn cancel(
     let Some(job) = parse_id(&id) else {
         return not_found_page();
     };
-    match control_audited(&state, &req, &admin, job, "cancel").await {
+    let cancelled = state
+        .jobs
+        .control(&admin, &state.client_addr(&req), job, JobAction::Cancel)
+        .await
+        .map_err(ApiError::from);
+    match cancelled {
         Ok(_) => Ok(see_other("/admin/jobs")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {

@@ -11,11 +11,11 @@ use scheduler::JobId;
 
 use super::{duration, exit_text, is_active, parse_id, time_limit};
 use crate::auth::{Principal, Scope};
-use crate::http::api::jobs::{control_audited, job_info, JobInfo};
-use crate::http::api::output::{self, Tail};
 use crate::http::authn::PageUser;
 use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::jobs::{JobAction, JobInfo};
+use crate::services::output::Tail;
 
 /// How much output the page shows before the live tail takes over.
 const TAIL_BYTES: u64 = 64 * 1024;
@@ -64,12 +64,17 @@ async fn job_page(
     notice: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let info = match job_info(state, me, job).await {
+    let info = match state.jobs.show(me, job).await.map_err(ApiError::from) {
         Ok(info) => info,
         Err(ApiError::NotFound) => return not_found_page(),
         Err(e) => return Err(e),
     };
-    let (output, output_error) = match output::tail(state, &info, TAIL_BYTES).await {
+    let (output, output_error) = match state
+        .jobs
+        .tail(&info, TAIL_BYTES)
+        .await
+        .map_err(ApiError::from)
+    {
         Ok(tail) => (tail, None),
         Err(ApiError::Forbidden(m)) => (None, Some(m)),
         Err(ApiError::NotFound) => (
@@ -111,7 +116,12 @@ pub async fn cancel(
     let Some(job) = parse_id(&id) else {
         return not_found_page();
     };
-    match control_audited(&state, &req, &me, job, "cancel").await {
+    let cancelled = state
+        .jobs
+        .control(&me, &state.client_addr(&req), job, JobAction::Cancel)
+        .await
+        .map_err(ApiError::from);
+    match cancelled {
         Ok(_) => Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, format!("/jobs/{job}")))
             .finish()),

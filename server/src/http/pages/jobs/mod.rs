@@ -9,10 +9,9 @@ pub mod detail;
 pub mod new;
 pub mod queue;
 
-use scheduler::{JobId, JobState, TimeLimit};
+use scheduler::{JobId, TimeLimit};
 
-use crate::http::api::jobs::JobInfo;
-use crate::store::JobFilter;
+use crate::services::jobs::JobInfo;
 
 /// One line of a job table.
 pub struct JobRow {
@@ -51,22 +50,6 @@ impl From<JobInfo> for JobRow {
             nodelist: j.nodelist,
             gres: j.gres,
         }
-    }
-}
-
-/// The latest `limit` jobs that are over, of `user` or (`None`) of everyone.
-pub fn ended_jobs(user: Option<String>, limit: i64) -> JobFilter {
-    JobFilter {
-        user,
-        states: JobState::ALL
-            .iter()
-            .filter(|s| s.is_terminal())
-            .map(|s| s.name().to_string())
-            .collect(),
-        partition: None,
-        since: None,
-        limit,
-        offset: 0,
     }
 }
 

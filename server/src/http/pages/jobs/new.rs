@@ -11,10 +11,10 @@ use rust_embed::RustEmbed;
 use serde::Deserialize;
 
 use crate::auth::Scope;
-use crate::http::api::jobs::{submit_as, SubmitJob};
 use crate::http::authn::PageUser;
 use crate::http::pages::{csrf_refused, render, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::jobs::SubmitJob;
 
 #[derive(RustEmbed)]
 #[folder = "../templates/starters/jobs/"]
@@ -133,7 +133,12 @@ pub async fn submit(
         environment: Default::default(),
         working_directory: (!working_directory.is_empty()).then(|| working_directory.to_string()),
     };
-    let (status, message) = match submit_as(&state, &me, request).await {
+    let (status, message) = match state
+        .jobs
+        .submit(&me, request)
+        .await
+        .map_err(ApiError::from)
+    {
         Ok(job) => {
             return Ok(HttpResponse::SeeOther()
                 .insert_header((header::LOCATION, format!("/jobs/{job}")))

@@ -4,11 +4,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
-use scheduler::SqueueFilter;
 
-use super::{ended_jobs, JobRow};
+use super::JobRow;
 use crate::auth::Scope;
-use crate::http::api::jobs::{from_record, from_view};
 use crate::http::authn::PageUser;
 use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
@@ -27,19 +25,9 @@ struct QueuePage {
 pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Read)?;
-    let queue = state
-        .scheduler
-        .squeue(SqueueFilter {
-            user: Some(me.username.clone()),
-            ..SqueueFilter::default()
-        })
-        .await?
-        .into_iter()
-        .map(|v| JobRow::from(from_view(v)))
-        .collect();
-    let ended = ended_jobs(Some(me.username.clone()), RECENT);
-    let (rows, _) = state.store.list_jobs(&ended).await?;
-    let recent = rows.iter().map(|r| JobRow::from(from_record(r))).collect();
+    let (queue, recent) = state.jobs.board(&me, false, RECENT).await?;
+    let queue = queue.into_iter().map(JobRow::from).collect();
+    let recent = recent.into_iter().map(JobRow::from).collect();
     render(
         &QueuePage {
             nav: Nav::of(&me),

@@ -1,0 +1,570 @@
+//! Batch jobs: submitting, listing, showing and controlling them, for the JSON API,
+//! the pages and the command line alike.
+//!
+//! Owns: who sees which job (users their own, administrators all; another user's
+//! job is "not found"), where a job's view comes from (the scheduler while it knows
+//! the job, the database after), the submitter's defaults (home, groups), and which
+//! actions are audited (an administrator's on another user's job, with the state
+//! before and after).
+//! Must not touch: HTTP types, SQL (the store), the scheduler's internals.
+
+use std::collections::BTreeMap;
+
+use scheduler::{JobId, JobState, JobView, Owner, SqueueFilter};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{Audit, ServiceError};
+use crate::auth::Principal;
+use crate::config::Config;
+use crate::identities::Identities;
+use crate::sched::{submission, Requester, SchedError, Scheduler};
+use crate::store::{JobFilter, JobRecord, Store, StoreError};
+use crate::util::rfc3339;
+use std::sync::Arc;
+
+/// A job submission: a script with `#SBATCH` directives, or a command to wrap,
+/// plus `sbatch` options by their long names.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitJob {
+    /// The batch script.
+    pub script: Option<String>,
+    /// A command to run instead of a script (`sbatch --wrap`).
+    pub wrap: Option<String>,
+    /// `sbatch` long options, e.g. `{"gres": "gpu:2", "time": "1:00:00", "array": "0-9%2"}`;
+    /// they override the script's directives.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub options: BTreeMap<String, serde_json::Value>,
+    /// Environment given to the job (all of it unless `--export=NONE`).
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    /// Where the job is submitted from (`SLURM_SUBMIT_DIR`); default: the home.
+    pub working_directory: Option<String>,
+}
+
+/// A job or array task. Fields without a value are left out.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobInfo {
+    /// `123`, or `123_4` for an array task.
+    pub id: String,
+    pub job_id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub array_task_id: Option<u32>,
+    /// As `squeue` shows it: `123_[5-9%2]` for an array's pending tasks.
+    pub display_id: String,
+    pub name: String,
+    pub user: String,
+    pub account: String,
+    pub partition: String,
+    /// `PENDING`, `RUNNING`, `COMPLETING`, `COMPLETED`, `FAILED`, `CANCELLED`,
+    /// `TIMEOUT`, `NODE_FAIL`, `OUT_OF_MEMORY`.
+    pub state: String,
+    /// Slurm's two-letter code (`PD`, `R` …).
+    pub state_code: String,
+    /// Why it is pending (`Priority`, `Resources`, `Dependency` …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    pub submit_time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+    /// Seconds; absent: unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<u64>,
+    /// Seconds run so far (or in all).
+    pub time_used: u64,
+    pub nodes: u32,
+    pub nodelist: String,
+    /// Generic resources per node (`gpu:2`).
+    pub gres: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda_visible_devices: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub restarts: u32,
+    /// Read as a benchmark of this suite (or `auto`) when it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
+    /// What became of it: the run recorded, or why nothing was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark_note: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobList {
+    pub jobs: Vec<JobInfo>,
+    pub total: u64,
+    pub page: u64,
+    pub per_page: u64,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct JobQuery {
+    /// Only this user's jobs (administrators; others always see only their own).
+    pub user: Option<String>,
+    /// Comma-separated states or codes (`PENDING,R`); `all` lists ended jobs too.
+    /// Without it: jobs not yet over, as `squeue` lists them.
+    pub state: Option<String>,
+    pub partition: Option<String>,
+    /// Ended jobs submitted at or after this Unix time (seconds).
+    pub since: Option<i64>,
+    /// From 1.
+    pub page: Option<u64>,
+    /// Default 1000, at most 10000.
+    pub per_page: Option<u64>,
+}
+
+/// What may be done to a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobAction {
+    /// A running job gets SIGTERM, then SIGKILL after the grace time.
+    Cancel,
+    Hold,
+    Release,
+    Requeue,
+}
+
+impl JobAction {
+    /// An action by its name (`cancel`, `hold`, `release`, `requeue`).
+    pub fn parse(name: &str) -> Option<JobAction> {
+        Some(match name {
+            "cancel" => JobAction::Cancel,
+            "hold" => JobAction::Hold,
+            "release" => JobAction::Release,
+            "requeue" => JobAction::Requeue,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobAction::Cancel => "cancel",
+            JobAction::Hold => "hold",
+            JobAction::Release => "release",
+            JobAction::Requeue => "requeue",
+        }
+    }
+}
+
+/// The caller as the scheduler knows requesters.
+pub fn requester(caller: &Principal) -> Requester {
+    Requester {
+        user: caller.username.clone(),
+        admin: caller.is_admin,
+    }
+}
+
+/// The jobs service. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Jobs {
+    config: Arc<Config>,
+    store: Store,
+    scheduler: Scheduler,
+    identities: Identities,
+    audit: Audit,
+}
+
+impl Jobs {
+    pub fn new(
+        config: Arc<Config>,
+        store: Store,
+        scheduler: Scheduler,
+        identities: Identities,
+        audit: Audit,
+    ) -> Jobs {
+        Jobs {
+            config,
+            store,
+            scheduler,
+            identities,
+            audit,
+        }
+    }
+
+    /// Submit `body` as `caller`.
+    pub async fn submit(&self, caller: &Principal, body: SubmitJob) -> Result<JobId, ServiceError> {
+        let sub = submission::build(
+            body.script.as_deref(),
+            body.wrap.as_deref(),
+            &body.options,
+            body.environment,
+            body.working_directory,
+            &self.config.jobs.submission_limits(),
+        )
+        .map_err(refused)?;
+        let facts = self
+            .identities
+            .owner_facts(caller.user_id, &caller.username)
+            .await?;
+        let workdir = submission::workdir(&sub.request, sub.submit_dir.as_deref(), &facts.home);
+        sub.check_paths(&caller.username, &workdir)
+            .map_err(refused)?;
+        Ok(self
+            .scheduler
+            .submit(facts.owner(&caller.username), sub, workdir)
+            .await?)
+    }
+
+    pub(super) fn identities(&self) -> &Identities {
+        &self.identities
+    }
+
+    /// The caller as the scheduler knows job owners (groups for `AllowGroups`).
+    pub async fn owner_of(&self, caller: &Principal) -> Result<Owner, ServiceError> {
+        Ok(self
+            .identities
+            .owner_facts(caller.user_id, &caller.username)
+            .await?
+            .owner(&caller.username))
+    }
+
+    /// The jobs `caller` may see that match `q`: those not yet over from the
+    /// scheduler, as `squeue` lists them; with ended states, `all` or `since`, the rows.
+    pub async fn list(&self, caller: &Principal, q: JobQuery) -> Result<JobList, ServiceError> {
+        let user = if caller.is_admin {
+            q.user.clone()
+        } else {
+            Some(caller.username.clone())
+        };
+        if !caller.is_admin && q.user.as_ref().is_some_and(|u| *u != caller.username) {
+            return Ok(JobList {
+                jobs: Vec::new(),
+                total: 0,
+                page: 1,
+                per_page: 0,
+            });
+        }
+        let per_page = q.per_page.unwrap_or(1000).clamp(1, 10_000);
+        let page = q.page.unwrap_or(1).max(1);
+        let (states, all) = parse_states(q.state.as_deref())?;
+        let active_only = !all && states.iter().all(|s| !s.is_terminal()) && q.since.is_none();
+        if active_only {
+            let filter = SqueueFilter {
+                user,
+                partition: q.partition,
+                states,
+                include_finished: false,
+            };
+            let jobs = self.scheduler.squeue(filter).await?;
+            let total = jobs.len() as u64;
+            let start = ((page - 1) * per_page) as usize;
+            let jobs = jobs
+                .into_iter()
+                .skip(start)
+                .take(per_page as usize)
+                .map(from_view)
+                .collect();
+            return Ok(JobList {
+                jobs,
+                total,
+                page,
+                per_page,
+            });
+        }
+        let filter = JobFilter {
+            user,
+            states: states.iter().map(|s| s.name().to_string()).collect(),
+            partition: q.partition,
+            since: q.since.map(|s| s.saturating_mul(1000)),
+            limit: per_page as i64,
+            offset: ((page - 1) * per_page) as i64,
+        };
+        let (rows, total) = self.store.list_jobs(&filter).await?;
+        Ok(JobList {
+            jobs: rows.iter().map(from_record).collect(),
+            total: total as u64,
+            page,
+            per_page,
+        })
+    }
+
+    /// The jobs not yet over, as `squeue` lists them, and the latest `recent` that
+    /// are over: the caller's own, or everyone's for an administrator who asks
+    /// (`all`).
+    pub async fn board(
+        &self,
+        caller: &Principal,
+        all: bool,
+        recent: i64,
+    ) -> Result<(Vec<JobInfo>, Vec<JobInfo>), ServiceError> {
+        let user = (!(all && caller.is_admin)).then(|| caller.username.clone());
+        let queue = self
+            .scheduler
+            .squeue(SqueueFilter {
+                user: user.clone(),
+                ..SqueueFilter::default()
+            })
+            .await?
+            .into_iter()
+            .map(from_view)
+            .collect();
+        let ended = JobFilter {
+            user,
+            states: JobState::ALL
+                .iter()
+                .filter(|s| s.is_terminal())
+                .map(|s| s.name().to_string())
+                .collect(),
+            partition: None,
+            since: None,
+            limit: recent,
+            offset: 0,
+        };
+        let (rows, _) = self.store.list_jobs(&ended).await?;
+        Ok((queue, rows.iter().map(from_record).collect()))
+    }
+
+    /// The job's row if `caller` may see it.
+    async fn visible_record(
+        &self,
+        caller: &Principal,
+        job: JobId,
+    ) -> Result<Option<JobRecord>, ServiceError> {
+        let task = job.task.map_or(-1, i64::from);
+        match self.store.job(job.job as i64, task).await {
+            Ok(r) if r.user_name == caller.username || caller.is_admin => Ok(Some(r)),
+            Ok(_) | Err(StoreError::NotFound) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The scheduler's live view merged with the row's details; the row alone once the
+    /// scheduler has forgotten the job.
+    pub async fn show(&self, caller: &Principal, job: JobId) -> Result<JobInfo, ServiceError> {
+        let view = match self.scheduler.job(&requester(caller), job).await {
+            Ok(v) => Some(v),
+            Err(SchedError::NotFound) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let record = self.visible_record(caller, job).await?;
+        match (view, record) {
+            (Some(v), Some(r)) => {
+                let mut info = from_view(v);
+                let rec = from_record(&r);
+                info.workdir = rec.workdir;
+                info.stdout = rec.stdout;
+                info.stderr = rec.stderr;
+                info.message = rec.message;
+                info.benchmark = rec.benchmark;
+                info.benchmark_note = rec.benchmark_note;
+                if info.reason.is_none() {
+                    info.reason = rec.reason;
+                }
+                if info.cuda_visible_devices.is_none() {
+                    info.cuda_visible_devices = rec.cuda_visible_devices;
+                    info.cpus = info.cpus.or(rec.cpus);
+                    info.memory_mb = info.memory_mb.or(rec.memory_mb);
+                }
+                if info.nodelist.is_empty() {
+                    info.nodelist = rec.nodelist;
+                }
+                if info.exit_code.is_none() {
+                    info.exit_code = rec.exit_code;
+                    info.signal = rec.signal;
+                }
+                Ok(info)
+            }
+            (Some(v), None) => Ok(from_view(v)),
+            (None, Some(r)) => Ok(from_record(&r)),
+            (None, None) => Err(ServiceError::NotFound),
+        }
+    }
+
+    /// Cancel, hold, release or requeue `job` for `caller` (calling from
+    /// `client_addr`); an administrator's action on another user's job is written to
+    /// the audit log with the job's state before and after.
+    pub async fn control(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        job: JobId,
+        action: JobAction,
+    ) -> Result<JobInfo, ServiceError> {
+        let who = requester(caller);
+        let before = if caller.is_admin {
+            self.scheduler.job(&who, job).await.ok()
+        } else {
+            None
+        };
+        match action {
+            JobAction::Cancel => self.scheduler.cancel(&who, job).await?,
+            JobAction::Hold => self.scheduler.hold(&who, job).await?,
+            JobAction::Release => self.scheduler.release(&who, job).await?,
+            JobAction::Requeue => self.scheduler.requeue(&who, job).await?,
+        }
+        let info = self.show(caller, job).await?;
+        if let Some(before) = before.filter(|v| v.user != caller.username) {
+            let detail = serde_json::json!({
+                "user": before.user,
+                "before": {"state": before.state.name()},
+                "after": {"state": info.state},
+            });
+            self.audit
+                .record(
+                    &caller.username,
+                    client_addr,
+                    &format!("job.{}", action.name()),
+                    &info.id,
+                    detail,
+                )
+                .await?;
+        }
+        Ok(info)
+    }
+}
+
+/// A refused submission: names the field or directive.
+fn refused(e: submission::SubmissionError) -> ServiceError {
+    ServiceError::Invalid {
+        field: e.field(),
+        message: e.to_string(),
+    }
+}
+
+fn parse_states(s: Option<&str>) -> Result<(Vec<JobState>, bool), ServiceError> {
+    let Some(s) = s else {
+        return Ok((Vec::new(), false));
+    };
+    let mut out = Vec::new();
+    for word in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        if word.eq_ignore_ascii_case("all") {
+            return Ok((Vec::new(), true));
+        }
+        let state = JobState::ALL
+            .iter()
+            .find(|st| {
+                st.name().eq_ignore_ascii_case(word) || st.short().eq_ignore_ascii_case(word)
+            })
+            .ok_or_else(|| {
+                ServiceError::BadRequest(format!("state: unknown job state \"{word}\""))
+            })?;
+        out.push(*state);
+    }
+    Ok((out, false))
+}
+
+fn secs(t: i64) -> String {
+    rfc3339(t.saturating_mul(1000))
+}
+
+pub fn from_view(v: JobView) -> JobInfo {
+    let (exit_code, signal) = scheduler::JobOutcome::code_and_signal(v.exit);
+    let alloc = v.allocation.as_ref();
+    JobInfo {
+        id: v.id.to_string(),
+        job_id: v.id.job,
+        array_task_id: v.id.task,
+        display_id: v.display_id,
+        name: v.name,
+        user: v.user,
+        account: v.account,
+        partition: v.partition,
+        state: v.state.name().to_string(),
+        state_code: v.state.short().to_string(),
+        reason: v.reason.map(|r| r.name().to_string()),
+        priority: Some(v.priority),
+        submit_time: secs(v.submit_time),
+        start_time: v.start_time.map(secs),
+        end_time: v.end_time.map(secs),
+        time_limit: match v.time_limit {
+            scheduler::TimeLimit::Seconds(s) => Some(s),
+            scheduler::TimeLimit::Unlimited => None,
+        },
+        time_used: v.time_used,
+        nodes: v.nodes,
+        nodelist: v.nodelist,
+        gres: v.gres,
+        cpus: alloc.map(|a| a.nodes.iter().map(|n| u64::from(n.cpus)).sum()),
+        memory_mb: alloc.map(|a| a.nodes.iter().map(|n| n.memory_mb).sum()),
+        cuda_visible_devices: alloc
+            .and_then(|a| a.nodes.first())
+            .map(|n| n.cuda_visible_devices()),
+        exit_code,
+        signal,
+        workdir: None,
+        stdout: None,
+        stderr: None,
+        message: None,
+        restarts: v.restarts,
+        benchmark: None,
+        benchmark_note: None,
+    }
+}
+
+pub fn from_record(r: &JobRecord) -> JobInfo {
+    let job = if r.task >= 0 {
+        JobId::task(r.id as u64, r.task as u32)
+    } else {
+        JobId::new(r.id as u64)
+    };
+    let state = JobState::parse(&r.state);
+    let allocation: Option<scheduler::Allocation> = r
+        .allocation
+        .as_deref()
+        .and_then(|a| serde_json::from_str(a).ok());
+    let used_ms = match (r.start_time, r.end_time) {
+        (Some(s), Some(e)) => e - s,
+        (Some(s), None) => crate::util::now_ms() - s,
+        _ => 0,
+    };
+    JobInfo {
+        id: job.to_string(),
+        job_id: job.job,
+        array_task_id: job.task,
+        display_id: match (&r.array_spec, r.task) {
+            (Some(spec), -1) => format!("{}_[{}]", r.id, spec),
+            _ => job.to_string(),
+        },
+        name: r.name.clone(),
+        user: r.user_name.clone(),
+        account: r.account.clone(),
+        partition: r.partition.clone(),
+        state: r.state.clone(),
+        state_code: state.map_or_else(|| r.state.clone(), |s| s.short().to_string()),
+        reason: r.reason.clone(),
+        priority: None,
+        submit_time: rfc3339(r.submit_time),
+        start_time: r.start_time.map(rfc3339),
+        end_time: r.end_time.map(rfc3339),
+        time_limit: r.time_limit.map(|t| t.max(0) as u64),
+        time_used: (used_ms.max(0) / 1000) as u64,
+        nodes: u32::from(!r.nodelist.is_empty()),
+        nodelist: r.nodelist.clone(),
+        gres: r.gpus.clone(),
+        cpus: (r.start_time.is_some()).then_some(r.cpus.max(0) as u64),
+        memory_mb: (r.start_time.is_some()).then_some(r.memory_mb.max(0) as u64),
+        cuda_visible_devices: allocation
+            .as_ref()
+            .and_then(|a| a.nodes.first())
+            .map(|n| n.cuda_visible_devices()),
+        exit_code: r.exit_code,
+        signal: r.exit_signal,
+        workdir: Some(r.workdir.clone()),
+        stdout: r.stdout_path.clone(),
+        stderr: r.stderr_path.clone(),
+        message: r.message.clone(),
+        restarts: 0,
+        benchmark: r.benchmark.clone(),
+        benchmark_note: r.benchmark_note.clone(),
+    }
+}

@@ -1,0 +1,78 @@
+//! The application layer: one service per domain, holding that domain's rules. The
+//! JSON API, the pages and the command line's server side call the same service, so
+//! a rule (who may see a job, what an administrator's action writes to the audit log)
+//! exists once. A handler is extract → call → map.
+//!
+//! Owns: the rules of jobs (`jobs`), their output (`output`), benchmark records
+//! (`benchmarks`), accounts and tokens (`accounts`), and the audit log (`audit`).
+//! Quotas (`admin::quotas`), sessions (`sessions`) and identities (`identities`) are
+//! services of their own that these call.
+//! Must not touch: HTTP types (requests, responses, status codes: `http` maps
+//! [`ServiceError`]), SQL (the store), the scheduler's internals (its handle only).
+
+pub mod audit;
+pub mod jobs;
+pub mod output;
+
+pub use audit::Audit;
+pub use jobs::Jobs;
+
+use crate::identities::IdentityError;
+use crate::sched::SchedError;
+use crate::store::StoreError;
+
+/// Why a service refused or failed. Each maps to one HTTP status (`http::error`) and
+/// one CLI message.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The request is malformed or can never be satisfied.
+    #[error("{0}")]
+    BadRequest(String),
+    /// One field of the request was refused.
+    #[error("{message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+    #[error("{0}")]
+    Forbidden(String),
+    /// Absent, or not the caller's to see (the two are not told apart).
+    #[error("not found")]
+    NotFound,
+    /// Not in a state that allows this.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Something that should not happen; the cause goes to the log only.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ServiceError {
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Self::Internal(cause.to_string())
+    }
+}
+
+impl From<SchedError> for ServiceError {
+    fn from(e: SchedError) -> Self {
+        match e {
+            SchedError::NotFound => Self::NotFound,
+            SchedError::Rejected(m) => Self::BadRequest(m),
+            SchedError::Conflict(m) => Self::Conflict(m),
+            SchedError::Unavailable => Self::Unavailable("the scheduler is not available".into()),
+        }
+    }
+}
+
+impl From<IdentityError> for ServiceError {
+    fn from(e: IdentityError) -> Self {
+        match e {
+            IdentityError::Missing(_) => Self::Forbidden(e.to_string()),
+            IdentityError::Store(e) => Self::Store(e),
+        }
+    }
+}
