@@ -205,7 +205,16 @@ impl Application {
             identities.clone(),
             audit.clone(),
         );
+        let accounts = crate::services::Accounts::new(
+            store.clone(),
+            auth.clone(),
+            scheduler.clone(),
+            quotas.clone(),
+            audit.clone(),
+            config.auth.token_max_days,
+        );
         let state = web::Data::new(AppState {
+            accounts,
             scheduler,
             quotas,
             inventory,

@@ -5,6 +5,5 @@
 //! session starts. Must not touch: HTTP, or the scheduler's own rules.
 
 pub mod quotas;
-pub mod users;
 
 pub use quotas::{Audit, QuotaLimits, Quotas};

@@ -187,6 +187,7 @@ impl From<crate::services::ServiceError> for ApiError {
             E::Forbidden(m) => Self::Forbidden(m),
             E::NotFound => Self::NotFound,
             E::Conflict(m) => Self::Conflict(m),
+            E::QuotaExceeded(m) => Self::QuotaExceeded(m),
             E::Unavailable(m) => Self::Unavailable(m),
             E::Store(e) => e.into(),
             E::Internal(cause) => Self::Internal(cause),

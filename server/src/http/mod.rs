@@ -48,6 +48,7 @@ pub struct AppState {
     pub identities: crate::identities::Identities,
     pub audit: crate::services::Audit,
     pub jobs: crate::services::Jobs,
+    pub accounts: crate::services::Accounts,
 }
 
 impl AppState {

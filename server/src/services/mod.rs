@@ -10,10 +10,12 @@
 //! Must not touch: HTTP types (requests, responses, status codes: `http` maps
 //! [`ServiceError`]), SQL (the store), the scheduler's internals (its handle only).
 
+pub mod accounts;
 pub mod audit;
 pub mod jobs;
 pub mod output;
 
+pub use accounts::Accounts;
 pub use audit::Audit;
 pub use jobs::Jobs;
 
@@ -42,6 +44,9 @@ pub enum ServiceError {
     /// Not in a state that allows this.
     #[error("{0}")]
     Conflict(String),
+    /// The request would go over a quota: names it, its value and the use now.
+    #[error("{0}")]
+    QuotaExceeded(String),
     #[error("{0}")]
     Unavailable(String),
     #[error(transparent)]
@@ -73,6 +78,19 @@ impl From<IdentityError> for ServiceError {
         match e {
             IdentityError::Missing(_) => Self::Forbidden(e.to_string()),
             IdentityError::Store(e) => Self::Store(e),
+        }
+    }
+}
+
+impl From<crate::admin::quotas::QuotaError> for ServiceError {
+    fn from(e: crate::admin::quotas::QuotaError) -> Self {
+        use crate::admin::quotas::QuotaError as Q;
+        match e {
+            Q::Exceeded(m) => Self::QuotaExceeded(m),
+            Q::NotFound => Self::NotFound,
+            Q::Conflict => Self::Conflict(e.to_string()),
+            Q::Unavailable(m) => Self::Unavailable(m),
+            Q::Internal(m) => Self::Internal(m),
         }
     }
 }

@@ -8,8 +8,6 @@ use utoipa::ToSchema;
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 
-use super::rfc3339;
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
@@ -19,40 +17,11 @@ pub struct AuditQuery {
     pub format: Option<String>,
 }
 
-/// One audit entry.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AuditInfo {
-    pub id: i64,
-    pub at: String,
-    pub actor: String,
-    pub action: String,
-    pub target: String,
-    /// What changed: usually `{"before": …, "after": …}`.
-    #[schema(value_type = Object)]
-    pub detail: serde_json::Value,
-    pub client_addr: String,
-}
+pub use crate::services::audit::AuditInfo;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AuditList {
     pub entries: Vec<AuditInfo>,
-}
-
-/// The newest `limit` audit entries, newest first.
-pub async fn audit_infos(state: &AppState, limit: i64) -> Result<Vec<AuditInfo>, ApiError> {
-    let entries = state.store.audit_entries(limit).await?;
-    Ok(entries
-        .into_iter()
-        .map(|e| AuditInfo {
-            id: e.id,
-            at: rfc3339(e.at),
-            actor: e.actor,
-            action: e.action,
-            target: e.target,
-            detail: serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::String(e.detail)),
-            client_addr: e.client_addr,
-        })
-        .collect())
 }
 
 /// The audit log, newest first.
@@ -70,7 +39,7 @@ pub async fn list(
     if !(1..=100_000).contains(&limit) {
         return Err(ApiError::bad_request("limit: must be from 1 to 100000"));
     }
-    let entries = audit_infos(&state, limit).await?;
+    let entries = state.audit.recent(limit).await?;
     match query.format.as_deref() {
         None | Some("json") => Ok(HttpResponse::Ok().json(AuditList { entries })),
         Some("csv") => {

@@ -4,12 +4,11 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::rfc3339;
-use crate::auth::personal_tokens::{self, IssuedToken, TokenError, TokenRequest};
+use crate::auth::personal_tokens::{TokenError, TokenRequest};
 use crate::auth::token::Scopes;
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 use crate::store::ApiToken;
-use crate::util::now_ms;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,78 +51,13 @@ struct Created {
 
 impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {
-        match e {
-            TokenError::Store(e) => e.into(),
-            TokenError::ScopeNotHeld(_) | TokenError::CannotMint => {
-                ApiError::forbidden(e.to_string())
-            }
-            other => ApiError::bad_request(other.to_string()),
-        }
+        crate::services::ServiceError::from(e).into()
     }
-}
-
-/// Issue a token for the caller and audit it. Shared by the API and the tokens form.
-pub async fn issue_audited(
-    state: &AppState,
-    req: &HttpRequest,
-    caller: &Principal,
-    request: &TokenRequest,
-) -> Result<IssuedToken, TokenError> {
-    let issued = personal_tokens::issue(
-        &state.store,
-        caller,
-        request,
-        state.config.auth.token_max_days,
-    )
-    .await?;
-    let detail = serde_json::json!({
-        "token_id": issued.token.id,
-        "name": issued.token.name,
-        "scopes": issued.token.scopes,
-        "expires_at": issued.token.expires_at,
-    });
-    if let Err(e) = state
-        .record_audit(
-            req,
-            &caller.username,
-            "token.create",
-            &caller.username,
-            detail,
-        )
-        .await
-    {
-        tracing::error!(error = %e, "cannot audit token creation");
-    }
-    Ok(issued)
-}
-
-/// Revoke one of the caller's tokens and audit it. Shared by the API and the page.
-pub async fn revoke_audited(
-    state: &AppState,
-    req: &HttpRequest,
-    caller: &Principal,
-    token_id: i64,
-) -> Result<(), ApiError> {
-    personal_tokens::may_revoke(caller, token_id)?;
-    state.auth.revoke_token(caller.user_id, token_id).await?;
-    let detail = serde_json::json!({ "token_id": token_id });
-    state
-        .record_audit(
-            req,
-            &caller.username,
-            "token.revoke",
-            &caller.username,
-            detail,
-        )
-        .await
 }
 
 pub async fn list(caller: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let tokens = state
-        .store
-        .list_api_tokens(caller.user_id, now_ms())
-        .await?;
+    let tokens = state.accounts.tokens(&caller).await?;
     let views: Vec<TokenView> = tokens.into_iter().map(TokenView::from).collect();
     Ok(HttpResponse::Ok().json(views))
 }
@@ -140,7 +74,10 @@ pub async fn create(
         scopes: body.scopes,
         expires_in_days: body.expires_in_days,
     };
-    let issued = issue_audited(&state, &req, &caller, &request).await?;
+    let issued = state
+        .accounts
+        .issue_token(&caller, &state.client_addr(&req), &request)
+        .await?;
     Ok(HttpResponse::Created().json(Created {
         token: issued.token.into(),
         secret: issued.secret,
@@ -156,6 +93,9 @@ pub async fn revoke(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request("token id must be an integer"))?;
-    revoke_audited(&state, &req, &caller, id).await?;
+    state
+        .accounts
+        .revoke_token(&caller, &state.client_addr(&req), id)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -10,7 +10,6 @@ use crate::auth::personal_tokens::{self, TokenRequest};
 use crate::auth::token::Scopes;
 use crate::auth::{Principal, Scope};
 use crate::http::api::rfc3339;
-use crate::http::api::tokens::{issue_audited, revoke_audited};
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
 use crate::util::now_ms;
@@ -238,7 +237,11 @@ pub async fn create_token(
         scopes,
         expires_in_days,
     };
-    match issue_audited(&state, &req, &principal, &request).await {
+    let issued = state
+        .accounts
+        .issue_token(&principal, &state.client_addr(&req), &request)
+        .await;
+    match issued {
         Ok(issued) => {
             let new = NewToken {
                 name: issued.token.name,
@@ -271,7 +274,10 @@ pub async fn revoke_token(
     if !principal.csrf_ok(Some(&form.csrf)) {
         return csrf_refused();
     }
-    revoke_audited(&state, &req, &principal, id.into_inner()).await?;
+    state
+        .accounts
+        .revoke_token(&principal, &state.client_addr(&req), id.into_inner())
+        .await?;
     Ok(HttpResponse::SeeOther()
         .insert_header((actix_web::http::header::LOCATION, "/#tokens"))
         .finish())

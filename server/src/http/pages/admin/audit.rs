@@ -7,9 +7,9 @@ use askama::Template;
 use serde_json::Value;
 
 use super::AdminUser;
-use crate::http::api::audit::{audit_infos, AuditInfo};
 use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::audit::AuditInfo;
 
 /// How many entries the page shows.
 const SHOWN: i64 = 500;
@@ -64,7 +64,9 @@ struct AuditPage {
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    let entries = audit_infos(&state, SHOWN)
+    let entries = state
+        .audit
+        .recent(SHOWN)
         .await?
         .into_iter()
         .map(AuditRow::from)

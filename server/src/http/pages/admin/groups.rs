@@ -5,9 +5,9 @@ use actix_web::{web, HttpResponse};
 use askama::Template;
 
 use super::AdminUser;
-use crate::http::api::groups::{group_infos, GroupInfo};
 use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::accounts::GroupInfo;
 
 #[derive(Template)]
 #[template(path = "admin/groups.html")]
@@ -19,7 +19,7 @@ struct GroupsPage {
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let page = GroupsPage {
         nav: Nav::of(&admin.0),
-        groups: group_infos(&state).await?,
+        groups: state.accounts.groups().await?,
     };
     render(&page, StatusCode::OK)
 }

@@ -9,12 +9,10 @@ use askama::Template;
 
 use super::AdminUser;
 use crate::admin::quotas::fmt_num;
-use crate::http::api::audit::{audit_infos, AuditInfo};
-use crate::http::api::groups::group_infos;
 use crate::http::api::quotas::period_name;
-use crate::http::api::users::user_infos;
 use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::audit::AuditInfo;
 
 /// How many audit entries the overview shows.
 const LATEST: i64 = 10;
@@ -39,7 +37,7 @@ struct OverviewPage {
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    let users = user_infos(&state).await?;
+    let users = state.accounts.users().await?;
     let (nodes, _) = state.scheduler.nodes().await?;
     let mut node_states: BTreeMap<&str, usize> = BTreeMap::new();
     for n in &nodes {
@@ -50,7 +48,7 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
         users: users.len(),
         admins: users.iter().filter(|u| u.admin).count(),
         disabled: users.iter().filter(|u| u.disabled).count(),
-        groups: group_infos(&state).await?.len(),
+        groups: state.accounts.groups().await?.len(),
         running_jobs: users.iter().map(|u| u.running_jobs).sum(),
         pending_jobs: users.iter().map(|u| u.pending_jobs).sum(),
         running_sessions: users.iter().map(|u| u.running_sessions).sum(),
@@ -61,7 +59,7 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
             .collect(),
         quotas: state.quotas.all().len(),
         period: period_name(&state),
-        latest: audit_infos(&state, LATEST).await?,
+        latest: state.audit.recent(LATEST).await?,
     };
     render(&page, StatusCode::OK)
 }

@@ -8,9 +8,9 @@ use askama::Template;
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
 use crate::http::api::quotas::period_name;
-use crate::http::api::users::{set_disabled_audited, user_infos, UserInfo};
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::accounts::UserInfo;
 
 #[derive(Template)]
 #[template(path = "admin/users.html")]
@@ -30,7 +30,7 @@ async fn users_page(
 ) -> Result<HttpResponse, ApiError> {
     let page = UsersPage {
         nav: Nav::of(admin),
-        users: user_infos(state).await?,
+        users: state.accounts.users().await?,
         period: period_name(state),
         error,
     };
@@ -54,7 +54,12 @@ pub async fn act(
         "enable" => false,
         _ => return not_found_page(),
     };
-    match set_disabled_audited(&state, &req, &admin, &name, disabled).await {
+    let changed = state
+        .accounts
+        .set_disabled(&admin, &state.client_addr(&req), &name, disabled)
+        .await
+        .map_err(ApiError::from);
+    match changed {
         Ok(_) => Ok(see_other("/admin/users")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m)) => {

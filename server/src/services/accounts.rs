@@ -1,0 +1,295 @@
+//! Accounts, groups and personal API tokens as administrators and their owners
+//! change them.
+//!
+//! Owns: the administrators' view of every account (what it runs and uses now) and
+//! of every group; disabling and enabling an account (an administrator may not
+//! disable their own; disabling ends its browser sessions and revokes its API tokens
+//! at once and for good); issuing and revoking a user's own tokens; the audit entries
+//! of all of these.
+//! Must not touch: HTTP types, SQL (the store), how logins are checked (`auth`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use scheduler::{JobState, SqueueFilter};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{Audit, ServiceError};
+use crate::admin::Quotas;
+use crate::auth::personal_tokens::{self, IssuedToken, TokenError, TokenRequest};
+use crate::auth::{Authenticator, Principal};
+use crate::sched::Scheduler;
+use crate::store::{ApiToken, Store};
+use crate::util::{now_ms, rfc3339};
+
+/// An account as administrators see it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserInfo {
+    pub username: String,
+    pub display_name: String,
+    /// `local` or `ldap`.
+    pub source: String,
+    /// A member of an administrators' group.
+    pub admin: bool,
+    pub disabled: bool,
+    pub last_login: Option<String>,
+    pub running_sessions: u32,
+    /// Batch jobs (sessions are counted on their own).
+    pub running_jobs: u32,
+    pub pending_jobs: u32,
+    /// GPUs in use now (MIG instances and shards count their fraction).
+    pub gpus_in_use: f64,
+    /// GPU-hours counted this period: what ended jobs used, and what running jobs
+    /// reserve (GPUs × time limit) until they end.
+    pub gpu_hours: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserList {
+    pub users: Vec<UserInfo>,
+    /// How GPU-hours are counted: `month`, `rolling` or `fixed`.
+    pub period: String,
+}
+
+/// An account after a change.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserChanged {
+    pub username: String,
+    pub disabled: bool,
+}
+
+/// A group.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupInfo {
+    pub name: String,
+    /// The POSIX gid, where known.
+    pub gid: Option<i64>,
+    /// `local` or `ldap`.
+    pub source: String,
+    /// Usernames, sorted.
+    pub members: Vec<String>,
+}
+
+impl From<TokenError> for ServiceError {
+    fn from(e: TokenError) -> Self {
+        match e {
+            TokenError::Store(e) => e.into(),
+            TokenError::ScopeNotHeld(_) | TokenError::CannotMint => Self::Forbidden(e.to_string()),
+            other => Self::BadRequest(other.to_string()),
+        }
+    }
+}
+
+/// The accounts service. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Accounts {
+    store: Store,
+    auth: Arc<Authenticator>,
+    scheduler: Scheduler,
+    quotas: Quotas,
+    audit: Audit,
+    /// Longest life of a personal token (`auth.token_max_days`).
+    token_max_days: u32,
+}
+
+impl Accounts {
+    pub fn new(
+        store: Store,
+        auth: Arc<Authenticator>,
+        scheduler: Scheduler,
+        quotas: Quotas,
+        audit: Audit,
+        token_max_days: u32,
+    ) -> Accounts {
+        Accounts {
+            store,
+            auth,
+            scheduler,
+            quotas,
+            audit,
+            token_max_days,
+        }
+    }
+
+    /// Every account, by name, with what it runs and uses now.
+    pub async fn users(&self) -> Result<Vec<UserInfo>, ServiceError> {
+        let users = self.store.list_users().await?;
+        let admins: BTreeSet<String> = self.auth.administrators().await?;
+        let sessions = self.store.active_sessions().await?;
+        let session_jobs: BTreeSet<u64> = sessions
+            .iter()
+            .filter_map(|s| s.job_id)
+            .map(|j| j as u64)
+            .collect();
+        let mut running_sessions: BTreeMap<&str, u32> = BTreeMap::new();
+        for s in &sessions {
+            *running_sessions.entry(&s.user_name).or_default() += 1;
+        }
+        let mut jobs: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+        for job in self.scheduler.squeue(SqueueFilter::default()).await? {
+            if session_jobs.contains(&job.id.job) {
+                continue;
+            }
+            let counts = jobs.entry(job.user).or_default();
+            match job.state {
+                JobState::Pending => counts.1 += 1,
+                JobState::Running | JobState::Completing => counts.0 += 1,
+                _ => {}
+            }
+        }
+        let names: Vec<String> = users.iter().map(|u| u.username.clone()).collect();
+        let usage = self.quotas.users_usage(&names).await?;
+        Ok(users
+            .into_iter()
+            .map(|u| {
+                let (running_jobs, pending_jobs) =
+                    jobs.get(&u.username).copied().unwrap_or_default();
+                let used = usage.get(&u.username);
+                UserInfo {
+                    admin: admins.contains(&u.username),
+                    running_sessions: running_sessions
+                        .get(u.username.as_str())
+                        .copied()
+                        .unwrap_or(0),
+                    running_jobs,
+                    pending_jobs,
+                    gpus_in_use: used.map_or(0.0, |x| x.gpus_milli as f64 / 1000.0),
+                    gpu_hours: used.map_or(0.0, |x| x.gpu_milli_seconds as f64 / 3_600_000.0),
+                    last_login: u.last_login_at.map(rfc3339),
+                    username: u.username,
+                    display_name: u.display_name,
+                    source: u.source,
+                    disabled: u.disabled,
+                }
+            })
+            .collect())
+    }
+
+    /// Disable or enable `username`'s account for `caller` (calling from
+    /// `client_addr`) and write the audit entry; returns the account as it is now.
+    pub async fn set_disabled(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        username: &str,
+        disabled: bool,
+    ) -> Result<UserChanged, ServiceError> {
+        if disabled && username == caller.username {
+            return Err(ServiceError::Conflict(
+                "you cannot disable your own account".into(),
+            ));
+        }
+        let user = self
+            .store
+            .user_by_name(username)
+            .await?
+            .ok_or(ServiceError::NotFound)?;
+        let now = now_ms();
+        let revoked = self.store.set_disabled(user.id, disabled, now).await?;
+        self.auth.invalidate();
+        let action = if disabled {
+            "user.disable"
+        } else {
+            "user.enable"
+        };
+        let detail = serde_json::json!({
+            "before": {"disabled": user.disabled},
+            "after": {"disabled": disabled},
+            "revoked": revoked.to_json(),
+        });
+        self.audit
+            .record(&caller.username, client_addr, action, username, detail)
+            .await?;
+        Ok(UserChanged {
+            username: user.username,
+            disabled,
+        })
+    }
+
+    /// Every group by name, with its members (two queries whatever their number).
+    pub async fn groups(&self) -> Result<Vec<GroupInfo>, ServiceError> {
+        let mut groups: Vec<GroupInfo> = self
+            .store
+            .list_groups()
+            .await?
+            .into_iter()
+            .map(|g| GroupInfo {
+                name: g.name,
+                gid: g.gid_number,
+                source: g.source,
+                members: Vec::new(),
+            })
+            .collect();
+        let index: HashMap<String, usize> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.clone(), i))
+            .collect();
+        for (group, user) in self.store.memberships().await? {
+            if let Some(&i) = index.get(&group) {
+                groups[i].members.push(user);
+            }
+        }
+        Ok(groups)
+    }
+
+    /// The caller's tokens that have not expired.
+    pub async fn tokens(&self, caller: &Principal) -> Result<Vec<ApiToken>, ServiceError> {
+        Ok(self.store.list_api_tokens(caller.user_id, now_ms()).await?)
+    }
+
+    /// Issue a token for the caller and audit it (a failure to audit is logged: the
+    /// token exists and its secret is shown once).
+    pub async fn issue_token(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        request: &TokenRequest,
+    ) -> Result<IssuedToken, TokenError> {
+        let issued =
+            personal_tokens::issue(&self.store, caller, request, self.token_max_days).await?;
+        let detail = serde_json::json!({
+            "token_id": issued.token.id,
+            "name": issued.token.name,
+            "scopes": issued.token.scopes,
+            "expires_at": issued.token.expires_at,
+        });
+        if let Err(e) = self
+            .audit
+            .record(
+                &caller.username,
+                client_addr,
+                "token.create",
+                &caller.username,
+                detail,
+            )
+            .await
+        {
+            tracing::error!(error = %e, "cannot audit token creation");
+        }
+        Ok(issued)
+    }
+
+    /// Revoke one of the caller's tokens and audit it.
+    pub async fn revoke_token(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        token_id: i64,
+    ) -> Result<(), ServiceError> {
+        personal_tokens::may_revoke(caller, token_id)?;
+        self.auth.revoke_token(caller.user_id, token_id).await?;
+        let detail = serde_json::json!({ "token_id": token_id });
+        self.audit
+            .record(
+                &caller.username,
+                client_addr,
+                "token.revoke",
+                &caller.username,
+                detail,
+            )
+            .await?;
+        Ok(())
+    }
+}
