@@ -241,8 +241,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 /// `atrium slurm apply-quotas`: print each `sacctmgr` command, and run it unless
 /// `dry_run`; stop at the first that fails.
 async fn apply_quotas(store: &Store, config: &Config, dry_run: bool) -> anyhow::Result<()> {
-    use crate::admin::quotas::{quota_from_record, Quota};
     use crate::sched::slurm::{cli::SlurmCli, quotas::commands};
+    use crate::services::quotas::{quota_from_record, Quota};
     let quotas: Vec<Quota> = store
         .quotas()
         .await?

@@ -5,7 +5,6 @@
 //! client.
 
 pub mod accounting;
-pub mod admin;
 pub mod auth;
 pub mod bench;
 pub mod cli;

@@ -178,7 +178,7 @@ impl Application {
             Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?
         };
         let _recorder = crate::bench::recorder::spawn(store.clone(), inventory.clone(), as_root);
-        let quotas = crate::admin::Quotas::load(
+        let quotas = crate::services::Quotas::load(
             store.clone(),
             scheduler.clone(),
             config.quotas.usage_period(),

@@ -42,7 +42,7 @@ pub struct AppState {
     pub secure_cookies: bool,
     pub trusted_proxies: Vec<IpAddr>,
     pub scheduler: crate::sched::Scheduler,
-    pub quotas: crate::admin::Quotas,
+    pub quotas: crate::services::Quotas,
     pub inventory: Arc<crate::sched::inventory::Inventory>,
     pub sessions: crate::sessions::Sessions,
     pub identities: crate::identities::Identities,

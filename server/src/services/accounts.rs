@@ -16,10 +16,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{Audit, ServiceError};
-use crate::admin::Quotas;
 use crate::auth::personal_tokens::{self, IssuedToken, TokenError, TokenRequest};
 use crate::auth::{Authenticator, Principal};
 use crate::sched::Scheduler;
+use crate::services::Quotas;
 use crate::store::{ApiToken, Store};
 use crate::util::{now_ms, rfc3339};
 

@@ -3,10 +3,10 @@
 //! a rule (who may see a job, what an administrator's action writes to the audit log)
 //! exists once. A handler is extract → call → map.
 //!
-//! Owns: the rules of jobs (`jobs`), their output (`output`), benchmark records
-//! (`benchmarks`), accounts and tokens (`accounts`), and the audit log (`audit`).
-//! Quotas (`admin::quotas`), sessions (`sessions`) and identities (`identities`) are
-//! services of their own that these call.
+//! Owns: the rules of jobs (`jobs`), their output (`output`), quotas (`quotas`),
+//! accounts and tokens (`accounts`), and the audit log (`audit`). Sessions
+//! (`crate::sessions`) and identities (`crate::identities`) are services of their
+//! own, below this layer: they may call these, these never call them.
 //! Must not touch: HTTP types (requests, responses, status codes: `http` maps
 //! [`ServiceError`]), SQL (the store), the scheduler's internals (its handle only).
 
@@ -14,10 +14,12 @@ pub mod accounts;
 pub mod audit;
 pub mod jobs;
 pub mod output;
+pub mod quotas;
 
 pub use accounts::Accounts;
 pub use audit::Audit;
 pub use jobs::Jobs;
+pub use quotas::Quotas;
 
 use crate::identities::IdentityError;
 use crate::sched::SchedError;
@@ -82,10 +84,11 @@ impl From<IdentityError> for ServiceError {
     }
 }
 
-impl From<crate::admin::quotas::QuotaError> for ServiceError {
-    fn from(e: crate::admin::quotas::QuotaError) -> Self {
-        use crate::admin::quotas::QuotaError as Q;
+impl From<crate::services::quotas::QuotaError> for ServiceError {
+    fn from(e: crate::services::quotas::QuotaError) -> Self {
+        use crate::services::quotas::QuotaError as Q;
         match e {
+            Q::Invalid(m) => Self::BadRequest(m),
             Q::Exceeded(m) => Self::QuotaExceeded(m),
             Q::NotFound => Self::NotFound,
             Q::Conflict => Self::Conflict(e.to_string()),

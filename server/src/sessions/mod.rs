@@ -120,7 +120,7 @@ pub enum SessionError {
     Store(StoreError),
     /// Over a quota: names it, its value and the use now.
     #[error(transparent)]
-    Quota(#[from] crate::admin::quotas::QuotaError),
+    Quota(#[from] crate::services::quotas::QuotaError),
     #[error("{0}")]
     Internal(String),
 }
@@ -244,7 +244,7 @@ pub struct Sessions {
 struct Inner {
     store: Store,
     scheduler: Scheduler,
-    quotas: crate::admin::Quotas,
+    quotas: crate::services::Quotas,
     config: Arc<Config>,
     environments: Vec<Environment>,
     /// `<spool>/sessions`: one 0700 directory per session, owned by its user.
@@ -279,7 +279,7 @@ impl Sessions {
     pub async fn start(
         store: Store,
         scheduler: Scheduler,
-        quotas: crate::admin::Quotas,
+        quotas: crate::services::Quotas,
         config: Arc<Config>,
         spool_dir: &Path,
         jobs_runtime: RuntimeKind,

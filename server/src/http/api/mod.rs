@@ -95,7 +95,7 @@ pub use crate::util::rfc3339;
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
                        quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
-                       quotas::QuotaUsage, crate::admin::QuotaLimits, audit::AuditInfo,
+                       quotas::QuotaUsage, crate::domain::quota::QuotaLimits, audit::AuditInfo,
                        audit::AuditList, nodes::NodeAction, nodes::NodeChanged,
                        users::UserInfo, users::UserList, users::UserChanged,
                        groups::GroupInfo, groups::GroupList,

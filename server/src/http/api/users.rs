@@ -10,7 +10,6 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::quotas::period_name;
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 
@@ -29,7 +28,7 @@ pub async fn list(caller: Principal, state: web::Data<AppState>) -> Result<HttpR
     caller.require(Scope::Admin)?;
     Ok(HttpResponse::Ok().json(UserList {
         users: state.accounts.users().await?,
-        period: period_name(&state),
+        period: state.quotas.period_name(),
     }))
 }
 

@@ -52,7 +52,7 @@ struct QuotaRow {
 
 /// The quotas of `/api/v1/me/usage`, as the home page shows them.
 fn quota_rows(usage: crate::http::api::quotas::MyUsage) -> Vec<QuotaRow> {
-    use crate::admin::quotas::fmt_num;
+    use crate::services::quotas::fmt_num;
     let period = match usage.period.as_str() {
         "month" => "this month",
         "rolling" => "in the window",
@@ -167,7 +167,12 @@ async fn home_page(
         .collect();
     logdirs.sort();
     logdirs.dedup();
-    let quotas = quota_rows(crate::http::api::quotas::my_usage(state, principal).await?);
+    let quotas = quota_rows(
+        state
+            .quotas
+            .my_usage(&principal.username, &state.jobs.owner_of(principal).await?)
+            .await?,
+    );
     let display_name = if user.display_name.is_empty() {
         user.username.clone()
     } else {

@@ -8,11 +8,10 @@ use actix_web::{web, HttpResponse};
 use askama::Template;
 
 use super::AdminUser;
-use crate::admin::quotas::fmt_num;
-use crate::http::api::quotas::period_name;
 use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::audit::AuditInfo;
+use crate::services::quotas::fmt_num;
 
 /// How many audit entries the overview shows.
 const LATEST: i64 = 10;
@@ -58,7 +57,7 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
             .map(|(s, n)| format!("{s} {n}"))
             .collect(),
         quotas: state.quotas.all().len(),
-        period: period_name(&state),
+        period: state.quotas.period_name(),
         latest: state.audit.recent(LATEST).await?,
     };
     render(&page, StatusCode::OK)

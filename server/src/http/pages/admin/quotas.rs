@@ -13,13 +13,13 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{see_other, AdminPost, AdminUser, CsrfField};
-use crate::admin::quotas::{fmt_num, scope_parts, scope_target, Quota, QuotaError};
-use crate::admin::QuotaLimits;
 use crate::auth::Principal;
-use crate::http::api::quotas::{audit_by, checked_limits, period_name, requested_scope};
+use crate::domain::quota::QuotaLimits;
 use crate::http::api::rfc3339;
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::quotas::{checked_limits, requested_scope, ChangedBy};
+use crate::services::quotas::{fmt_num, scope_parts, scope_target, Quota, QuotaError};
 use crate::util::now_ms;
 
 /// The quota form as posted: every field text, empty for no limit.
@@ -141,7 +141,7 @@ impl QuotaForm {
 }
 
 /// A client error's text, for the page.
-fn message(e: ApiError) -> String {
+fn message(e: QuotaError) -> String {
     e.to_string()
 }
 
@@ -235,7 +235,7 @@ fn quotas_page(
     let page = QuotasPage {
         nav: Nav::of(admin),
         quotas,
-        period: period_name(state),
+        period: state.quotas.period_name(),
         form,
         error,
     };
@@ -278,7 +278,7 @@ pub async fn create(
         Err(m) => return quotas_page(&state, &admin, form, Some(m), StatusCode::BAD_REQUEST),
     };
     let addr = state.client_addr(&req);
-    let audit = audit_by(&admin, &addr);
+    let audit = ChangedBy::new(&admin, &addr);
     match state.quotas.create(&scope, &limits, now_ms(), audit).await {
         Ok(_) => Ok(see_other("/admin/quotas")),
         Err(e @ QuotaError::Conflict) => quotas_page(
@@ -327,7 +327,7 @@ pub async fn update(
         Err(m) => return edit_page(&admin, &quota, form, Some(m), StatusCode::BAD_REQUEST),
     };
     let addr = state.client_addr(&req);
-    let audit = audit_by(&admin, &addr);
+    let audit = ChangedBy::new(&admin, &addr);
     match state
         .quotas
         .update(quota.id, &limits, now_ms(), audit)
@@ -346,7 +346,7 @@ pub async fn delete(
     post: AdminPost<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
     let addr = state.client_addr(&req);
-    let audit = audit_by(&post.admin, &addr);
+    let audit = ChangedBy::new(&post.admin, &addr);
     match state.quotas.delete(id.into_inner(), now_ms(), audit).await {
         Ok(_) => Ok(see_other("/admin/quotas")),
         Err(QuotaError::NotFound) => not_found_page(),

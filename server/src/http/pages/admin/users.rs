@@ -7,7 +7,6 @@ use askama::Template;
 
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
-use crate::http::api::quotas::period_name;
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::accounts::UserInfo;
@@ -31,7 +30,7 @@ async fn users_page(
     let page = UsersPage {
         nav: Nav::of(admin),
         users: state.accounts.users().await?,
-        period: period_name(state),
+        period: state.quotas.period_name(),
         error,
     };
     render(&page, status)

@@ -10,7 +10,12 @@ use std::sync::{Arc, RwLock};
 use scheduler::{LimitScope, LimitUsage, LimitsConfig, Owner, UsagePeriod};
 
 use crate::sched::Scheduler;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::Principal;
 use crate::store::{QuotaRecord, Store, StoreError};
+use crate::util::rfc3339;
 
 pub use crate::domain::quota::{
     scope_label, scope_of, scope_parts, scope_target, Quota, QuotaLimits,
@@ -52,6 +57,46 @@ impl Quotas {
         };
         quotas.reload().await?;
         Ok(quotas)
+    }
+
+    /// How GPU-hours are counted: `month`, `rolling` or `fixed`.
+    pub fn period_name(&self) -> String {
+        match self.period() {
+            UsagePeriod::Month => "month",
+            UsagePeriod::Rolling { .. } => "rolling",
+            UsagePeriod::Fixed { .. } => "fixed",
+        }
+        .into()
+    }
+
+    /// `user`'s quotas (`owner`: the user as the scheduler knows owners) and their use now.
+    pub async fn my_usage(&self, user: &str, owner: &Owner) -> Result<MyUsage, QuotaError> {
+        let stored = self.applying(owner);
+        let usage = self.usage(owner).await?;
+        let quotas = usage
+            .into_iter()
+            .filter_map(|u| {
+                let q = stored.iter().find(|q| q.scope == u.scope)?;
+                let (kind, name) = scope_parts(&u.scope);
+                Some(QuotaUsage {
+                    scope: kind.into(),
+                    name: name.into(),
+                    limits: q.limits.clone(),
+                    gpus_in_use: u.gpus_milli as f64 / 1000.0,
+                    slices_in_use: u.slices,
+                    running_jobs: u.running_jobs,
+                    submitted_jobs: u.submitted_jobs,
+                    gpu_hours_used: u.gpu_milli_seconds as f64 / 3_600_000.0,
+                    period_start: rfc3339(u.period_start * 1000),
+                    period_end: rfc3339(u.period_end * 1000),
+                })
+            })
+            .collect();
+        Ok(MyUsage {
+            user: user.to_string(),
+            period: self.period_name(),
+            quotas,
+        })
     }
 
     pub fn period(&self) -> UsagePeriod {
@@ -215,7 +260,7 @@ impl Quotas {
         scope: &LimitScope,
         limits: &QuotaLimits,
         now: i64,
-        audit: Audit<'_>,
+        audit: ChangedBy<'_>,
     ) -> Result<Quota, QuotaError> {
         let (kind, name) = scope_parts(scope);
         let json =
@@ -252,7 +297,7 @@ impl Quotas {
         id: i64,
         limits: &QuotaLimits,
         now: i64,
-        audit: Audit<'_>,
+        audit: ChangedBy<'_>,
     ) -> Result<Quota, QuotaError> {
         let before = self.stored(id).await?;
         let json =
@@ -275,7 +320,12 @@ impl Quotas {
     }
 
     /// Delete a quota (audited, with what it was); its scope falls back to the default.
-    pub async fn delete(&self, id: i64, now: i64, audit: Audit<'_>) -> Result<Quota, QuotaError> {
+    pub async fn delete(
+        &self,
+        id: i64,
+        now: i64,
+        audit: ChangedBy<'_>,
+    ) -> Result<Quota, QuotaError> {
         let before = self.stored(id).await?;
         let detail = serde_json::json!({"before": before.limits, "after": null}).to_string();
         let target = scope_target(&before.scope);
@@ -291,12 +341,20 @@ impl Quotas {
 
 /// Who changes a quota, from where: for the audit entry written with the change.
 #[derive(Debug, Clone, Copy)]
-pub struct Audit<'a> {
+pub struct ChangedBy<'a> {
     pub actor: &'a str,
     pub client_addr: &'a str,
 }
 
-impl<'a> Audit<'a> {
+impl<'a> ChangedBy<'a> {
+    /// `caller`, calling from `client_addr`.
+    pub fn new(caller: &'a Principal, client_addr: &'a str) -> ChangedBy<'a> {
+        ChangedBy {
+            actor: &caller.username,
+            client_addr,
+        }
+    }
+
     pub(crate) fn entry(
         &self,
         action: &'a str,
@@ -315,6 +373,9 @@ impl<'a> Audit<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum QuotaError {
+    /// The request names a bad scope or limit (the message names the field).
+    #[error("{0}")]
+    Invalid(String),
     #[error("{0}")]
     Exceeded(String),
     #[error("no such quota")]
@@ -335,6 +396,71 @@ impl From<StoreError> for QuotaError {
             other => QuotaError::Internal(other.to_string()),
         }
     }
+}
+
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
+}
+
+/// The scope a request names, checked.
+pub fn requested_scope(kind: &str, name: &str) -> Result<LimitScope, QuotaError> {
+    let scope = scope_of(kind, name).ok_or_else(|| {
+        QuotaError::Invalid(format!(
+            "scope: {kind:?} is not one of default, user, group, account"
+        ))
+    })?;
+    match &scope {
+        LimitScope::DefaultUser if !name.is_empty() => Err(QuotaError::Invalid(
+            "name: the default quota names no one; leave it empty".into(),
+        )),
+        LimitScope::DefaultUser => Ok(scope),
+        _ if !is_name(name) => Err(QuotaError::Invalid(format!(
+            "name: {name:?} is not a user, group or account name"
+        ))),
+        _ => Ok(scope),
+    }
+}
+
+/// The limits a request carries, checked.
+pub fn checked_limits(limits: &QuotaLimits) -> Result<(), QuotaError> {
+    limits
+        .check()
+        .map_err(|(field, message)| QuotaError::Invalid(format!("limits.{field}: {message}")))
+}
+
+/// One quota that applies to the caller, and its use now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuotaUsage {
+    /// `default`, `user`, `group` or `account`.
+    pub scope: String,
+    pub name: String,
+    pub limits: QuotaLimits,
+    /// GPUs in use now by everyone the quota covers (MIG instances and shards count
+    /// their fraction).
+    pub gpus_in_use: f64,
+    #[schema(value_type = Object)]
+    pub slices_in_use: std::collections::BTreeMap<String, u32>,
+    pub running_jobs: u32,
+    pub submitted_jobs: u32,
+    /// GPU-hours counted this period: what ended jobs used, and what running jobs
+    /// reserve (GPUs × time limit) until they end.
+    pub gpu_hours_used: f64,
+    pub period_start: String,
+    pub period_end: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MyUsage {
+    pub user: String,
+    /// How GPU-hours are counted: `month`, `rolling` or `fixed`.
+    pub period: String,
+    /// The quotas that apply: the caller's own (or the default), then their groups'
+    /// and their account's. Without any, usage is unlimited and the list is empty.
+    pub quotas: Vec<QuotaUsage>,
 }
 
 /// Why a session would go over `u`'s limits, if it would.
