@@ -215,6 +215,7 @@ impl Application {
         );
         let state = web::Data::new(AppState {
             accounts,
+            benchmarks: crate::services::Benchmarks::new(store.clone()),
             scheduler,
             quotas,
             inventory,

@@ -49,6 +49,7 @@ pub struct AppState {
     pub audit: crate::services::Audit,
     pub jobs: crate::services::Jobs,
     pub accounts: crate::services::Accounts,
+    pub benchmarks: crate::services::Benchmarks,
 }
 
 impl AppState {

@@ -4,6 +4,7 @@
 //! exists once. A handler is extract → call → map.
 //!
 //! Owns: the rules of jobs (`jobs`), their output (`output`), quotas (`quotas`),
+//! benchmark runs and sizing (`benchmarks`),
 //! accounts and tokens (`accounts`), and the audit log (`audit`). Sessions
 //! (`crate::sessions`) and identities (`crate::identities`) are services of their
 //! own, below this layer: they may call these, these never call them.
@@ -12,12 +13,14 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod benchmarks;
 pub mod jobs;
 pub mod output;
 pub mod quotas;
 
 pub use accounts::Accounts;
 pub use audit::Audit;
+pub use benchmarks::Benchmarks;
 pub use jobs::Jobs;
 pub use quotas::Quotas;
 

@@ -13,91 +13,13 @@ use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Principal, Scope};
-use crate::bench::run::{may_delete, DeleteRefusal, ListQuery, NewRun};
-use crate::bench::Metric;
+use crate::bench::run::{ListQuery, NewRun};
 use crate::http::{ApiError, AppState};
-use crate::store::{BenchmarkRecord, NewAuditEntry, StoreError};
-use crate::util::now_ms;
-
-use super::rfc3339;
+pub use crate::services::benchmarks::RunInfo;
 
 /// A CSV field as an owned string.
 fn csv_field(text: &str) -> String {
     crate::csv::field(text).into_owned()
-}
-
-/// A benchmark run.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct RunInfo {
-    pub id: i64,
-    /// `local`, or the published study a reference run comes from.
-    pub source: String,
-    /// Whether this is a published reference run (read-only).
-    pub reference: bool,
-    pub suite: String,
-    pub model: Option<String>,
-    pub framework: Option<String>,
-    pub precision: Option<String>,
-    pub batch_size_per_gpu: Option<i64>,
-    pub gpus: i64,
-    pub nodes: i64,
-    pub gpu_model: Option<String>,
-    pub storage: Option<String>,
-    pub dataset: Option<String>,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    pub job_id: Option<i64>,
-    /// Who recorded it; empty for reference runs.
-    pub user: String,
-    pub notes: Option<String>,
-    pub tags: Vec<String>,
-    pub metrics: Vec<Metric>,
-    pub created_at: String,
-}
-
-impl From<BenchmarkRecord> for RunInfo {
-    fn from(r: BenchmarkRecord) -> Self {
-        let reference = r.is_reference();
-        let run = r.run;
-        RunInfo {
-            id: r.id,
-            source: run.source,
-            reference,
-            suite: run.suite,
-            model: run.model,
-            framework: run.framework,
-            precision: run.precision,
-            batch_size_per_gpu: run.batch_size_per_gpu,
-            gpus: run.gpus,
-            nodes: run.nodes,
-            gpu_model: run.gpu_model,
-            storage: run.storage,
-            dataset: run.dataset,
-            started_at: run.started_at.map(rfc3339),
-            ended_at: run.ended_at.map(rfc3339),
-            job_id: run.job_id,
-            user: run.user_name,
-            notes: run.notes,
-            tags: run
-                .tags
-                .split(',')
-                .filter(|t| !t.is_empty())
-                .map(str::to_string)
-                .collect(),
-            metrics: run.metrics,
-            created_at: rfc3339(r.created_at),
-        }
-    }
-}
-
-impl RunInfo {
-    /// The value of `metric`, when the run measured it.
-    pub fn metric(&self, name: &str) -> Option<f64> {
-        self.metrics
-            .iter()
-            .find(|m| m.name == name)
-            .map(|m| m.value)
-    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -146,21 +68,6 @@ pub fn query_pairs(req: &HttpRequest) -> Result<Vec<(String, String)>, ApiError>
             .map_err(|e| ApiError::bad_request(format!("query: {e}")))?
             .into_inner(),
     )
-}
-
-/// The runs `query` lists, and the offset of the next page when there is one.
-pub async fn list_runs(
-    state: &AppState,
-    query: &ListQuery,
-) -> Result<(Vec<RunInfo>, Option<i64>), ApiError> {
-    let mut filter = query.filter.clone();
-    filter.limit += 1;
-    let mut runs = state.store.benchmark_runs(&filter).await?;
-    let next = (runs.len() as i64 > query.filter.limit).then(|| {
-        runs.truncate(query.filter.limit as usize);
-        query.filter.offset + query.filter.limit
-    });
-    Ok((runs.into_iter().map(RunInfo::from).collect(), next))
 }
 
 /// The columns of the CSV export before the metrics.
@@ -262,7 +169,7 @@ pub async fn list(
     if csv_wanted && !query.limited {
         query.filter.limit = crate::bench::run::MAX_LIMIT;
     }
-    let (runs, next_offset) = list_runs(&state, &query).await?;
+    let (runs, next_offset) = state.benchmarks.list(&query).await?;
     if !csv_wanted {
         return Ok(HttpResponse::Ok().json(RunList { runs, next_offset }));
     }
@@ -291,22 +198,7 @@ pub async fn create(
     body: web::Json<NewRun>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
-    let run = body
-        .check(&caller.username)
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    if let Some(job) = run.job_id {
-        let owner = match state.store.job(job, -1).await {
-            Ok(j) => Some(j.user_name),
-            Err(StoreError::NotFound) => None,
-            Err(e) => return Err(e.into()),
-        };
-        if !owner.is_some_and(|o| o == caller.username || caller.is_admin) {
-            return Err(ApiError::bad_request(format!(
-                "job_id: no job {job} of yours"
-            )));
-        }
-    }
-    let record = state.store.create_benchmark_run(&run, now_ms()).await?;
+    let record = state.benchmarks.record(&caller, &body).await?;
     Ok(HttpResponse::Created()
         .insert_header(("Location", format!("/api/v1/benchmarks/{}", record.id)))
         .json(RunInfo::from(record)))
@@ -321,49 +213,7 @@ pub async fn get(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let record = state
-        .store
-        .benchmark_run(id.into_inner())
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    Ok(HttpResponse::Ok().json(RunInfo::from(record)))
-}
-
-/// Delete run `id` as `caller`, by the one rule of [`may_delete`]; an administrator
-/// deleting another user's run is audited. The one path for the API and the pages.
-pub async fn delete_as(
-    state: &AppState,
-    caller: &Principal,
-    id: i64,
-    client_addr: &str,
-) -> Result<BenchmarkRecord, ApiError> {
-    let record = state
-        .store
-        .benchmark_run(id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    may_delete(&record, &caller.username, caller.is_admin).map_err(|refusal| match refusal {
-        DeleteRefusal::Reference => {
-            ApiError::forbidden("reference runs are published results and cannot be deleted")
-        }
-        DeleteRefusal::NotOwner => ApiError::forbidden(format!(
-            "only {} (who recorded it) or an administrator may delete run {id}",
-            record.run.user_name
-        )),
-    })?;
-    let target = format!("benchmark {id}");
-    let detail = serde_json::json!({ "before": RunInfo::from(record.clone()) }).to_string();
-    let audit = (record.run.user_name != caller.username).then(|| NewAuditEntry {
-        actor: &caller.username,
-        action: "benchmark.delete",
-        target: &target,
-        detail: &detail,
-        client_addr,
-    });
-    Ok(state
-        .store
-        .delete_benchmark_run(id, now_ms(), audit.as_ref())
-        .await?)
+    Ok(HttpResponse::Ok().json(state.benchmarks.run(id.into_inner()).await?))
 }
 
 /// Delete a run: its owner or an administrator (the `jobs` scope); reference runs
@@ -377,14 +227,18 @@ pub async fn delete(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
-    delete_as(&state, &caller, id.into_inner(), &state.client_addr(&req)).await?;
+    state
+        .benchmarks
+        .delete(&caller, &state.client_addr(&req), id.into_inner())
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::BenchmarkRun;
+    use crate::bench::Metric;
+    use crate::store::{BenchmarkRecord, BenchmarkRun};
 
     #[test]
     fn csv_has_a_column_per_metric_and_unit() {

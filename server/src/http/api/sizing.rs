@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::benchmarks::query_pairs;
 use crate::auth::{Principal, Scope};
 use crate::bench::reference::{self, SizingRow};
-use crate::bench::sizing::{advise, Advice, SizingQuery};
+use crate::bench::sizing::Advice;
 use crate::http::{ApiError, AppState};
 
 /// The parameters of a sizing question.
@@ -35,22 +35,6 @@ pub struct SizingParams {
     headroom: Option<f64>,
 }
 
-/// The answer to `pairs` (a sizing question's parameters).
-pub async fn answer(state: &AppState, pairs: &[(String, String)]) -> Result<Advice, ApiError> {
-    let bad = |e: crate::accounting::FieldError| ApiError::bad_request(e.to_string());
-    let query = SizingQuery::parse(pairs).map_err(bad)?;
-    let run =
-        match query.from_run {
-            Some(id) => {
-                Some(state.store.benchmark_run(id).await?.ok_or_else(|| {
-                    ApiError::bad_request(format!("from_run: there is no run {id}"))
-                })?)
-            }
-            None => None,
-        };
-    advise(&query, run.as_ref(), reference::sizing()).map_err(bad)
-}
-
 /// Storage nodes needed for `gpus`, and GPUs fed by `storage_nodes`.
 #[utoipa::path(get, path = "/api/v1/sizing", params(SizingParams),
     responses((status = 200, body = Advice), (status = 400, description = "a parameter with a bad value, or a figure missing, named in the message")))]
@@ -60,7 +44,7 @@ pub async fn get(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    Ok(HttpResponse::Ok().json(answer(&state, &query_pairs(&req)?).await?))
+    Ok(HttpResponse::Ok().json(state.benchmarks.sizing(&query_pairs(&req)?).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -17,10 +17,11 @@ use crate::auth::Scope;
 use crate::bench::run::{may_delete, ListQuery};
 use crate::bench::sizing::figure;
 use crate::bench::{names, Suite};
-use crate::http::api::benchmarks::{delete_as, list_runs, query_pairs, RunInfo};
+use crate::http::api::benchmarks::query_pairs;
 use crate::http::authn::PageUser;
 use crate::http::error::urlencode;
 use crate::http::{ApiError, AppState};
+use crate::services::benchmarks::RunInfo;
 
 /// Runs listed on the page (the CSV export has them all).
 const RUNS: i64 = 200;
@@ -116,7 +117,7 @@ pub async fn list(
         }
     };
     query.filter.limit = RUNS;
-    let (runs, next) = list_runs(&state, &query).await?;
+    let (runs, next) = state.benchmarks.list(&query).await?;
     let params = params(&pairs);
     let joined = |base: &str| {
         if params.is_empty() {
@@ -227,7 +228,12 @@ pub async fn delete(
         return not_found_page();
     };
     me.require(Scope::Jobs)?;
-    match delete_as(&state, &me, id, &state.client_addr(&req)).await {
+    let deleted = state
+        .benchmarks
+        .delete(&me, &state.client_addr(&req), id)
+        .await
+        .map_err(ApiError::from);
+    match deleted {
         Ok(_) => Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, "/benchmarks"))
             .finish()),

@@ -14,7 +14,6 @@ use crate::auth::Scope;
 use crate::bench::reference::{self, SizingRow};
 use crate::bench::sizing::{figure, Advice};
 use crate::http::api::benchmarks::query_pairs;
-use crate::http::api::sizing::answer;
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
 
@@ -79,7 +78,12 @@ pub async fn show(
     let (advice, error, status) = if !asked {
         (None, None, StatusCode::OK)
     } else {
-        match answer(&state, &pairs).await {
+        match state
+            .benchmarks
+            .sizing(&pairs)
+            .await
+            .map_err(ApiError::from)
+        {
             Ok(advice) => (Some(advice), None, StatusCode::OK),
             Err(ApiError::BadRequest(m)) => (None, Some(m), StatusCode::BAD_REQUEST),
             Err(e) => return Err(e),
