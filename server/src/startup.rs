@@ -216,6 +216,7 @@ impl Application {
         let state = web::Data::new(AppState {
             accounts,
             benchmarks: crate::services::Benchmarks::new(store.clone()),
+            nodes: crate::services::Nodes::new(scheduler.clone(), audit.clone()),
             scheduler,
             quotas,
             inventory,

@@ -50,6 +50,7 @@ pub struct AppState {
     pub jobs: crate::services::Jobs,
     pub accounts: crate::services::Accounts,
     pub benchmarks: crate::services::Benchmarks,
+    pub nodes: crate::services::Nodes,
 }
 
 impl AppState {

@@ -4,7 +4,7 @@
 //! exists once. A handler is extract → call → map.
 //!
 //! Owns: the rules of jobs (`jobs`), their output (`output`), quotas (`quotas`),
-//! benchmark runs and sizing (`benchmarks`),
+//! benchmark runs and sizing (`benchmarks`), node control (`nodes`),
 //! accounts and tokens (`accounts`), and the audit log (`audit`). Sessions
 //! (`crate::sessions`) and identities (`crate::identities`) are services of their
 //! own, below this layer: they may call these, these never call them.
@@ -15,6 +15,7 @@ pub mod accounts;
 pub mod audit;
 pub mod benchmarks;
 pub mod jobs;
+pub mod nodes;
 pub mod output;
 pub mod quotas;
 
@@ -22,6 +23,7 @@ pub use accounts::Accounts;
 pub use audit::Audit;
 pub use benchmarks::Benchmarks;
 pub use jobs::Jobs;
+pub use nodes::Nodes;
 pub use quotas::Quotas;
 
 use crate::identities::IdentityError;

@@ -9,7 +9,6 @@ use serde::Deserialize;
 
 use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::auth::Principal;
-use crate::http::api::nodes::set_node_audited;
 use crate::http::pages::cluster::{gpu_map, node_row, GpuNode, NodeRow};
 use crate::http::pages::{not_found_page, render, Nav};
 use crate::http::{ApiError, AppState};
@@ -72,7 +71,12 @@ pub async fn act(
 ) -> Result<HttpResponse, ApiError> {
     let (admin, reason) = (post.admin, post.form.reason);
     let (node, action) = path.into_inner();
-    match set_node_audited(&state, &req, &admin, &node, &action, &reason).await {
+    let changed = state
+        .nodes
+        .set(&admin, &state.client_addr(&req), &node, &action, &reason)
+        .await
+        .map_err(ApiError::from);
+    match changed {
         Ok(_) => Ok(see_other("/admin/nodes")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::BadRequest(m)) => {
