@@ -217,6 +217,7 @@ impl Application {
             accounts,
             benchmarks: crate::services::Benchmarks::new(store.clone()),
             nodes: crate::services::Nodes::new(scheduler.clone(), audit.clone()),
+            usage: crate::services::Usage::new(store.clone()),
             scheduler,
             quotas,
             inventory,

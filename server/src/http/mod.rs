@@ -51,6 +51,7 @@ pub struct AppState {
     pub accounts: crate::services::Accounts,
     pub benchmarks: crate::services::Benchmarks,
     pub nodes: crate::services::Nodes,
+    pub usage: crate::services::Usage,
 }
 
 impl AppState {

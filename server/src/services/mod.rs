@@ -5,6 +5,7 @@
 //!
 //! Owns: the rules of jobs (`jobs`), their output (`output`), quotas (`quotas`),
 //! benchmark runs and sizing (`benchmarks`), node control (`nodes`),
+//! usage accounting (`usage`),
 //! accounts and tokens (`accounts`), and the audit log (`audit`). Sessions
 //! (`crate::sessions`) and identities (`crate::identities`) are services of their
 //! own, below this layer: they may call these, these never call them.
@@ -18,6 +19,7 @@ pub mod jobs;
 pub mod nodes;
 pub mod output;
 pub mod quotas;
+pub mod usage;
 
 pub use accounts::Accounts;
 pub use audit::Audit;
@@ -25,6 +27,7 @@ pub use benchmarks::Benchmarks;
 pub use jobs::Jobs;
 pub use nodes::Nodes;
 pub use quotas::Quotas;
+pub use usage::Usage;
 
 use crate::identities::IdentityError;
 use crate::sched::SchedError;

@@ -8,13 +8,12 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::IntoParams;
 
-use crate::accounting::answer::{Accounting, JobUsage, KeyUsage};
+use crate::accounting::answer::Accounting;
 use crate::accounting::chart::{self, Stacks};
 use crate::accounting::{csv, GroupBy, Query};
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 use crate::store::{bucket_bounds, UsageKey};
-use crate::util::now_ms;
 
 /// The parameters of both routes.
 #[derive(Debug, IntoParams)]
@@ -50,12 +49,7 @@ pub fn caller_query(req: &HttpRequest, caller: &Principal) -> Result<Query, ApiE
     let pairs = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
         .map_err(|e| ApiError::bad_request(format!("query: {e}")))?
         .into_inner();
-    let mut query =
-        Query::parse(&pairs, now_ms()).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    query
-        .restrict_to(&caller.username, caller.is_admin)
-        .map_err(ApiError::forbidden)?;
-    Ok(query)
+    Ok(crate::services::usage::query_for(caller, &pairs)?)
 }
 
 /// CSV when `format=csv`, or without `format` when the client accepts `text/csv`.
@@ -66,44 +60,6 @@ fn wants_csv(req: &HttpRequest, query: &Query) -> bool {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/csv"))
     })
-}
-
-/// The accounting answer for `query`.
-pub async fn answer(state: &AppState, query: &Query, limit: i64) -> Result<Accounting, ApiError> {
-    let f = &query.filter;
-    let mut answer = Accounting::new(f.from, f.to, query.group_by);
-    let total = match query.group_by {
-        GroupBy::Job => {
-            let mut records = state
-                .store
-                .usage_records(f, limit + 1, query.offset)
-                .await?;
-            if records.len() as i64 > limit {
-                records.truncate(limit as usize);
-                answer.next = Some(query.offset + limit);
-            }
-            answer.jobs = Some(records.iter().map(|r| JobUsage::of(r, f.now)).collect());
-            state.store.usage_total(f).await?
-        }
-        GroupBy::Key(key) => {
-            let rows = state.store.usage_by(f, key).await?;
-            // Every job has one user and one account: their rows add up to the total
-            // (a job counts in each of its user's groups, or in none).
-            let total = match key {
-                UsageKey::Group => state.store.usage_total(f).await?,
-                UsageKey::User | UsageKey::Account => rows.iter().map(|r| r.usage).sum(),
-            };
-            answer.rows = Some(rows.into_iter().map(KeyUsage::of_row).collect());
-            total
-        }
-        GroupBy::Bucket(bucket) => {
-            let rows = state.store.usage_by_bucket(f, bucket, None).await?;
-            answer.rows = Some(rows.into_iter().map(KeyUsage::of_bucket).collect());
-            state.store.usage_total(f).await?
-        }
-    };
-    answer.totals = total.into();
-    Ok(answer)
 }
 
 /// Usage over a time range: per job (paged), or summed by user, group, account or
@@ -125,7 +81,7 @@ pub async fn get(
     } else {
         crate::accounting::DEFAULT_LIMIT
     });
-    let answer = answer(&state, &query, limit).await?;
+    let answer = state.usage.answer(&query, limit).await?;
     if !csv {
         return Ok(HttpResponse::Ok().json(answer));
     }
@@ -169,10 +125,7 @@ pub async fn chart(
         }
     };
     let f = &query.filter;
-    let usage = state
-        .store
-        .usage_by_bucket(f, query.bucket, Some(key))
-        .await?;
+    let usage = state.usage.by_bucket(&query, key).await?;
     let stacks = Stacks::of(&bucket_bounds(f.from, f.to, query.bucket), &usage);
     let svg = chart::render(&stacks, query.bucket, by).map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()

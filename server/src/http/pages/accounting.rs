@@ -13,7 +13,7 @@ use askama::Template;
 use super::{render, MessagePage, Nav};
 use crate::accounting::answer::{JobUsage, KeyUsage, Totals};
 use crate::accounting::{GroupBy, Query};
-use crate::http::api::accounting::{answer, caller_query};
+use crate::http::api::accounting::caller_query;
 use crate::http::authn::PageUser;
 use crate::http::error::urlencode;
 use crate::http::{ApiError, AppState};
@@ -113,9 +113,9 @@ pub async fn show(
     let params = params(&query, me.is_admin);
     let by_name = GroupBy::Key(by).name();
     query.group_by = GroupBy::Key(by);
-    let sums = answer(&state, &query, JOBS).await?;
+    let sums = state.usage.answer(&query, JOBS).await?;
     query.group_by = GroupBy::Job;
-    let listed = answer(&state, &query, JOBS).await?;
+    let listed = state.usage.answer(&query, JOBS).await?;
     let f = &query.filter;
     let page = AccountingPage {
         nav: Nav::of(&me),
