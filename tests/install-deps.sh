@@ -36,7 +36,7 @@ PACKAGES=(
     slurmdbd            # tests/src/support/slurm.rs with accounting: sacct, AllocTRES with gres/gpu, sacctmgr limits
     mariadb-server      # the private MariaDB behind that slurmdbd (mariadbd, mariadb-install-db)
     bubblewrap          # the job container runtime the job tests run (server/src/launch)
-    fio                 # server/src/bench/parse: a parser test runs fio; the fio starter benchmark job
+    fio                 # server/src/benchmarks/parse: a parser test runs fio; the fio starter benchmark job
     python3             # job scripts in tests and starter scripts
     python3-venv        # the session tests' JupyterLab/TensorBoard environment (ATRIUM_TEST_JUPYTER)
 )

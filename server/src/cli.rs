@@ -234,7 +234,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
         Command::Step(StepCommand::AsUser) => crate::privilege::as_user_main(),
-        Command::Home(HomeCommand::Sync { dir }) => crate::storage::sync_command(&dir),
+        Command::Home(HomeCommand::Sync { dir }) => crate::homes::sync_command(&dir),
     }
 }
 

@@ -6,12 +6,13 @@
 
 pub mod accounting;
 pub mod auth;
-pub mod bench;
+pub mod benchmarks;
 pub mod cli;
 pub mod client;
 pub mod config;
 pub mod csv;
 pub mod domain;
+pub mod homes;
 pub mod http;
 pub mod identities;
 pub mod launch;
@@ -21,7 +22,7 @@ pub mod sched;
 pub mod services;
 pub mod sessions;
 pub mod startup;
-pub mod storage;
+
 pub mod store;
 pub mod telemetry;
 pub mod util;

@@ -63,7 +63,7 @@ impl Application {
             secure_data_dir(&config.data_dir, None)?;
         }
         let store = open_store(&config).await?;
-        crate::bench::reference::seed(&store, now_ms())
+        crate::benchmarks::reference::seed(&store, now_ms())
             .await
             .context("storing the reference benchmark runs")?;
         let secret = portal_secret(&config)?;
@@ -177,7 +177,8 @@ impl Application {
         } else {
             Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?
         };
-        let _recorder = crate::bench::recorder::spawn(store.clone(), inventory.clone(), as_root);
+        let _recorder =
+            crate::benchmarks::recorder::spawn(store.clone(), inventory.clone(), as_root);
         let quotas = crate::services::Quotas::load(
             store.clone(),
             scheduler.clone(),
@@ -224,7 +225,7 @@ impl Application {
             identities,
             audit,
             jobs,
-            homes: Arc::new(crate::storage::Homes::new(
+            homes: Arc::new(crate::homes::Homes::new(
                 config.accounts.create_homes,
                 config.accounts.templates,
             )),

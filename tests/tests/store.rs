@@ -924,7 +924,7 @@ async fn accounting_on_postgres() {
 /// time of local runs only), sorted by a metric, deleted; the reference runs seeded
 /// once per version and never deleted one by one.
 async fn benchmarks_suite(store: Store) {
-    use atrium::bench::Metric;
+    use atrium::benchmarks::Metric;
     use atrium::store::{BenchmarkFilter, BenchmarkRun, BenchmarkSort};
 
     let now = 1_700_000_000_000;

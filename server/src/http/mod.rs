@@ -36,7 +36,7 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     pub logins: Logins,
     /// Users' homes and templates, prepared at login.
-    pub homes: Arc<crate::storage::Homes>,
+    pub homes: Arc<crate::homes::Homes>,
     pub limiter: LoginLimiter,
     pub metrics: Metrics,
     pub secure_cookies: bool,

@@ -12,10 +12,10 @@ use utoipa::ToSchema;
 
 use super::ServiceError;
 use crate::auth::Principal;
-use crate::bench::reference;
-use crate::bench::run::{may_delete, DeleteRefusal, ListQuery, NewRun};
-use crate::bench::sizing::{advise, Advice, SizingQuery};
-use crate::bench::Metric;
+use crate::benchmarks::reference;
+use crate::benchmarks::run::{may_delete, DeleteRefusal, ListQuery, NewRun};
+use crate::benchmarks::sizing::{advise, Advice, SizingQuery};
+use crate::benchmarks::Metric;
 use crate::store::{BenchmarkRecord, NewAuditEntry, Store, StoreError};
 use crate::util::{now_ms, rfc3339};
 

@@ -433,7 +433,7 @@ impl Sessions {
         let identity = self.as_user(&owner.user).await?;
         let logdir = match kind {
             Kind::Tensorboard => Some(
-                crate::storage::confine(
+                crate::homes::confine(
                     request.logdir.as_deref().unwrap_or("tensorboard"),
                     &identity.home,
                     &self.user_roots(),

@@ -10,9 +10,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::benchmarks::{query_pairs, ListParams};
 use crate::auth::{Principal, Scope};
-use crate::bench::chart::{self, Chart, SeriesBy};
-use crate::bench::names;
-use crate::bench::run::{ListQuery, MAX_LIMIT};
+use crate::benchmarks::chart::{self, Chart, SeriesBy};
+use crate::benchmarks::names;
+use crate::benchmarks::run::{ListQuery, MAX_LIMIT};
 use crate::http::{ApiError, AppState};
 use crate::store::BenchmarkSort;
 

@@ -13,7 +13,7 @@ use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Principal, Scope};
-use crate::bench::run::{ListQuery, NewRun};
+use crate::benchmarks::run::{ListQuery, NewRun};
 use crate::http::{ApiError, AppState};
 pub use crate::services::benchmarks::RunInfo;
 
@@ -167,7 +167,7 @@ pub async fn list(
             .is_some_and(|v| v.contains("text/csv"))
     });
     if csv_wanted && !query.limited {
-        query.filter.limit = crate::bench::run::MAX_LIMIT;
+        query.filter.limit = crate::benchmarks::run::MAX_LIMIT;
     }
     let (runs, next_offset) = state.benchmarks.list(&query).await?;
     if !csv_wanted {
@@ -237,7 +237,7 @@ pub async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Metric;
+    use crate::benchmarks::Metric;
     use crate::store::{BenchmarkRecord, BenchmarkRun};
 
     #[test]

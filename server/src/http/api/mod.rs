@@ -101,10 +101,10 @@ pub use crate::util::rfc3339;
                        groups::GroupInfo, groups::GroupList,
                        crate::accounting::answer::Accounting, crate::accounting::answer::Totals,
                        crate::accounting::answer::JobUsage, crate::accounting::answer::KeyUsage,
-                       crate::bench::run::NewRun, crate::bench::Metric, benchmarks::RunInfo,
-                       benchmarks::RunList, sizing::SizingRows, crate::bench::reference::SizingRow,
-                       crate::bench::sizing::Advice, crate::bench::sizing::Figure,
-                       crate::bench::sizing::NodesNeeded, crate::bench::sizing::GpusFed)),
+                       crate::benchmarks::run::NewRun, crate::benchmarks::Metric, benchmarks::RunInfo,
+                       benchmarks::RunList, sizing::SizingRows, crate::benchmarks::reference::SizingRow,
+                       crate::benchmarks::sizing::Advice, crate::benchmarks::sizing::Figure,
+                       crate::benchmarks::sizing::NodesNeeded, crate::benchmarks::sizing::GpusFed)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

@@ -1,5 +1,5 @@
 //! `GET /api/v1/sizing`: storage nodes a number of GPUs needs, or GPUs a number of
-//! storage nodes feeds, with the formula and the data used (see [`crate::bench::sizing`]);
+//! storage nodes feeds, with the formula and the data used (see [`crate::benchmarks::sizing`]);
 //! `GET /api/v1/benchmarks/reference/sizing`: the published sizing rows it draws on.
 
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -8,8 +8,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::benchmarks::query_pairs;
 use crate::auth::{Principal, Scope};
-use crate::bench::reference::{self, SizingRow};
-use crate::bench::sizing::Advice;
+use crate::benchmarks::reference::{self, SizingRow};
+use crate::benchmarks::sizing::Advice;
 use crate::http::{ApiError, AppState};
 
 /// The parameters of a sizing question.

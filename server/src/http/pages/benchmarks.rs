@@ -14,9 +14,9 @@ use askama::Template;
 
 use super::{csrf_refused, not_found_page, query_value, render, CsrfForm, MessagePage, Nav};
 use crate::auth::Scope;
-use crate::bench::run::{may_delete, ListQuery};
-use crate::bench::sizing::figure;
-use crate::bench::{names, Suite};
+use crate::benchmarks::run::{may_delete, ListQuery};
+use crate::benchmarks::sizing::figure;
+use crate::benchmarks::{names, Suite};
 use crate::http::api::benchmarks::query_pairs;
 use crate::http::authn::PageUser;
 use crate::http::error::urlencode;
@@ -248,7 +248,7 @@ pub async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Metric;
+    use crate::benchmarks::Metric;
     use crate::http::pages::tests::nav;
     use crate::store::{BenchmarkRecord, BenchmarkRun};
 

@@ -11,8 +11,8 @@ use askama::Template;
 
 use super::{query_value, render, Nav};
 use crate::auth::Scope;
-use crate::bench::reference::{self, SizingRow};
-use crate::bench::sizing::{figure, Advice};
+use crate::benchmarks::reference::{self, SizingRow};
+use crate::benchmarks::sizing::{figure, Advice};
 use crate::http::api::benchmarks::query_pairs;
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
@@ -104,7 +104,7 @@ pub async fn show(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::sizing::{advise, SizingQuery};
+    use crate::benchmarks::sizing::{advise, SizingQuery};
     use crate::http::pages::tests::nav;
 
     #[test]

@@ -470,7 +470,7 @@ pub fn advise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::reference::sizing;
+    use crate::benchmarks::reference::sizing;
 
     fn query(pairs: &[(&str, &str)]) -> Result<SizingQuery, FieldError> {
         let pairs: Vec<(String, String)> = pairs
@@ -567,7 +567,7 @@ mod tests {
             created_at: 0,
             run: crate::store::BenchmarkRun {
                 gpus: 4,
-                metrics: vec![crate::bench::Metric {
+                metrics: vec![crate::benchmarks::Metric {
                     name: names::STORAGE_MB_PER_S.into(),
                     value: 360.0,
                     unit: "MB/s".into(),

@@ -367,7 +367,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::names;
+    use crate::benchmarks::names;
 
     #[test]
     fn dllogger_json_summary() {

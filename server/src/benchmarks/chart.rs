@@ -258,7 +258,7 @@ fn draw(svg: &mut String, chart: &Chart) -> Result<(), Box<dyn std::error::Error
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Metric;
+    use crate::benchmarks::Metric;
     use crate::store::BenchmarkRun;
 
     fn record(source: &str, storage: &str, gpus: i64, images: f64) -> BenchmarkRecord {

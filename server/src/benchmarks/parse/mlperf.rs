@@ -191,7 +191,7 @@ fn counts_images(benchmark: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::names;
+    use crate::benchmarks::names;
 
     #[test]
     fn resnet_training_log() {
