@@ -72,7 +72,8 @@ impl AccountsConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{load_str, Problem};
+    use super::super::testing::{assert_reported, load_str};
+    use super::super::Problem;
     use super::*;
 
     #[test]
@@ -105,10 +106,10 @@ mod tests {
             "[accounts]\nuid_min = 0\nuid_max = 4294967294\nhome_root = \"home\"\n",
             &[],
         );
-        let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
-        for key in ["accounts.uid_min", "accounts.uid_max", "accounts.home_root"] {
-            assert!(keys.contains(&key), "{key} missing from {keys:?}");
-        }
+        assert_reported(
+            &loaded,
+            &["accounts.uid_min", "accounts.uid_max", "accounts.home_root"],
+        );
         let reversed = load_str("[accounts]\nuid_min = 5000\nuid_max = 4999\n", &[]);
         assert_eq!(
             reversed.problems,

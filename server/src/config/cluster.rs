@@ -302,7 +302,8 @@ impl PartitionSection {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{load_str, Problem};
+    use super::super::testing::{assert_reported, load_str};
+    use super::super::Problem;
     use super::*;
 
     const CLUSTER_EXAMPLE: &str = r#"
@@ -417,29 +418,29 @@ allowed_groups = [""]
 "#,
             &[],
         );
-        let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
-        for key in [
-            "cluster.node_name",
-            "cluster.cpus",
-            "cluster.features[0]",
-            "cluster.gpus.0.colour",
-            "cluster.gpus[0].mig[0].profile",
-            "cluster.gpus[0].shards",
-            "cluster.gpus[1].index",
-            "cluster.gpus[1].memory_mb",
-            "cluster.gpus[1].mig",
-            "cluster.gpus[2].model",
-            "cluster.gpus[2].shards",
-            "cluster.partitions[0].default_time",
-            "cluster.partitions[0].cpus_per_gpu",
-            "cluster.partitions[1].name",
-            "cluster.partitions[1].max_time",
-            "cluster.partitions[1].mem_per_gpu_mb",
-            "cluster.partitions[1].allowed_groups",
-            "cluster.partitions",
-        ] {
-            assert!(keys.contains(&key), "{key} missing from {keys:?}");
-        }
+        assert_reported(
+            &loaded,
+            &[
+                "cluster.node_name",
+                "cluster.cpus",
+                "cluster.features[0]",
+                "cluster.gpus.0.colour",
+                "cluster.gpus[0].mig[0].profile",
+                "cluster.gpus[0].shards",
+                "cluster.gpus[1].index",
+                "cluster.gpus[1].memory_mb",
+                "cluster.gpus[1].mig",
+                "cluster.gpus[2].model",
+                "cluster.gpus[2].shards",
+                "cluster.partitions[0].default_time",
+                "cluster.partitions[0].cpus_per_gpu",
+                "cluster.partitions[1].name",
+                "cluster.partitions[1].max_time",
+                "cluster.partitions[1].mem_per_gpu_mb",
+                "cluster.partitions[1].allowed_groups",
+                "cluster.partitions",
+            ],
+        );
         let over = load_str(
             "[[cluster.gpus]]\nindex = 0\nmodel = \"A100-80GB\"\nmemory_mb = 1\nmig = [{ profile = \"4g.40gb\" }, { profile = \"4g.40gb\" }]\n",
             &[],

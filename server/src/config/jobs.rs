@@ -96,7 +96,7 @@ impl Default for SubmissionLimits {
 
 #[cfg(test)]
 mod tests {
-    use super::super::load_str;
+    use super::super::testing::{load_str, problem_keys};
 
     #[test]
     fn submission_bounds_are_configured_and_checked() {
@@ -118,8 +118,7 @@ mod tests {
             ("max_script_bytes = 100", "jobs.max_script_bytes"),
         ] {
             let loaded = load_str(&format!("[jobs]\n{bad}\n"), &[]);
-            let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
-            assert_eq!(keys, [key], "{bad}");
+            assert_eq!(problem_keys(&loaded), [key], "{bad}");
         }
     }
 }

@@ -29,6 +29,8 @@ mod quotas;
 mod sessions;
 mod slurm;
 mod storage;
+#[cfg(test)]
+mod testing;
 mod tls;
 mod values;
 
@@ -322,22 +324,9 @@ fn parse_env_value(raw: &str) -> toml::Value {
         .unwrap_or_else(|| toml::Value::String(raw.to_string()))
 }
 
-/// Load `text` as a configuration file, with `env` as the environment (for the
-/// sections' tests).
-#[cfg(test)]
-fn load_str(text: &str, env: &[(&str, &str)]) -> Loaded {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("atrium.toml");
-    std::fs::write(&path, text).expect("write");
-    Config::load(
-        Some(&path),
-        env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
-    )
-    .expect("load")
-}
-
 #[cfg(test)]
 mod tests {
+    use super::testing::{assert_reported, load_str};
     use super::*;
 
     #[test]
@@ -373,16 +362,16 @@ mod tests {
             "listen = \"nowhere\"\nbogus = 1\n[auth]\njwt_secret = \"short\"\n[auth.rate_limit]\nper_user = 0\n[log]\nformat = \"xml\"\n",
             &[],
         );
-        let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
-        for key in [
-            "bogus",
-            "listen",
-            "auth.jwt_secret",
-            "auth.rate_limit.per_user",
-            "log.format",
-        ] {
-            assert!(keys.contains(&key), "{key} missing from {keys:?}");
-        }
+        assert_reported(
+            &loaded,
+            &[
+                "bogus",
+                "listen",
+                "auth.jwt_secret",
+                "auth.rate_limit.per_user",
+                "log.format",
+            ],
+        );
     }
 
     #[test]
