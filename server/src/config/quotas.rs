@@ -1,10 +1,12 @@
-//! `[quotas]`: how GPU-hour quotas count time. The quotas themselves are kept in the
-//! database and edited by administrators (`/admin/quotas`, `/api/v1/admin/quotas`).
-
-use std::time::Duration;
+//! `[quotas]`: how GPU-hour quotas count time.
+//!
+//! Owns: [`QuotasConfig`], its defaults and checks, and the usage period it names.
+//! Must not touch: the quotas themselves (kept in the database and edited by
+//! administrators: `/admin/quotas`, `/api/v1/admin/quotas`).
 
 use serde::Deserialize;
 
+use super::check::{at_least, one_of};
 use super::HumanDuration;
 
 /// How GPU-hour quotas count time.
@@ -22,7 +24,7 @@ impl Default for QuotasConfig {
     fn default() -> Self {
         QuotasConfig {
             period: "month".into(),
-            window: HumanDuration(Duration::from_secs(30 * 86_400)),
+            window: HumanDuration::from_secs(30 * 86_400),
         }
     }
 }
@@ -39,14 +41,13 @@ impl QuotasConfig {
     }
 
     pub(super) fn check(&self, problem: &mut impl FnMut(&str, String)) {
-        if !matches!(self.period.as_str(), "month" | "rolling" | "fixed") {
-            problem(
-                "quotas.period",
-                format!("{:?} is not one of month, rolling, fixed", self.period),
-            );
-        }
-        if self.window.0 < Duration::from_secs(3600) {
-            problem("quotas.window", "must be at least 1h".into());
-        }
+        one_of(
+            problem,
+            "quotas.period",
+            &self.period,
+            &["month", "rolling", "fixed"],
+        );
+        let hour = HumanDuration::from_secs(3600);
+        at_least(problem, "quotas.window", self.window, hour);
     }
 }

@@ -1,11 +1,14 @@
 //! `[scheduler]` and `[slurm]`: which scheduler places work, and how atrium talks to
 //! Slurm when a site's Slurm does.
+//!
+//! Owns: [`SchedulerConfig`] and [`SlurmConfig`], their defaults and checks.
+//! Must not touch: Slurm itself (running its commands is `sched::slurm`'s).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::check::{absolute_path, at_least, ip_address, one_of};
 use super::HumanDuration;
 
 /// Which scheduler places jobs and sessions.
@@ -31,12 +34,12 @@ impl SchedulerConfig {
     }
 
     pub(super) fn check(&self, problem: &mut impl FnMut(&str, String)) {
-        if !matches!(self.backend.as_str(), "internal" | "slurm") {
-            problem(
-                "scheduler.backend",
-                format!("{:?} is not one of internal, slurm", self.backend),
-            );
-        }
+        one_of(
+            problem,
+            "scheduler.backend",
+            &self.backend,
+            &["internal", "slurm"],
+        );
     }
 }
 
@@ -68,9 +71,9 @@ impl Default for SlurmConfig {
         SlurmConfig {
             bin_dir: None,
             conf: None,
-            poll_interval: HumanDuration(Duration::from_secs(5)),
-            nodes_interval: HumanDuration(Duration::from_secs(30)),
-            command_timeout: HumanDuration(Duration::from_secs(30)),
+            poll_interval: HumanDuration::from_secs(5),
+            nodes_interval: HumanDuration::from_secs(30),
+            command_timeout: HumanDuration::from_secs(30),
             session_partition: None,
             session_listen: "0.0.0.0".into(),
         }
@@ -79,22 +82,18 @@ impl Default for SlurmConfig {
 
 impl SlurmConfig {
     pub(super) fn check(&self, problem: &mut impl FnMut(&str, String)) {
-        if self.poll_interval.0 < Duration::from_millis(200) {
-            problem("slurm.poll_interval", "must be at least 200ms".into());
-        }
-        if self.command_timeout.0 < Duration::from_secs(1) {
-            problem("slurm.command_timeout", "must be at least 1s".into());
-        }
-        if self.session_listen.parse::<std::net::IpAddr>().is_err() {
-            problem(
-                "slurm.session_listen",
-                format!("{:?} is not an IP address", self.session_listen),
-            );
-        }
+        let poll_min = HumanDuration::from_millis(200);
+        at_least(problem, "slurm.poll_interval", self.poll_interval, poll_min);
+        let timeout_min = HumanDuration::from_secs(1);
+        at_least(
+            problem,
+            "slurm.command_timeout",
+            self.command_timeout,
+            timeout_min,
+        );
+        ip_address(problem, "slurm.session_listen", &self.session_listen);
         if let Some(conf) = &self.conf {
-            if !conf.is_absolute() {
-                problem("slurm.conf", "must be an absolute path".into());
-            }
+            absolute_path(problem, "slurm.conf", conf);
         }
     }
 }

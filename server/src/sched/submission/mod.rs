@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use scheduler::parse::limits::{MAX_DIRECTIVES, MAX_HOST_NAME_BYTES, PATH_MAX};
-use scheduler::{JobId, JobRequest, ParseError, ParseLimits};
+#[cfg(test)]
+use scheduler::ParseLimits;
+use scheduler::{JobId, JobRequest, ParseError};
 
 use super::step_env::{output_path, PatternValues};
 
@@ -17,26 +19,9 @@ use super::step_env::{output_path, PatternValues};
 pub const MAX_ENV_VARS: usize = 4096;
 /// Most bytes a submission's environment may hold, names and values together.
 pub const MAX_ENV_BYTES: usize = 512 * 1024;
-/// Default of `[jobs] max_script_bytes` (Slurm's `max_script_size`).
-pub const DEFAULT_MAX_SCRIPT_BYTES: usize = 4 * 1024 * 1024;
-
-/// What a site bounds submissions by: `[jobs] max_script_bytes` and
-/// `max_array_size`. The rest are fixed (`scheduler::parse::limits`, and the
-/// environment's bounds here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SubmissionLimits {
-    pub max_script_bytes: usize,
-    pub parse: ParseLimits,
-}
-
-impl Default for SubmissionLimits {
-    fn default() -> Self {
-        SubmissionLimits {
-            max_script_bytes: DEFAULT_MAX_SCRIPT_BYTES,
-            parse: ParseLimits::default(),
-        }
-    }
-}
+/// What a site bounds submissions by (`[jobs] max_script_bytes` and
+/// `max_array_size`): configuration, so defined with it.
+pub use crate::config::{SubmissionLimits, DEFAULT_MAX_SCRIPT_BYTES};
 
 /// Why a submission was refused before it reached the scheduler. Each names the
 /// field (or the directive, by its long name) that failed.

@@ -1,0 +1,124 @@
+//! `[jobs]`: how batch jobs run, and the bounds a site puts on submissions.
+//!
+//! Owns: [`JobsConfig`], its defaults and checks, and [`SubmissionLimits`] (the
+//! `max_script_bytes` and `max_array_size` that `sched::submission` applies).
+//! Must not touch: submissions themselves (parsing and bounding them is
+//! `sched::submission`'s) or job steps.
+
+use std::path::PathBuf;
+
+use scheduler::{MaxArraySize, ParseLimits};
+use serde::Deserialize;
+
+use super::check::{at_least, one_of};
+use super::environments::RUNTIMES;
+
+/// Default of `[jobs] max_script_bytes` (Slurm's `max_script_size`).
+pub const DEFAULT_MAX_SCRIPT_BYTES: usize = 4 * 1024 * 1024;
+
+/// How batch jobs run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct JobsConfig {
+    /// Per-job step directories (script, state file). Default: `/var/spool/atrium`
+    /// when running as root, else `<data_dir>/spool`.
+    pub spool_dir: Option<PathBuf>,
+    /// Container runtime for jobs: `auto` (bubblewrap when installed, else none),
+    /// `bubblewrap` or `none`.
+    pub runtime: String,
+    /// Seconds between SIGTERM and SIGKILL when a job is cancelled or times out.
+    pub kill_grace_seconds: u64,
+    /// The cluster name in `SLURM_CLUSTER_NAME`.
+    pub cluster_name: String,
+    /// Largest batch script (or `--wrap` command) accepted, in bytes (Slurm's
+    /// `max_script_size`). Over HTTP, `http.body_limit_bytes` applies first.
+    pub max_script_bytes: usize,
+    /// Slurm's `MaxArraySize`: array task indices must be below it (1 to 4000001).
+    pub max_array_size: u32,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self {
+            spool_dir: None,
+            runtime: "auto".into(),
+            kill_grace_seconds: 10,
+            cluster_name: "atrium".into(),
+            max_script_bytes: DEFAULT_MAX_SCRIPT_BYTES,
+            max_array_size: MaxArraySize::DEFAULT.get(),
+        }
+    }
+}
+
+impl JobsConfig {
+    /// The bounds submissions are checked against. An out-of-range
+    /// `max_array_size` (which `check` reports) counts as the default.
+    pub fn submission_limits(&self) -> SubmissionLimits {
+        SubmissionLimits {
+            max_script_bytes: self.max_script_bytes,
+            parse: ParseLimits {
+                max_array_size: MaxArraySize::new(self.max_array_size).unwrap_or_default(),
+            },
+        }
+    }
+
+    pub(super) fn check(&self, problem: &mut impl FnMut(&str, String)) {
+        one_of(problem, "jobs.runtime", &self.runtime, RUNTIMES);
+        if let Err(e) = MaxArraySize::new(self.max_array_size) {
+            problem("jobs.max_array_size", e);
+        }
+        at_least(
+            problem,
+            "jobs.max_script_bytes",
+            self.max_script_bytes,
+            1024,
+        );
+    }
+}
+
+/// What a site bounds submissions by: `[jobs] max_script_bytes` and
+/// `max_array_size`. The rest are fixed (`scheduler::parse::limits`, and the
+/// environment's bounds in `sched::submission`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubmissionLimits {
+    pub max_script_bytes: usize,
+    pub parse: ParseLimits,
+}
+
+impl Default for SubmissionLimits {
+    fn default() -> Self {
+        SubmissionLimits {
+            max_script_bytes: DEFAULT_MAX_SCRIPT_BYTES,
+            parse: ParseLimits::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{load_str, problem_keys};
+
+    #[test]
+    fn submission_bounds_are_configured_and_checked() {
+        let loaded = load_str("", &[]);
+        let limits = loaded.config.jobs.submission_limits();
+        assert_eq!(limits.max_script_bytes, 4 * 1024 * 1024);
+        assert_eq!(limits.parse.max_array_size.get(), 1001);
+        let loaded = load_str(
+            "[jobs]\nmax_array_size = 5000\nmax_script_bytes = 65536\n",
+            &[],
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let limits = loaded.config.jobs.submission_limits();
+        assert_eq!(limits.max_script_bytes, 65536);
+        assert_eq!(limits.parse.max_array_size.get(), 5000);
+        for (bad, key) in [
+            ("max_array_size = 0", "jobs.max_array_size"),
+            ("max_array_size = 4000002", "jobs.max_array_size"),
+            ("max_script_bytes = 100", "jobs.max_script_bytes"),
+        ] {
+            let loaded = load_str(&format!("[jobs]\n{bad}\n"), &[]);
+            assert_eq!(problem_keys(&loaded), [key], "{bad}");
+        }
+    }
+}
