@@ -95,7 +95,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum SlurmCommand {
     /// Make Slurm enforce atrium's quotas: set the association limits they map to
-    /// with `sacctmgr` (the mapping is in the README, "Running on a Slurm cluster").
+    /// with `sacctmgr` (the mapping is in docs/slurm.md).
     ApplyQuotas {
         /// Print the commands without running them.
         #[arg(long)]
