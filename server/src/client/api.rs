@@ -172,7 +172,7 @@ pub fn read_token_file(path: &Path) -> Result<String, CallError> {
     let meta = std::fs::metadata(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             CallError::local(format!(
-                "no token: set ATRIUM_TOKEN or write one to {shown} (chmod 600); create tokens on the portal's Tokens page"
+                "no token: set ATRIUM_TOKEN or write one to {shown} (chmod 600); create tokens on the portal's home page"
             ))
         } else {
             CallError::local(format!("cannot read {shown}: {e}"))

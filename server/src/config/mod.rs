@@ -275,7 +275,7 @@ fn apply_env(
             continue;
         };
         // Variables the binary reads itself rather than configuration keys.
-        if matches!(path, "CONFIG" | "TOKEN" | "URL") {
+        if matches!(path, "CONFIG" | "TOKEN" | "URL" | "CA_FILE") {
             continue;
         }
         let keys: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
@@ -354,6 +354,20 @@ mod tests {
         assert_eq!(loaded.config.auth.session_minutes, 10);
         assert_eq!(loaded.config.auth.rate_limit.per_user, 3);
         assert!(loaded.config.secure_cookies());
+    }
+
+    #[test]
+    fn the_commands_own_variables_are_not_keys() {
+        let loaded = load_str(
+            "",
+            &[
+                ("ATRIUM_CONFIG", "/etc/atrium/atrium.toml"),
+                ("ATRIUM_URL", "https://portal.example.org"),
+                ("ATRIUM_TOKEN", "atr_x"),
+                ("ATRIUM_CA_FILE", "/etc/atrium/ca.pem"),
+            ],
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
     }
 
     #[test]
