@@ -1,0 +1,297 @@
+//! The module boundaries of `ARCHITECTURE.md`, checked on the source: no two modules
+//! import each other (directly or round a loop), the scheduler's backends do not
+//! import each other, and sessions see no Slurm types.
+//!
+//! The check reads `use` trees and `crate::`/`super::` paths of every file under
+//! `src/` (test modules left out) and builds the graph of modules at one depth.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Module = Vec<String>;
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).expect("read src");
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module a file is: `src/sched/slurm/mod.rs` → `sched::slurm`.
+fn module_of(root: &Path, file: &Path) -> Module {
+    let rel = file.strip_prefix(root).expect("under src");
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    if parts == ["lib"] || parts == ["main"] {
+        parts.clear();
+    }
+    parts
+}
+
+/// `a::{b, c::{d}}` → `a::b`, `a::c::d`.
+fn expand(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    let Some(open) = tree.find('{') else {
+        let path = tree.split(" as ").next().unwrap_or(tree);
+        return vec![path.trim().to_string()];
+    };
+    let close = tree.rfind('}').filter(|c| *c > open).unwrap_or(tree.len());
+    let (prefix, body) = (&tree[..open], &tree[open + 1..close]);
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in body.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&body[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&body[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .flat_map(|p| expand(p).into_iter().map(|e| format!("{prefix}{e}")))
+        .collect()
+}
+
+/// The module a path names, from inside `module`; `None` for other crates.
+fn resolve(module: &[String], path: &str) -> Option<Module> {
+    let segments: Vec<&str> = path.split("::").map(str::trim).collect();
+    match segments.first()? {
+        &"crate" => Some(segments[1..].iter().map(|s| s.to_string()).collect()),
+        &"super" | &"self" => {
+            let mut base = module.to_vec();
+            let mut rest = segments.as_slice();
+            while let Some(first) = rest.first() {
+                match *first {
+                    "super" => {
+                        base.pop();
+                    }
+                    "self" => {}
+                    _ => break,
+                }
+                rest = &rest[1..];
+            }
+            base.extend(rest.iter().map(|s| s.to_string()));
+            Some(base)
+        }
+        _ => None,
+    }
+}
+
+/// Each module's source with its test module and comments left out.
+fn modules() -> Vec<(Module, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    files
+        .into_iter()
+        .filter(|f| !f.ends_with("tests.rs") && !f.components().any(|c| c.as_os_str() == "tests"))
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("read source");
+            let text = match text.find("#[cfg(test)]\nmod tests") {
+                Some(i) => text[..i].to_string(),
+                None => text,
+            };
+            let text: String = text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (module_of(&root, &f), text)
+        })
+        .collect()
+}
+
+/// Every path a source names: `use` trees expanded, and `crate::…`/`super::…` paths.
+fn paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // `use` items start a line (after `pub`, `pub(crate)` …) and end at `;`.
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let item = trimmed
+            .strip_prefix("pub ")
+            .or_else(|| {
+                trimmed
+                    .strip_prefix("pub(")
+                    .and_then(|r| r.split_once(") ").map(|(_, r)| r))
+            })
+            .unwrap_or(trimmed);
+        if let Some(tree) = item.strip_prefix("use ") {
+            let start = offset + (line.len() - tree.len());
+            if let Some(end) = text[start..].find(';') {
+                out.extend(expand(&text[start..start + end]));
+            }
+        }
+        offset += line.len();
+    }
+    for start in ["crate::", "super::"] {
+        let mut rest = text;
+        while let Some(i) = rest.find(start) {
+            let before = rest[..i].chars().last();
+            let tail = &rest[i..];
+            let len = tail
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(tail.len());
+            if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                out.push(tail[..len].trim_end_matches(':').to_string());
+            }
+            rest = &tail[len.max(1)..];
+        }
+    }
+    out
+}
+
+/// Edges between modules `depth` deep that share their first `depth - 1` names.
+fn graph(depth: usize) -> BTreeMap<Module, BTreeSet<Module>> {
+    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for (module, text) in modules() {
+        if module.len() < depth {
+            continue;
+        }
+        let from: Module = module[..depth].to_vec();
+        for path in paths(&text) {
+            let Some(target) = resolve(&module, &path) else {
+                continue;
+            };
+            if target.len() < depth || target[..depth - 1] != from[..depth - 1] {
+                continue;
+            }
+            let to: Module = target[..depth].to_vec();
+            if to != from {
+                edges.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    edges
+}
+
+/// The loops of the graph: strongly connected components of more than one module.
+fn loops(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<String>> {
+    // Kosaraju: finish order on the graph, then components on the reverse.
+    fn visit(
+        v: &Module,
+        edges: &BTreeMap<Module, BTreeSet<Module>>,
+        seen: &mut BTreeSet<Module>,
+        order: &mut Vec<Module>,
+    ) {
+        if !seen.insert(v.clone()) {
+            return;
+        }
+        for w in edges.get(v).into_iter().flatten() {
+            visit(w, edges, seen, order);
+        }
+        order.push(v.clone());
+    }
+    let mut reverse: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    let mut nodes: BTreeSet<Module> = BTreeSet::new();
+    for (a, bs) in edges {
+        nodes.insert(a.clone());
+        for b in bs {
+            nodes.insert(b.clone());
+            reverse.entry(b.clone()).or_default().insert(a.clone());
+        }
+    }
+    let (mut seen, mut order) = (BTreeSet::new(), Vec::new());
+    for v in &nodes {
+        visit(v, edges, &mut seen, &mut order);
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for v in order.iter().rev() {
+        let mut component = Vec::new();
+        visit(v, &reverse, &mut seen, &mut component);
+        if component.len() > 1 {
+            let mut names: Vec<String> = component.iter().map(|m| m.join("::")).collect();
+            names.sort();
+            out.push(names);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    for depth in 1..=3 {
+        let found = loops(&graph(depth));
+        assert!(
+            found.is_empty(),
+            "modules in a loop at depth {depth}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_loop_would_be_found() {
+    let a: Module = vec!["a".into()];
+    let b: Module = vec!["b".into()];
+    let edges = BTreeMap::from([
+        (a.clone(), BTreeSet::from([b.clone()])),
+        (b.clone(), BTreeSet::from([a.clone()])),
+    ]);
+    assert_eq!(loops(&edges), vec![vec!["a".to_string(), "b".to_string()]]);
+    assert_eq!(
+        expand("crate::{a::{b, c}, d as e}"),
+        vec!["crate::a::b", "crate::a::c", "crate::d"]
+    );
+    assert_eq!(
+        resolve(&["x".into(), "y".into()], "super::z::W"),
+        Some(vec!["x".to_string(), "z".to_string(), "W".to_string()])
+    );
+}
+
+#[test]
+fn the_layers_import_only_downwards() {
+    let edges = graph(1);
+    let imports = |from: &str| -> BTreeSet<String> {
+        edges
+            .get(&vec![from.to_string()])
+            .into_iter()
+            .flatten()
+            .map(|m| m.join("::"))
+            .collect()
+    };
+    // Leaves: they import nothing of the crate.
+    for leaf in ["util", "domain"] {
+        assert!(
+            imports(leaf).is_empty(),
+            "{leaf} imports {:?}",
+            imports(leaf)
+        );
+    }
+    // Nothing below HTTP imports it; the application layer imports no handler.
+    for (module, deps) in &edges {
+        let name = module.join("::");
+        if !matches!(name.as_str(), "http" | "startup" | "cli" | "") {
+            assert!(
+                !deps.contains(&vec!["http".to_string()]),
+                "{name} imports http"
+            );
+        }
+    }
+    assert!(
+        !imports("services").contains("sessions"),
+        "services import sessions"
+    );
+    assert!(
+        !imports("sched").contains("services"),
+        "sched imports services"
+    );
+}
