@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, Notify};
 
 use self::cli::{CliError, SlurmCli};
 use self::parse::{ArrayTask, SlurmNode, SlurmPartition, SqueueRow};
-use super::actor::{Command, Control, Requester, SchedError};
+use super::handle::{Command, Control, Requester, SchedError, Scheduler};
 use super::submission::Submission;
 use crate::privilege::Identity;
 use crate::store::{JobChange, JobRecord, JobStart, Store};
@@ -98,12 +98,12 @@ struct Backend {
     wake: Notify,
 }
 
-/// Load atrium's open Slurm jobs and start answering `rx`.
-pub(super) async fn start(
+/// Load atrium's open Slurm jobs and start answering; the handle answers through it.
+pub async fn start(
     store: Store,
     settings: SlurmSettings,
-    rx: mpsc::Receiver<Command>,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+) -> anyhow::Result<(Scheduler, tokio::task::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel(16_384);
     let mut state = State::default();
     let now = now_secs();
     for (record, slurm_id) in store.open_slurm_jobs().await? {
@@ -131,7 +131,7 @@ pub(super) async fn start(
         wake: Notify::new(),
     });
     tokio::spawn(poll_loop(backend.clone()));
-    Ok(tokio::spawn(serve(backend, rx)))
+    Ok((Scheduler::new(tx), tokio::spawn(serve(backend, rx))))
 }
 
 /// Slurm's ids become atrium's: after the internal scheduler, Slurm must start above
@@ -345,10 +345,8 @@ impl Backend {
 
     fn visible(&self, who: &Requester, job: JobId) -> Result<Entry, SchedError> {
         let s = lock(&self.state);
-        match s.jobs.get(&job) {
-            Some(e) if who.may_see(&e.record.user_name) => Ok(e.clone()),
-            _ => Err(SchedError::NotFound),
-        }
+        who.visible(s.jobs.get(&job), |e| &e.record.user_name)
+            .cloned()
     }
 
     fn job(&self, who: &Requester, job: JobId) -> Result<JobView, SchedError> {
