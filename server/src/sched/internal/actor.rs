@@ -9,6 +9,7 @@
 //! signal senders, the wall clock.
 //! Must not touch: what a command means (`decide.rs`), the Slurm backend, HTTP types.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -83,9 +84,9 @@ impl Actor {
             meta.insert(r.id as u64, JobMeta::from_record(r));
         }
         for r in rows.iter().filter(|r| r.task >= 0) {
-            if !meta.contains_key(&(r.id as u64)) {
+            if let Entry::Vacant(slot) = meta.entry(r.id as u64) {
                 if let Ok(parent) = self.store.job(r.id, -1).await {
-                    meta.insert(r.id as u64, JobMeta::from_record(&parent));
+                    slot.insert(JobMeta::from_record(&parent));
                 }
             }
         }

@@ -97,7 +97,7 @@ fn a_new_job_appears_pending_then_running() {
         reason: "Priority".into(),
         ..row(10, "PENDING")
     };
-    let (writes, missing) = poll(&mut jobs, &[pending.clone()], T0 + 1);
+    let (writes, missing) = poll(&mut jobs, std::slice::from_ref(&pending), T0 + 1);
     assert!(missing.is_empty());
     assert_eq!(
         writes,
