@@ -2,6 +2,8 @@
 //! two backends that do not know each other: atrium's own cluster (`internal`) or
 //! the site's Slurm (`slurm`). Each backend's `start` returns the handle; handlers
 //! talk only to the handle.
+//! Owns: which backend answers, and the public paths (`Scheduler`, `Requester`,
+//! `SchedError`, `LaunchSettings`, `Submission`).
 //! Must not touch: HTTP types, SQL (the store does it), process details (`launch`).
 
 mod handle;
