@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::domain::groups::GroupList;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
-use crate::sched::{LaunchSettings, Scheduler};
+use crate::sched::LaunchSettings;
 use crate::store::Store;
 use crate::util::now_ms;
 
@@ -173,9 +173,10 @@ impl Application {
         let (scheduler, scheduler_task) = if config.scheduler.is_slurm() {
             tracing::info!("jobs and sessions are Slurm jobs (scheduler.backend = \"slurm\")");
             let slurm = crate::sched::slurm::SlurmSettings::from_config(&config.slurm, as_root);
-            Scheduler::start_slurm(store.clone(), slurm).await?
+            crate::sched::slurm::start(store.clone(), slurm).await?
         } else {
-            Scheduler::start(store.clone(), inventory.cluster.clone(), settings).await?
+            crate::sched::internal::start(store.clone(), inventory.cluster.clone(), settings)
+                .await?
         };
         let _recorder =
             crate::benchmarks::recorder::spawn(store.clone(), inventory.clone(), as_root);

@@ -1,17 +1,18 @@
-//! The scheduler service: one actor task owns the `scheduler::Cluster` (the only
-//! writer), logs every input durably before it answers or acts, replays the log at
-//! startup, starts a step supervisor for every job it places and re-adopts running
-//! steps after a restart. Handlers talk to it through [`Scheduler`].
+//! The scheduler service: one handle ([`Scheduler`], `handle.rs`) in front of one of
+//! two backends that do not know each other: atrium's own cluster (`internal`) or
+//! the site's Slurm (`slurm`). Each backend's `start` returns the handle; handlers
+//! talk only to the handle.
+//! Owns: which backend answers, and the public paths (`Scheduler`, `Requester`,
+//! `SchedError`, `LaunchSettings`, `Submission`).
 //! Must not touch: HTTP types, SQL (the store does it), process details (`launch`).
 
-mod actor;
-mod event;
+mod handle;
+pub mod internal;
 pub mod inventory;
 pub mod slurm;
 pub mod step_env;
-mod steps;
 pub mod submission;
 
-pub use actor::{Requester, SchedError, Scheduler};
-pub use steps::LaunchSettings;
+pub use handle::{Requester, SchedError, Scheduler};
+pub use internal::LaunchSettings;
 pub use submission::{Submission, SubmissionError};

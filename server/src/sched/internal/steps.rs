@@ -2,7 +2,9 @@
 //! step's spec (identity, environment, output paths), starts the supervisor, relays
 //! cancel and time-limit signals to it, and reports how the step ended. After a
 //! restart the same task watches an adopted supervisor through its state file.
-//! Must not touch: the cluster (it only sends `StepEnded` back to the actor).
+//! Owns: the step tasks of the internal backend.
+//! Must not touch: the cluster (it only sends `StepEnded` back to the actor), the
+//! Slurm backend.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,9 +13,9 @@ use std::time::Duration;
 use scheduler::{Allocation, JobId, JobOutcome, JobRequest};
 use tokio::sync::mpsc;
 
-use super::actor::Command;
-use super::step_env::{self, StepContext};
 use crate::launch::{self, RuntimeKind, StepSpec, StepState};
+use crate::sched::handle::{Command, StepEnd};
+use crate::sched::step_env::{self, StepContext};
 use crate::store::{JobStart, Store};
 
 /// How steps are started.
@@ -39,16 +41,6 @@ pub struct LaunchSettings {
 pub enum StepSignal {
     Cancel,
     TimeLimit,
-}
-
-/// How a step ended, as the actor records it.
-#[derive(Debug, Clone)]
-pub struct StepEnd {
-    pub job: JobId,
-    pub outcome: JobOutcome,
-    /// The supervisor stopped it at its time limit.
-    pub time_limit: bool,
-    pub message: Option<String>,
 }
 
 pub(super) struct StepRunner {

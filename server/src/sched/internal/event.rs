@@ -1,6 +1,9 @@
 //! The scheduler's inputs as log entries. Every change to the cluster goes through
 //! [`Event::apply`], both live and when the log is replayed at startup, so a
 //! replayed cluster makes exactly the decisions the live one made.
+//!
+//! Owns: the log's format (changing it breaks replaying older logs).
+//! Must not touch: the store, the actor's batches, the Slurm backend.
 
 use scheduler::{
     CancelEffect, Cluster, Decision, JobId, JobOutcome, JobRequest, JobState, LimitsConfig,

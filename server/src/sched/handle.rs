@@ -1,0 +1,279 @@
+//! The one scheduler handle: [`Scheduler`] (a cheap clone of the channel into the
+//! running backend), the [`Command`] protocol both backends answer, who asks
+//! ([`Requester`]) and what can go wrong ([`SchedError`]). The permission rule every
+//! backend applies to a job (a user sees only their own; another user's job does not
+//! exist) is [`Requester::visible`].
+//!
+//! Owns: the protocol between handlers and a backend, and the permission rule.
+//! Must not touch: either backend (`internal`, `slurm` depend on this, never the
+//! reverse), the store, processes, HTTP types.
+
+use std::path::PathBuf;
+
+use scheduler::{
+    JobId, JobOutcome, JobView, LimitUsage, LimitsConfig, NodeCommand, NodeView, Owner,
+    PartitionView, SqueueFilter,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use super::submission::Submission;
+
+/// Who asks: users see and touch only their own jobs; administrators see all.
+#[derive(Debug, Clone)]
+pub struct Requester {
+    pub user: String,
+    pub admin: bool,
+}
+
+impl Requester {
+    /// Whether the requester may see and act on a job of `owner`: its own, or any
+    /// for an administrator.
+    pub fn may_see(&self, owner: &str) -> bool {
+        self.admin || self.user == owner
+    }
+
+    /// `job` (as a backend found it, or `None`) if the requester may see it; a job the
+    /// requester may not see does not exist for them: [`SchedError::NotFound`] both ways.
+    pub(in crate::sched) fn visible<T>(
+        &self,
+        job: Option<T>,
+        owner: impl FnOnce(&T) -> &str,
+    ) -> Result<T, SchedError> {
+        match job {
+            Some(j) if self.may_see(owner(&j)) => Ok(j),
+            _ => Err(SchedError::NotFound),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SchedError {
+    #[error("no such job")]
+    NotFound,
+    /// The request can never be satisfied (a message for the user).
+    #[error("{0}")]
+    Rejected(String),
+    /// The job is not in a state that allows this.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the scheduler is not available")]
+    Unavailable,
+}
+
+pub(in crate::sched) type Reply<T> = oneshot::Sender<Result<T, SchedError>>;
+
+/// What a handler asks of the backend; each carries where the answer goes.
+pub(in crate::sched) enum Command {
+    Submit {
+        owner: Owner,
+        submission: Box<Submission>,
+        workdir: PathBuf,
+        reply: Reply<JobId>,
+    },
+    Control {
+        who: Requester,
+        job: JobId,
+        action: Control,
+        reply: Reply<()>,
+    },
+    Job {
+        who: Requester,
+        job: JobId,
+        reply: Reply<JobView>,
+    },
+    Squeue {
+        filter: SqueueFilter,
+        reply: Reply<Vec<JobView>>,
+    },
+    Nodes {
+        reply: Reply<(Vec<NodeView>, Vec<PartitionView>)>,
+    },
+    Limits {
+        limits: Box<LimitsConfig>,
+        reply: Reply<()>,
+    },
+    LimitUsage {
+        owners: Vec<Owner>,
+        reply: Reply<Vec<Vec<LimitUsage>>>,
+    },
+    Node {
+        node: String,
+        command: NodeCommand,
+        reply: Reply<()>,
+    },
+    /// A job step atrium supervises ended (the internal backend's step tasks send it
+    /// into the same queue, so that it is ordered with the commands; Slurm reports
+    /// its own ends and ignores it).
+    StepEnded(StepEnd),
+}
+
+/// What a user may do to a job of theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::sched) enum Control {
+    Cancel,
+    Hold,
+    Release,
+    Requeue,
+}
+
+/// How a step ended, as the internal backend records it.
+#[derive(Debug, Clone)]
+pub(in crate::sched) struct StepEnd {
+    pub job: JobId,
+    pub outcome: JobOutcome,
+    /// The supervisor stopped it at its time limit.
+    pub time_limit: bool,
+    pub message: Option<String>,
+}
+
+/// The handle handlers use. Cheap to clone. A backend's `start` makes it
+/// (`sched::internal::start`, `sched::slurm::start`).
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    tx: mpsc::Sender<Command>,
+}
+
+impl Scheduler {
+    /// The handle on a backend that answers what `tx` carries.
+    pub(in crate::sched) fn new(tx: mpsc::Sender<Command>) -> Scheduler {
+        Scheduler { tx }
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, SchedError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(make(reply))
+            .await
+            .map_err(|_| SchedError::Unavailable)?;
+        rx.await.map_err(|_| SchedError::Unavailable)?
+    }
+
+    /// Submit; answers once the job is durable.
+    pub async fn submit(
+        &self,
+        owner: Owner,
+        submission: Submission,
+        workdir: PathBuf,
+    ) -> Result<JobId, SchedError> {
+        self.ask(|reply| Command::Submit {
+            owner,
+            submission: Box::new(submission),
+            workdir,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn cancel(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
+        self.control(who, job, Control::Cancel).await
+    }
+    pub async fn hold(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
+        self.control(who, job, Control::Hold).await
+    }
+    pub async fn release(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
+        self.control(who, job, Control::Release).await
+    }
+    pub async fn requeue(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
+        self.control(who, job, Control::Requeue).await
+    }
+
+    async fn control(
+        &self,
+        who: &Requester,
+        job: JobId,
+        action: Control,
+    ) -> Result<(), SchedError> {
+        self.ask(|reply| Command::Control {
+            who: who.clone(),
+            job,
+            action,
+            reply,
+        })
+        .await
+    }
+
+    /// A job the scheduler still knows (pending, running or ended since it started).
+    pub async fn job(&self, who: &Requester, job: JobId) -> Result<JobView, SchedError> {
+        self.ask(|reply| Command::Job {
+            who: who.clone(),
+            job,
+            reply,
+        })
+        .await
+    }
+
+    /// Jobs as `squeue` lists them.
+    pub async fn squeue(&self, filter: SqueueFilter) -> Result<Vec<JobView>, SchedError> {
+        self.ask(|reply| Command::Squeue { filter, reply }).await
+    }
+
+    /// Nodes and partitions as `sinfo` shows them.
+    pub async fn nodes(&self) -> Result<(Vec<NodeView>, Vec<PartitionView>), SchedError> {
+        self.ask(|reply| Command::Nodes { reply }).await
+    }
+
+    /// Replace every quota; they apply from the next pass. Answers once durable.
+    pub async fn set_limits(&self, limits: LimitsConfig) -> Result<(), SchedError> {
+        self.ask(|reply| Command::Limits {
+            limits: Box::new(limits),
+            reply,
+        })
+        .await
+    }
+
+    /// The quotas that apply to `owner` and what of each is in use.
+    pub async fn limit_usage(&self, owner: Owner) -> Result<Vec<LimitUsage>, SchedError> {
+        let mut each = self.limit_usages(vec![owner]).await?;
+        Ok(each.pop().unwrap_or_default())
+    }
+
+    /// [`Self::limit_usage`] of each of `owners`, in one request.
+    pub async fn limit_usages(
+        &self,
+        owners: Vec<Owner>,
+    ) -> Result<Vec<Vec<LimitUsage>>, SchedError> {
+        self.ask(|reply| Command::LimitUsage { owners, reply })
+            .await
+    }
+
+    /// Drain, resume or down a node. Answers once durable.
+    pub async fn set_node(&self, node: String, command: NodeCommand) -> Result<(), SchedError> {
+        self.ask(|reply| Command::Node {
+            node,
+            command,
+            reply,
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str) -> Requester {
+        Requester {
+            user: name.into(),
+            admin: false,
+        }
+    }
+
+    #[test]
+    fn a_user_sees_their_own_job_and_an_administrator_any() {
+        let own = user("ada").visible(Some(("ada", 1)), |j| j.0);
+        assert_eq!(own.ok(), Some(("ada", 1)));
+        let admin = Requester {
+            user: "root".into(),
+            admin: true,
+        };
+        assert!(admin.visible(Some(("ada", 1)), |j| j.0).is_ok());
+    }
+
+    #[test]
+    fn another_users_job_and_a_missing_one_are_both_not_found() {
+        let other = user("bob").visible(Some(("ada", 1)), |j| j.0);
+        assert!(matches!(other, Err(SchedError::NotFound)));
+        let missing = user("bob").visible(None::<(&str, i32)>, |j| j.0);
+        assert!(matches!(missing, Err(SchedError::NotFound)));
+    }
+}

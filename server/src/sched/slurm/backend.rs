@@ -1,0 +1,475 @@
+//! The Slurm backend's IO: the commands it runs (`sbatch`, `scancel`, `scontrol`,
+//! `squeue`, `sacct`) and the poll that feeds their answers through `reconcile` into
+//! the shared live view and the store.
+//!
+//! Owns: talking to Slurm and writing what it says.
+//! Must not touch: what Slurm's answers mean (`reconcile`, `parse`), the internal
+//! backend, HTTP types, SQL (the store).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use scheduler::{JobId, JobView, NodeCommand, Owner, SqueueFilter, TimeLimit};
+use tokio::sync::Notify;
+
+use super::cli::{CliError, SlurmCli};
+use super::parse::{self, ArrayTask, SlurmNode, SlurmPartition, SqueueRow};
+use super::reconcile::{self, Change, Entry};
+use super::{lock, Shared, SlurmSettings};
+use crate::privilege::Identity;
+use crate::sched::handle::{Control, Requester, SchedError};
+use crate::sched::submission::Submission;
+use crate::store::{JobChange, JobRecord, Store};
+use crate::util::now_secs;
+
+/// What the command loop and the poll share.
+pub(super) struct Backend {
+    pub store: Store,
+    pub settings: SlurmSettings,
+    pub state: Shared,
+    /// Wakes the poll early (after a submission or a control).
+    pub wake: Notify,
+}
+
+/// Slurm's ids become atrium's: after the internal scheduler, Slurm must start above
+/// the ids it used, or a new job whose id Slurm gives again is refused.
+pub(super) async fn check_first_job_id(store: Store, cli: SlurmCli) {
+    let highest = match store.highest_internal_job_id().await {
+        Ok(0) | Err(_) => return,
+        Ok(n) => n,
+    };
+    let Ok(config) = cli
+        .admin("scontrol", &["show".into(), "config".into()])
+        .await
+    else {
+        return;
+    };
+    match parse::first_job_id(&config) {
+        Some(first) if first > highest => {}
+        first => tracing::warn!(
+            highest,
+            first_job_id = ?first,
+            "atrium's own scheduler used job ids up to {highest}: set FirstJobId above it in \
+             slurm.conf, or Slurm's new jobs with those ids cannot be recorded"
+        ),
+    }
+}
+
+fn sched_error(e: CliError) -> SchedError {
+    match e {
+        CliError::Refused(m) => SchedError::Rejected(m),
+        CliError::Unreachable(m) => {
+            tracing::warn!(error = %m, "Slurm did not answer");
+            SchedError::Unavailable
+        }
+    }
+}
+
+impl Backend {
+    async fn identity(&self, user: &str) -> Result<Identity, SchedError> {
+        let id = self
+            .store
+            .posix_identity(user)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "reading a user's identity failed");
+                SchedError::Unavailable
+            })?
+            .ok_or_else(|| {
+                SchedError::Rejected(format!("user {user} has no POSIX identity (uid)"))
+            })?;
+        Ok(Identity::from_posix(user, id))
+    }
+
+    pub(super) async fn submit(
+        &self,
+        owner: Owner,
+        submission: Submission,
+        workdir: PathBuf,
+    ) -> Result<JobId, SchedError> {
+        if submission.container.is_some() {
+            return Err(SchedError::Rejected(
+                "container: jobs under Slurm run in the site's own environment; \
+                 leave the container out"
+                    .into(),
+            ));
+        }
+        let user = self.identity(&owner.user).await?;
+        let mut args = vec![
+            "--parsable".to_string(),
+            "--comment=atrium".to_string(),
+            format!("--chdir={}", workdir.display()),
+        ];
+        args.extend(submission.options.iter().cloned());
+        let env: Vec<(String, String)> = submission
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let cwd = submission
+            .submit_dir
+            .as_ref()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workdir.clone());
+        let out = self
+            .settings
+            .cli
+            .run(
+                "sbatch",
+                &args,
+                Some(&user),
+                &env,
+                Some(&submission.script),
+                Some(&cwd),
+            )
+            .await
+            .map_err(sched_error)?;
+        let slurm_id = parse::sbatch_id(&out).ok_or_else(|| {
+            tracing::error!(output = %out, "sbatch answered without a job id");
+            SchedError::Unavailable
+        })?;
+        // Slurm's id is atrium's: users, `squeue` and dependencies name the same job.
+        let id: u64 = slurm_id.parse().map_err(|_| SchedError::Unavailable)?;
+        let record = submission.record(id, &owner, &workdir);
+        if let Err(e) = self.store.record_slurm_submission(&record, &slurm_id).await {
+            tracing::error!(error = %e, slurm_id, "recording a Slurm job failed; cancelling it");
+            let _ = self
+                .settings
+                .cli
+                .run(
+                    "scancel",
+                    std::slice::from_ref(&slurm_id),
+                    Some(&user),
+                    &[],
+                    None,
+                    None,
+                )
+                .await;
+            return Err(SchedError::Unavailable);
+        }
+        tracing::info!(job = id, slurm_id, user = %owner.user, "submitted to Slurm");
+        let job = JobId::new(id);
+        {
+            let mut s = lock(&self.state);
+            let view = reconcile::view_of_record(&record, now_secs());
+            s.jobs.insert(
+                job,
+                Entry {
+                    slurm_id,
+                    record,
+                    view,
+                },
+            );
+        }
+        self.wake.notify_one();
+        Ok(job)
+    }
+
+    fn visible(&self, who: &Requester, job: JobId) -> Result<Entry, SchedError> {
+        let s = lock(&self.state);
+        who.visible(s.jobs.get(&job), |e| &e.record.user_name)
+            .cloned()
+    }
+
+    pub(super) fn job(&self, who: &Requester, job: JobId) -> Result<JobView, SchedError> {
+        self.visible(who, job).map(|e| e.view)
+    }
+
+    pub(super) fn squeue(&self, filter: &SqueueFilter) -> Vec<JobView> {
+        reconcile::squeue(&lock(&self.state).jobs, filter)
+    }
+
+    pub(super) async fn control(
+        &self,
+        who: &Requester,
+        job: JobId,
+        action: Control,
+    ) -> Result<(), SchedError> {
+        let entry = self.visible(who, job)?;
+        if entry.view.state.is_terminal() {
+            return Err(SchedError::Conflict(format!(
+                "job {job} is {} already",
+                entry.view.state.name()
+            )));
+        }
+        let target = match job.task {
+            Some(t) => format!("{}_{t}", entry.slurm_id),
+            None => entry.slurm_id.clone(),
+        };
+        let (program, args): (&str, Vec<String>) = match action {
+            Control::Cancel => ("scancel", vec![target]),
+            Control::Hold => ("scontrol", vec!["hold".into(), target]),
+            Control::Release => ("scontrol", vec!["release".into(), target]),
+            Control::Requeue => ("scontrol", vec!["requeue".into(), target]),
+        };
+        let user = self.identity(&entry.record.user_name).await?;
+        self.settings
+            .cli
+            .run(program, &args, Some(&user), &[], None, None)
+            .await
+            .map_err(|e| match e {
+                CliError::Refused(m) => SchedError::Conflict(m),
+                other => sched_error(other),
+            })?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    pub(super) async fn set_node(
+        &self,
+        node: &str,
+        command: NodeCommand,
+    ) -> Result<(), SchedError> {
+        let mut args = vec!["update".to_string(), format!("NodeName={node}")];
+        match &command {
+            NodeCommand::Drain { reason } => {
+                args.push("State=DRAIN".into());
+                args.push(format!("Reason={reason}"));
+            }
+            NodeCommand::Down { reason } => {
+                args.push("State=DOWN".into());
+                args.push(format!("Reason={reason}"));
+            }
+            NodeCommand::Resume => args.push("State=RESUME".into()),
+        }
+        self.settings
+            .cli
+            .admin("scontrol", &args)
+            .await
+            .map_err(sched_error)?;
+        self.refresh_nodes().await;
+        Ok(())
+    }
+
+    async fn refresh_nodes(&self) {
+        let cli = &self.settings.cli;
+        let nodes = cli
+            .admin("scontrol", &["show".into(), "node".into(), "-o".into()])
+            .await;
+        let parts = cli
+            .admin(
+                "scontrol",
+                &["show".into(), "partition".into(), "-o".into()],
+            )
+            .await;
+        let (Ok(nodes), Ok(parts)) = (nodes, parts) else {
+            return;
+        };
+        let nodes: Vec<SlurmNode> = parse::records(&nodes)
+            .iter()
+            .filter_map(SlurmNode::from_record)
+            .collect();
+        let parts: Vec<SlurmPartition> = parse::records(&parts)
+            .iter()
+            .filter_map(SlurmPartition::from_record)
+            .collect();
+        let mut s = lock(&self.state);
+        let partitions = reconcile::partition_views(&parts, &nodes, &s.jobs);
+        s.nodes = nodes.into_iter().map(reconcile::node_view).collect();
+        s.partitions = partitions;
+    }
+
+    /// One poll: `squeue` for every job, `sacct` for those it no longer lists, the
+    /// changes written in one transaction.
+    async fn poll(&self) {
+        let args = vec![
+            "-h".to_string(),
+            "-t".into(),
+            "all".into(),
+            "-O".into(),
+            parse::squeue_format(),
+        ];
+        let out = self.settings.cli.admin("squeue", &args).await;
+        let rows = match out {
+            Ok(out) => out.lines().filter_map(SqueueRow::parse).collect::<Vec<_>>(),
+            Err(e) => {
+                self.mark_unknown(&e.to_string());
+                return;
+            }
+        };
+        self.adopt(&rows).await;
+        let (changes, missing) = {
+            let s = lock(&self.state);
+            reconcile::diff(&s.jobs, &rows, now_secs())
+        };
+        let mut changes = changes;
+        if !missing.is_empty() {
+            match self.sacct(&missing).await {
+                Ok(more) => changes.extend(more),
+                Err(e) => {
+                    tracing::warn!(error = %e, "sacct did not answer for jobs squeue no longer lists")
+                }
+            }
+        }
+        let writes: Vec<JobChange> = changes.iter().flat_map(|c| c.writes.clone()).collect();
+        if !writes.is_empty() {
+            if let Err(e) = self.store.commit_scheduler_batch(&[], &writes).await {
+                tracing::error!(error = %e, "recording Slurm's job states failed; trying again");
+                return;
+            }
+        }
+        let now = now_secs();
+        let mut s = lock(&self.state);
+        s.unreachable = None;
+        reconcile::apply(&mut s.jobs, changes, &rows, now);
+    }
+
+    /// Jobs carrying atrium's comment without a row: `sbatch` succeeded and the portal
+    /// stopped before it recorded the job, so its user never heard back (or the user
+    /// submitted it by hand with the comment). They are adopted, so that the user sees
+    /// the job running and can cancel it rather than find a second copy later. Array
+    /// jobs are left to Slurm.
+    async fn adopt(&self, rows: &[SqueueRow]) {
+        let candidates: Vec<&SqueueRow> = {
+            let mut s = lock(&self.state);
+            // Forget the ids Slurm no longer lists.
+            if !s.not_adopted.is_empty() {
+                let listed: std::collections::HashSet<&str> =
+                    rows.iter().map(|r| r.job_id.as_str()).collect();
+                s.not_adopted.retain(|id| listed.contains(id.as_str()));
+            }
+            rows.iter()
+                .filter(|r| r.comment == "atrium" && r.array_task == ArrayTask::None)
+                .filter(|r| !s.not_adopted.contains(&r.job_id))
+                .filter(|r| {
+                    r.job_id
+                        .parse::<u64>()
+                        .is_ok_and(|id| !s.jobs.contains_key(&JobId::new(id)))
+                })
+                .collect()
+        };
+        for row in candidates {
+            match self.adopt_one(row).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    lock(&self.state).not_adopted.insert(row.job_id.clone());
+                }
+                Err(e) => {
+                    tracing::warn!(slurm_id = %row.job_id, error = %e, "adopting a job failed; trying again");
+                }
+            }
+        }
+    }
+
+    /// Adopt one job; `Ok(false)`: it is not to be adopted.
+    async fn adopt_one(&self, row: &SqueueRow) -> anyhow::Result<bool> {
+        let id: i64 = row.job_id.parse()?;
+        match self.store.job(id, -1).await {
+            Ok(_) => return Ok(false),
+            Err(crate::store::StoreError::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let show = self
+            .settings
+            .cli
+            .admin(
+                "scontrol",
+                &["show".into(), "job".into(), row.job_id.clone(), "-o".into()],
+            )
+            .await?;
+        let Some(job) = parse::records(&show).into_iter().next() else {
+            return Ok(false);
+        };
+        // By uid: the portal's host may not resolve every user's name.
+        let Some(uid) = job.get("UserId").and_then(|u| parse::id_in_parentheses(u)) else {
+            return Ok(false);
+        };
+        let Some(user) = self.store.username_of_uid(uid).await? else {
+            return Ok(false);
+        };
+        let workdir = job.get("WorkDir").cloned().unwrap_or_else(|| "/".into());
+        let script = self
+            .settings
+            .cli
+            .admin(
+                "scontrol",
+                &[
+                    "write".into(),
+                    "batch_script".into(),
+                    row.job_id.clone(),
+                    "-".into(),
+                ],
+            )
+            .await
+            .unwrap_or_default();
+        let request = scheduler::parse_script(&script).unwrap_or_default();
+        let record = JobRecord {
+            id,
+            task: -1,
+            user_name: user.clone(),
+            account: row.account.clone(),
+            partition: row.partition.clone(),
+            name: row.name.clone(),
+            state: "PENDING".into(),
+            request: serde_json::to_string(&request)?,
+            environment: "{}".into(),
+            script,
+            submit_dir: workdir.clone(),
+            workdir,
+            submit_time: row.submit_time.unwrap_or_else(now_secs) * 1000,
+            time_limit: match row.time_limit {
+                TimeLimit::Seconds(s) => Some(s as i64),
+                TimeLimit::Unlimited => None,
+            },
+            message: Some(
+                "adopted from Slurm: it carries atrium's comment but was never recorded".into(),
+            ),
+            ..Default::default()
+        };
+        self.store
+            .record_slurm_submission(&record, &row.job_id)
+            .await?;
+        tracing::warn!(job = id, %user, "adopted a Slurm job of atrium's that had no row");
+        let view = reconcile::view_of_record(&record, now_secs());
+        lock(&self.state).jobs.insert(
+            JobId::new(id as u64),
+            Entry {
+                slurm_id: row.job_id.clone(),
+                record,
+                view,
+            },
+        );
+        Ok(true)
+    }
+
+    fn mark_unknown(&self, why: &str) {
+        let mut s = lock(&self.state);
+        if s.unreachable.is_none() {
+            tracing::warn!(error = %why, "Slurm does not answer; atrium's jobs show UNKNOWN until it does");
+        }
+        s.unreachable = Some(why.to_string());
+        reconcile::mark_unknown(&mut s.jobs);
+    }
+
+    /// Ask `sacct` about jobs `squeue` no longer lists.
+    async fn sacct(&self, missing: &[(JobId, String)]) -> Result<Vec<Change>, CliError> {
+        let ids: Vec<String> = missing.iter().map(|(_, s)| s.clone()).collect();
+        let args = vec![
+            "-X".to_string(),
+            "-n".into(),
+            "-P".into(),
+            format!("--delimiter={}", parse::SEP),
+            "-o".into(),
+            "JobID,State,ExitCode,Start,End,NodeList,AllocTRES".into(),
+            "-j".into(),
+            ids.join(","),
+        ];
+        let out = self.settings.cli.admin("sacct", &args).await?;
+        let s = lock(&self.state);
+        Ok(reconcile::sacct_changes(&s.jobs, &out, now_secs()))
+    }
+}
+
+pub(super) async fn poll_loop(backend: Arc<Backend>) {
+    let mut last_nodes: Option<Instant> = None;
+    loop {
+        if last_nodes.is_none_or(|t| t.elapsed() >= backend.settings.nodes_interval) {
+            backend.refresh_nodes().await;
+            last_nodes = Some(Instant::now());
+        }
+        backend.poll().await;
+        // Wake early after a submission or a control so that pages catch up at once.
+        let _ = tokio::time::timeout(backend.settings.poll_interval, backend.wake.notified()).await;
+    }
+}
