@@ -223,7 +223,8 @@ impl Homes {
     }
 
     async fn try_prepare(&self, store: &Store, user: &User) -> anyhow::Result<()> {
-        let Some(identity) = store.posix_identity(&user.username).await? else {
+        let identities = crate::identities::Identities::new(store.clone(), true);
+        let Some(identity) = identities.posix(&user.username).await? else {
             return Ok(());
         };
         let for_home = identity.clone();

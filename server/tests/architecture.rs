@@ -295,3 +295,41 @@ fn the_layers_import_only_downwards() {
         "sched imports services"
     );
 }
+
+/// The modules `module` (and everything under it) imports, as paths.
+fn targets_of(module: &[&str]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (m, text) in modules() {
+        if m.len() < module.len() || m[..module.len()] != *module {
+            continue;
+        }
+        for path in paths(&text) {
+            if let Some(t) = resolve(&m, &path) {
+                out.insert(t.join("::"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_scheduler_backends_and_sessions_stay_apart() {
+    let reaches = |from: &[&str], to: &str| -> Vec<String> {
+        targets_of(from)
+            .into_iter()
+            .filter(|t| t == to || t.starts_with(&format!("{to}::")))
+            .collect()
+    };
+    let found = reaches(&["sched", "internal"], "sched::slurm");
+    assert!(
+        found.is_empty(),
+        "the internal backend imports Slurm's: {found:?}"
+    );
+    let found = reaches(&["sched", "slurm"], "sched::internal");
+    assert!(
+        found.is_empty(),
+        "the Slurm backend imports the internal one: {found:?}"
+    );
+    let found = reaches(&["sessions"], "sched::slurm");
+    assert!(found.is_empty(), "sessions import Slurm's types: {found:?}");
+}

@@ -152,8 +152,8 @@ async fn start_step(
         if !settings.drop_privileges || name.is_empty() {
             return Ok(None);
         }
-        store
-            .posix_identity(&name)
+        crate::identities::Identities::new(store.clone(), true)
+            .posix(&name)
             .await
             .map_err(|e| format!("reading the user's identity failed: {e}"))?
             .map(Some)

@@ -26,6 +26,7 @@ use crate::util::now_secs;
 /// What the command loop and the poll share.
 pub(super) struct Backend {
     pub store: Store,
+    pub identities: crate::identities::Identities,
     pub settings: SlurmSettings,
     pub state: Shared,
     /// Wakes the poll early (after a submission or a control).
@@ -69,8 +70,8 @@ fn sched_error(e: CliError) -> SchedError {
 impl Backend {
     async fn identity(&self, user: &str) -> Result<Identity, SchedError> {
         let id = self
-            .store
-            .posix_identity(user)
+            .identities
+            .posix(user)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "reading a user's identity failed");

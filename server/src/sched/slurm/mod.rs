@@ -113,6 +113,7 @@ pub async fn start(
         settings.cli.clone(),
     ));
     let backend = Arc::new(Backend {
+        identities: crate::identities::Identities::new(store.clone(), true),
         store,
         settings,
         state: Arc::new(Mutex::new(state)),
