@@ -6,6 +6,7 @@
 
 mod actor;
 mod event;
+pub mod host;
 pub mod inventory;
 pub mod slurm;
 pub mod step_env;

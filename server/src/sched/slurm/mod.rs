@@ -17,8 +17,10 @@
 //! Must not touch: HTTP types, SQL (the store).
 
 pub mod cli;
+pub mod nodes;
 pub mod parse;
 pub mod quotas;
+pub mod sbatch;
 mod usage;
 
 use std::collections::BTreeMap;

@@ -473,3 +473,4 @@ pub fn workdir(request: &JobRequest, submit_dir: Option<&str>, home: &Path) -> P
 
 #[cfg(test)]
 mod tests;
+mod typed;
