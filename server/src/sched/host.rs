@@ -77,8 +77,11 @@ pub trait ComputeNodes: Send + Sync + fmt::Debug {
     ) -> HostFuture<'a, Option<String>>;
 
     /// Remove `dir` and everything in it.
-    fn remove<'a>(&'a self, user: &'a Identity, dir: &'a Path)
-        -> HostFuture<'a, Result<(), HostError>>;
+    fn remove<'a>(
+        &'a self,
+        user: &'a Identity,
+        dir: &'a Path,
+    ) -> HostFuture<'a, Result<(), HostError>>;
 
     /// The address of `node` (as the backend names nodes) at `port`.
     fn address<'a>(

@@ -108,7 +108,12 @@ mod tests {
         let request = scheduler::parse_args(&written).expect("parses");
         let again = scheduler::parse_args(&options(&request)).expect("parses again");
         assert_eq!(again, request);
-        for gpus in ["--gpus=a100:2", "--gpus=3", "--gres=shard:2", "--gres=gpu:1"] {
+        for gpus in [
+            "--gpus=a100:2",
+            "--gpus=3",
+            "--gres=shard:2",
+            "--gres=gpu:1",
+        ] {
             let request = scheduler::parse_args(&[gpus]).expect("parses");
             assert_eq!(
                 scheduler::parse_args(&options(&request)).expect("again"),
