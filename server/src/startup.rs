@@ -190,7 +190,8 @@ impl Application {
             scheduler.clone(),
             quotas.clone(),
             config.clone(),
-            &spool,
+            crate::sched::host::SessionHost::for_config(&config, &spool, as_root)
+                .context("preparing the sessions' directory")?,
             jobs_runtime,
             as_root,
             crate::sessions::SessionSecrets::new(&secret),
