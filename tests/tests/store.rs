@@ -835,7 +835,11 @@ async fn accounting_suite(store: Store) {
                 name: "lab",
                 kind: "notebook",
                 environment: "python",
-                gres: "gpu:1",
+                gpus: Some(&scheduler::GpuRequest {
+                    kind: scheduler::SliceKind::Gpu { r#type: None },
+                    count: 1,
+                    per: scheduler::GpuPer::Node,
+                }),
                 logdir: None,
                 secret: "s",
             },

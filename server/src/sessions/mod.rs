@@ -10,8 +10,8 @@
 //! routes the proxy follows `routes`, following one to its end `watch`, idle culling
 //! `activity`.
 //! Must not touch: HTTP types (the handlers map errors), SQL (the store), process
-//! details (`launch` of the crate), any backend's own types (`sched::slurm`): the host
-//! is a `crate::sched::host::SessionHost`.
+//! details (`launch` of the crate), any scheduler backend's own types: the host is a
+//! `crate::sched::host::SessionHost`.
 
 mod activity;
 mod launch;
