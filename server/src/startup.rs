@@ -192,7 +192,7 @@ impl Application {
             scheduler.clone(),
             quotas.clone(),
             config.clone(),
-            &spool,
+            session_host(&config, &spool, as_root)?,
             jobs_runtime,
             as_root,
             crate::sessions::SessionSecrets::new(&secret),
@@ -465,4 +465,18 @@ mod tests {
             "the portal's own file is private"
         );
     }
+}
+
+/// Where sessions' servers run: the Slurm backend's compute nodes, else this machine.
+fn session_host(
+    config: &Config,
+    spool: &Path,
+    as_root: bool,
+) -> anyhow::Result<crate::sched::host::SessionHost> {
+    use crate::sched::host::SessionHost;
+    if config.scheduler.is_slurm() {
+        let nodes = crate::sched::slurm::nodes::SlurmNodes::new(&config.slurm, as_root);
+        return Ok(SessionHost::on_nodes(Arc::new(nodes), config));
+    }
+    SessionHost::local(config, spool, as_root).context("preparing the sessions' directory")
 }

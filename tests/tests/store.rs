@@ -475,12 +475,17 @@ async fn sessions_suite(store: Store) {
         .create_local_user(&local("carol"), now)
         .await
         .expect("carol");
+    let one_gpu = scheduler::GpuRequest {
+        kind: scheduler::SliceKind::Gpu { r#type: None },
+        count: 1,
+        per: scheduler::GpuPer::Node,
+    };
     let new = |name: &'static str| NewSession {
         user_name: "carol",
         name,
         kind: "notebook",
         environment: "python",
-        gres: "gpu:1",
+        gpus: Some(&one_gpu),
         logdir: None,
         secret: "s3cret",
     };
@@ -489,6 +494,7 @@ async fn sessions_suite(store: Store) {
         .await
         .expect("a");
     assert_eq!(a.state, "pending");
+    assert_eq!(a.gpus.as_ref(), Some(&one_gpu));
     assert_eq!(a.socket_dir, format!("/spool/sessions/{}", a.id));
     let again = store
         .create_session(&new("a"), "/spool/sessions", 2, now)
@@ -571,6 +577,72 @@ async fn sessions_suite(store: Store) {
         .map(|s| s.id)
         .collect();
     assert_eq!(mine, vec![a2.id, b.id, a.id]);
+}
+
+/// A session's GPU request reads back as it was stored, for each kind of slice.
+async fn session_gpus_suite(store: Store) {
+    use atrium::store::NewSession;
+    use scheduler::{GpuPer, GpuRequest, SliceKind};
+    let now = 1_700_000_000_000;
+    store
+        .create_local_user(&local("dora"), now)
+        .await
+        .expect("dora");
+    let asked = [
+        None,
+        Some(GpuRequest {
+            kind: SliceKind::Gpu { r#type: None },
+            count: 2,
+            per: GpuPer::Node,
+        }),
+        Some(GpuRequest {
+            kind: SliceKind::Gpu {
+                r#type: Some("1g.10gb".into()),
+            },
+            count: 3,
+            per: GpuPer::Node,
+        }),
+        Some(GpuRequest {
+            kind: SliceKind::Shard,
+            count: 4,
+            per: GpuPer::Node,
+        }),
+    ];
+    for (i, gpus) in asked.iter().enumerate() {
+        let name = format!("s{i}");
+        let made = store
+            .create_session(
+                &NewSession {
+                    user_name: "dora",
+                    name: &name,
+                    kind: "notebook",
+                    environment: "python",
+                    gpus: gpus.as_ref(),
+                    logdir: None,
+                    secret: "s3cret",
+                },
+                "/spool/sessions",
+                10,
+                now,
+            )
+            .await
+            .expect("session");
+        assert_eq!(&made.gpus, gpus);
+        let read = store.session(made.id).await.expect("read back");
+        assert_eq!(&read.gpus, gpus);
+    }
+}
+
+#[tokio::test]
+async fn session_gpus_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    session_gpus_suite(store).await;
+}
+
+#[tokio::test]
+async fn session_gpus_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    session_gpus_suite(store).await;
 }
 
 #[tokio::test]
@@ -763,7 +835,11 @@ async fn accounting_suite(store: Store) {
                 name: "lab",
                 kind: "notebook",
                 environment: "python",
-                gres: "gpu:1",
+                gpus: Some(&scheduler::GpuRequest {
+                    kind: scheduler::SliceKind::Gpu { r#type: None },
+                    count: 1,
+                    per: scheduler::GpuPer::Node,
+                }),
                 logdir: None,
                 secret: "s",
             },

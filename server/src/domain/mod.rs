@@ -2,13 +2,14 @@
 //! services, authentication): parsed once, compared and printed without IO.
 //!
 //! Owns: LDAP distinguished names in normal form, configured group lists, POSIX
-//! identities, quotas (scopes and limits), the
-//! vocabulary of benchmark runs (suites, metrics).
+//! identities, quotas (scopes and limits), the vocabulary of benchmark runs (suites,
+//! metrics), GPU requests as `--gres` spells them.
 //! Must not touch: anything with IO, the store, the scheduler, HTTP (it is a leaf:
 //! it depends on nothing else in the crate).
 
 pub mod benchmark;
 pub mod dn;
+pub mod gres;
 pub mod groups;
 pub mod identity;
 pub mod quota;

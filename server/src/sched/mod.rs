@@ -7,6 +7,7 @@
 //! Must not touch: HTTP types, SQL (the store does it), process details (`launch`).
 
 mod handle;
+pub mod host;
 pub mod internal;
 pub mod inventory;
 pub mod slurm;

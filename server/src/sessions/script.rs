@@ -233,6 +233,29 @@ pub fn tcp_environment(
     env
 }
 
+/// The connection file as the session's script writes it.
+#[derive(Debug, serde::Deserialize)]
+struct Connection {
+    port: u16,
+}
+
+/// The port a connection file names (`None`: empty, not written yet). The user writes
+/// the file, so only a port above the privileged range is taken.
+pub fn connection_port(text: &str) -> Result<Option<u16>, String> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let connection: Connection =
+        serde_json::from_str(text).map_err(|e| format!("not a connection file: {e}"))?;
+    if connection.port < 1024 {
+        return Err(format!(
+            "names port {}: a session listens on a port above 1023",
+            connection.port
+        ));
+    }
+    Ok(Some(connection.port))
+}
+
 fn common_environment(dir: &Path, base_url: &str, logdir: Option<&str>) -> Vec<(String, String)> {
     let mut env = vec![
         ("ATRIUM_SESSION_DIR".into(), dir.display().to_string()),
@@ -251,6 +274,18 @@ fn common_environment(dir: &Path, base_url: &str, logdir: Option<&str>) -> Vec<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_file_names_an_unprivileged_port() {
+        assert_eq!(connection_port(""), Ok(None));
+        assert_eq!(
+            connection_port("{\"host\": \"gpu07\", \"port\": 41234}\n"),
+            Ok(Some(41234))
+        );
+        assert!(connection_port("{\"host\": \"gpu07\", \"port\": 22}").is_err());
+        assert!(connection_port("{\"port\": 70000}").is_err());
+        assert!(connection_port("port=8888").is_err());
+    }
 
     #[test]
     fn notebook_runs_jupyterlab_on_the_socket_with_only_the_chosen_kernels() {

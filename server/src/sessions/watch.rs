@@ -1,17 +1,18 @@
 //! Following one session from its queued job to its end: progress for the page and
 //! the event stream, readiness (the server answers on its socket), the warning before
-//! the time limit, and what is recorded when it ends.
-//! Must not touch: HTTP types or SQL (through the store only).
+//! the time limit, where a server on a compute node listens, and what is recorded
+//! when it ends.
+//! Must not touch: HTTP types or SQL (through the store only), a backend's own types
+//! (the session's host is a `SessionHost`).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use scheduler::{JobId, JobState, SqueueFilter, TimeLimit};
 
-use super::remote::Remote;
-use super::{portal, upstream, Kind, Progress, Route, Sessions};
+use super::{portal, script, upstream, Kind, Progress, Route, Sessions};
 use crate::privilege::Identity;
+use crate::sched::host::SessionHost;
 use crate::sched::SchedError;
 use crate::store::SessionRecord;
 use crate::util::now_ms;
@@ -22,6 +23,8 @@ const QUEUED_EVERY: Duration = Duration::from_millis(250);
 const RUNNING_EVERY: Duration = Duration::from_millis(500);
 /// Lines of the server's log shown when it fails.
 const LOG_LINES: usize = 25;
+/// Most bytes of a connection file read.
+const CONNECTION_BYTES: usize = 4096;
 
 fn url(route_prefix: &str, kind: Kind) -> String {
     format!("{route_prefix}{}", kind.landing())
@@ -81,31 +84,20 @@ pub(super) fn final_progress(record: &SessionRecord) -> Progress {
 /// The warning while Slurm does not answer.
 const SLURM_UNKNOWN: &str = "Slurm is not answering: this session's state is unknown for now.";
 
-/// A session on a compute node: its files are reached as its user (`None` when the
-/// user has no identity: nothing is read then, and the session does not get ready).
-struct OnNode<'a> {
-    remote: &'a Remote,
-    user: Option<Identity>,
-}
-
-/// Follow the session until it ends, then record how.
+/// Follow the session until it ends, then record how. Its files are reached as its
+/// user (`None` when the user has no identity: nothing is read on a compute node
+/// then, and the session does not get ready there).
 pub(super) async fn follow(sessions: Sessions, route: Arc<Route>, custom: bool) {
     let Some(job) = route.job else { return };
-    let node = match sessions.inner.remote.as_ref() {
-        Some(remote) => Some(OnNode {
-            remote,
-            user: sessions
-                .as_user(&route.owner)
-                .await
-                .inspect_err(|e| {
-                    tracing::error!(session = route.id, error = %e, "the session's user has no identity")
-                })
-                .ok(),
-        }),
-        None => None,
-    };
-    let end = run(&sessions, &route, job, custom, node.as_ref()).await;
-    finish(&sessions, &route, end, node.as_ref()).await;
+    let user = sessions
+        .as_user(&route.owner)
+        .await
+        .inspect_err(|e| {
+            tracing::error!(session = route.id, error = %e, "the session's user has no identity")
+        })
+        .ok();
+    let end = run(&sessions, &route, job, custom, user.as_ref()).await;
+    finish(&sessions, &route, end, user.as_ref()).await;
 }
 
 /// How the job ended, as far as the watcher saw.
@@ -119,8 +111,10 @@ async fn run(
     route: &Route,
     job: JobId,
     custom: bool,
-    node: Option<&OnNode<'_>>,
+    user: Option<&Identity>,
 ) -> End {
+    let host = &sessions.inner.host;
+    let on_node = !host.is_local();
     let store = &sessions.inner.store;
     let scheduler = &sessions.inner.scheduler;
     let ready_timeout = sessions.inner.config.sessions.ready_timeout.0;
@@ -149,7 +143,7 @@ async fn run(
             }
         };
         match view.state {
-            JobState::Pending if node.is_some() => {
+            JobState::Pending if on_node => {
                 // Slurm's own words: its state and why the job waits.
                 let message = match view.reason {
                     Some(r) => format!("Queued in Slurm: PENDING ({})", r.name()),
@@ -186,9 +180,7 @@ async fn run(
             // Ready before a portal restart: where it listens is read again.
             JobState::Running if route.upstream().is_none() && route.is_ready() => {
                 clear_unknown(route);
-                if let Some(node) = node {
-                    node.locate(route, &view.nodelist).await;
-                }
+                locate(host, user, route, &view.nodelist).await;
                 tokio::time::sleep(QUEUED_EVERY).await;
             }
             JobState::Running if !route.is_ready() => {
@@ -210,18 +202,14 @@ async fn run(
                                 view.gres.clone()
                             },
                             view.nodelist,
-                            if node.is_some() {
-                                "server"
-                            } else {
-                                "container"
-                            }
+                            if on_node { "server" } else { "container" }
                         ),
                         "starting",
                     );
                     tokio::time::Instant::now()
                 });
-                if let (None, Some(node)) = (route.upstream(), node) {
-                    node.locate(route, &view.nodelist).await;
+                if route.upstream().is_none() {
+                    locate(host, user, route, &view.nodelist).await;
                 }
                 let probed = match route.upstream() {
                     Some(up) => {
@@ -270,10 +258,11 @@ async fn run(
                         .end_session(route.id, "failed", Some(&message), now_ms())
                         .await;
                 }
-                tokio::time::sleep(match node {
-                    // Each look at the connection file is a process run as the user.
-                    Some(_) if route.upstream().is_none() => QUEUED_EVERY,
-                    _ => PROBE_EVERY,
+                // Each look at a connection file is a process run as the user.
+                tokio::time::sleep(if on_node && route.upstream().is_none() {
+                    QUEUED_EVERY
+                } else {
+                    PROBE_EVERY
                 })
                 .await;
             }
@@ -364,36 +353,45 @@ fn answers(status: hyper::StatusCode, custom: bool) -> bool {
     }
 }
 
-impl OnNode<'_> {
-    /// Find where the server listens: the port from its connection file, on the node
-    /// Slurm runs it on.
-    async fn locate(&self, route: &Route, nodelist: &str) {
-        let Some(user) = &self.user else { return };
-        let port = match self.remote.port(user, &route.dir).await {
-            Ok(Some(port)) => port,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(session = route.id, error = %e, "reading the session's connection file failed");
-                return;
-            }
-        };
-        // A session is one node; its name is the node list.
-        let node = nodelist.split(',').next().unwrap_or_default();
-        match self.remote.address(node, port).await {
-            Ok(addr) => {
-                tracing::info!(session = route.id, node, %addr, "the session's server listens");
-                let token = route
-                    .authorization
-                    .strip_prefix("token ")
-                    .unwrap_or_default();
-                let _ = route.upstream.set(upstream::Upstream::Tcp {
-                    addr,
-                    proof: upstream::Proof::under(&route.prefix, token),
-                });
-            }
-            Err(e) => {
-                tracing::warn!(session = route.id, node, error = %e, "finding the session's node failed")
-            }
+/// Find where a server on a compute node listens: the port from its connection file,
+/// on the node its job runs on. (On this machine it is known from the start.)
+async fn locate(host: &SessionHost, user: Option<&Identity>, route: &Route, nodelist: &str) {
+    let (SessionHost::Node(on), Some(user)) = (host, user) else {
+        return;
+    };
+    let path = route.dir.join(script::CONNECTION_FILE);
+    let read = on
+        .nodes
+        .read(user, &path, CONNECTION_BYTES)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|text| {
+            script::connection_port(&text).map_err(|m| format!("{}: {m}", path.display()))
+        });
+    let port = match read {
+        Ok(Some(port)) => port,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(session = route.id, error = %e, "reading the session's connection file failed");
+            return;
+        }
+    };
+    // A session is one node; its name is the node list.
+    let node = nodelist.split(',').next().unwrap_or_default();
+    match on.nodes.address(node, port).await {
+        Ok(addr) => {
+            tracing::info!(session = route.id, node, %addr, "the session's server listens");
+            let token = route
+                .authorization
+                .strip_prefix("token ")
+                .unwrap_or_default();
+            let _ = route.upstream.set(upstream::Upstream::Tcp {
+                addr,
+                proof: upstream::Proof::under(&route.prefix, token),
+            });
+        }
+        Err(e) => {
+            tracing::warn!(session = route.id, node, error = %e, "finding the session's node failed")
         }
     }
 }
@@ -443,8 +441,9 @@ async fn queue_position(sessions: &Sessions, job: JobId, partition: &str) -> Opt
 }
 
 /// Record the end, tell the followers, and drop the route.
-async fn finish(sessions: &Sessions, route: &Route, end: End, node: Option<&OnNode<'_>>) {
+async fn finish(sessions: &Sessions, route: &Route, end: End, user: Option<&Identity>) {
     let store = &sessions.inner.store;
+    let host = &sessions.inner.host;
     let record = store.session(route.id).await.ok();
     let asked = record.as_ref().and_then(|r| r.end_reason.clone());
     let was_ready = record.as_ref().is_some_and(|r| r.ready_at.is_some());
@@ -457,17 +456,13 @@ async fn finish(sessions: &Sessions, route: &Route, end: End, node: Option<&OnNo
         (None, _) => "failed".into(),
     };
     let dir = &route.dir;
-    let on_node = node.and_then(|n| Some((n.remote, n.user.as_ref()?)));
     let message = if reason == "failed" {
         let why = record
             .as_ref()
             .and_then(|r| r.message.clone())
             .or(end.message)
             .unwrap_or_else(|| format!("its job ended {}", end.state.name()));
-        let log = match on_node {
-            Some((remote, user)) => remote.log_tail(user, dir).await,
-            None => log_tail(&dir.join("session.log"), route.uid),
-        };
+        let log = host.tail(user, &dir.join("session.log"), LOG_LINES).await;
         Some(match log {
             Some(log) if !log.trim().is_empty() => format!("{why}\n\n{log}"),
             _ => why,
@@ -494,46 +489,12 @@ async fn finish(sessions: &Sessions, route: &Route, end: End, node: Option<&OnNo
         },
     };
     route.set_progress(last);
-    if let Some((remote, user)) = on_node {
-        remote.remove(user, dir).await;
-    } else if dir.starts_with(&sessions.inner.socket_root) && *dir != sessions.inner.socket_root {
-        if let Err(e) = std::fs::remove_dir_all(dir) {
-            tracing::warn!(dir = %dir.display(), error = %e, "removing a session's directory failed");
-        }
-    }
-}
-
-/// The end of the server's log, read without following links and only from a plain
-/// file of the session's user (the directory is theirs to change).
-fn log_tail(path: &Path, owner: Option<u32>) -> Option<String> {
-    let owner = owner.unwrap_or_else(|| crate::launch::current_ids().0);
-    let text = crate::launch::read_tail_owned(path, owner, 8192).ok()??;
-    let lines: Vec<&str> = text.lines().collect();
-    let from = lines.len().saturating_sub(LOG_LINES);
-    Some(lines[from..].join("\n"))
+    host.remove(user, dir).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_log_tail_refuses_links() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let log = dir.path().join("session.log");
-        let lines: Vec<String> = (0..40).map(|i| format!("line {i}")).collect();
-        std::fs::write(&log, lines.join("\n")).expect("write");
-        let me = crate::launch::current_ids().0;
-        let tail = log_tail(&log, Some(me)).expect("tail");
-        assert!(
-            tail.starts_with("line 15\n") && tail.ends_with("line 39"),
-            "{tail}"
-        );
-        let link = dir.path().join("link.log");
-        std::os::unix::fs::symlink(&log, &link).expect("symlink");
-        assert_eq!(log_tail(&link, Some(me)), None);
-        assert_eq!(log_tail(&log, Some(u32::MAX - 7)), None);
-    }
 
     #[test]
     fn a_server_on_the_wrong_base_url_is_not_ready() {

@@ -3,6 +3,7 @@
 //! table links to it by `job_id`.
 //! Must not touch: processes, the scheduler, or HTTP.
 
+use scheduler::{GpuPer, GpuRequest, SliceKind};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -18,8 +19,8 @@ pub struct SessionRecord {
     pub kind: String,
     pub environment: String,
     pub job_id: Option<i64>,
-    /// What was asked for, as `--gres` spells it (`gpu:2`), empty for none.
-    pub gres: String,
+    /// The GPUs asked for (per node: a session is one node); `None` for none.
+    pub gpus: Option<GpuRequest>,
     pub logdir: Option<String>,
     pub socket_dir: String,
     pub secret: String,
@@ -41,13 +42,53 @@ pub struct NewSession<'a> {
     pub name: &'a str,
     pub kind: &'a str,
     pub environment: &'a str,
-    pub gres: &'a str,
+    pub gpus: Option<&'a GpuRequest>,
     pub logdir: Option<&'a str>,
     pub secret: &'a str,
 }
 
-const COLUMNS: &str = "id, user_name, name, kind, environment, job_id, gres, logdir, socket_dir, \
-    secret, state, end_reason, message, created_at, ready_at, ended_at, last_activity";
+const COLUMNS: &str = "id, user_name, name, kind, environment, job_id, gpu_kind, gpu_type, \
+    gpu_count, logdir, socket_dir, secret, state, end_reason, message, created_at, ready_at, \
+    ended_at, last_activity";
+
+/// The `gpu_kind`, `gpu_type` and `gpu_count` columns of a GPU request.
+fn gpu_columns(gpus: Option<&GpuRequest>) -> (Option<&'static str>, Option<&str>, i64) {
+    match gpus {
+        None => (None, None, 0),
+        Some(g) => match &g.kind {
+            SliceKind::Gpu { r#type } => (Some("gpu"), r#type.as_deref(), i64::from(g.count)),
+            SliceKind::Shard => (Some("shard"), None, i64::from(g.count)),
+        },
+    }
+}
+
+fn corrupt(message: String) -> StoreError {
+    StoreError::Database(sqlx::Error::Decode(message.into()))
+}
+
+/// The GPU request of a row's `gpu_*` columns.
+fn gpu_request(row: &AnyRow) -> Result<Option<GpuRequest>> {
+    let kind: Option<String> = row.try_get("gpu_kind")?;
+    let r#type: Option<String> = row.try_get("gpu_type")?;
+    let count: i64 = row.try_get("gpu_count")?;
+    let kind = match kind.as_deref() {
+        None => return Ok(None),
+        Some("gpu") => SliceKind::Gpu { r#type },
+        Some("shard") => SliceKind::Shard,
+        Some(other) => {
+            return Err(corrupt(format!(
+                "sessions.gpu_kind is {other:?}, not gpu or shard"
+            )))
+        }
+    };
+    let count =
+        u32::try_from(count).map_err(|_| corrupt(format!("sessions.gpu_count is {count}")))?;
+    Ok(Some(GpuRequest {
+        kind,
+        count,
+        per: GpuPer::Node,
+    }))
+}
 
 fn from_row(row: &AnyRow) -> Result<SessionRecord> {
     Ok(SessionRecord {
@@ -57,7 +98,7 @@ fn from_row(row: &AnyRow) -> Result<SessionRecord> {
         kind: row.try_get("kind")?,
         environment: row.try_get("environment")?,
         job_id: opt_i64(row, "job_id")?,
-        gres: row.try_get("gres")?,
+        gpus: gpu_request(row)?,
         logdir: row.try_get("logdir")?,
         socket_dir: row.try_get("socket_dir")?,
         secret: row.try_get("secret")?,
@@ -103,16 +144,20 @@ impl Store {
                 "you have {active} sessions already, the most allowed; stop one first"
             )));
         }
+        let (gpu_kind, gpu_type, gpu_count) = gpu_columns(new.gpus);
         let row = sqlx::query(&format!(
-            "INSERT INTO sessions (user_name, name, kind, environment, gres, logdir, socket_dir, \
-             secret, state, created_at, last_activity) \
-             VALUES ($1, $2, $3, $4, $5, $6, '', $7, 'pending', $8, $8) RETURNING {COLUMNS}"
+            "INSERT INTO sessions (user_name, name, kind, environment, gpu_kind, gpu_type, \
+             gpu_count, logdir, socket_dir, secret, state, created_at, last_activity) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '', $9, 'pending', $10, $10) \
+             RETURNING {COLUMNS}"
         ))
         .bind(new.user_name)
         .bind(new.name)
         .bind(new.kind)
         .bind(new.environment)
-        .bind(new.gres)
+        .bind(gpu_kind)
+        .bind(gpu_type)
+        .bind(gpu_count)
         .bind(new.logdir)
         .bind(new.secret)
         .bind(now)

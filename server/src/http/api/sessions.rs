@@ -155,7 +155,7 @@ pub async fn session_info(state: &AppState, record: SessionRecord) -> SessionInf
         url: progress.url.clone(),
         progress,
         job_id: record.job_id,
-        gres: record.gres,
+        gres: crate::domain::gres::text_of(record.gpus.as_ref()),
         cuda_visible_devices: node
             .as_ref()
             .filter(|n| !n.slices.is_empty())
@@ -186,7 +186,11 @@ pub async fn start_audited(
 ) -> Result<SessionRecord, ApiError> {
     let owner = state.jobs.owner_of(caller).await?;
     let record = state.sessions.launch(owner, request).await?;
-    let detail = serde_json::json!({"name": record.name, "kind": record.kind, "gres": record.gres});
+    let detail = serde_json::json!({
+        "name": record.name,
+        "kind": record.kind,
+        "gres": crate::domain::gres::text_of(record.gpus.as_ref()),
+    });
     state
         .record_audit(
             req,

@@ -102,7 +102,11 @@ impl Backend {
             "--comment=atrium".to_string(),
             format!("--chdir={}", workdir.display()),
         ];
-        args.extend(submission.options.iter().cloned());
+        if submission.typed {
+            args.extend(super::sbatch::options(&submission.request));
+        } else {
+            args.extend(submission.options.iter().cloned());
+        }
         let env: Vec<(String, String)> = submission
             .environment
             .iter()

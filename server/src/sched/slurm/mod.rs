@@ -26,9 +26,11 @@
 
 mod backend;
 pub mod cli;
+pub mod nodes;
 pub mod parse;
 pub mod quotas;
 mod reconcile;
+pub mod sbatch;
 mod usage;
 
 use std::collections::HashSet;

@@ -73,6 +73,9 @@ pub struct Submission {
     /// The options given beside the script, as `sbatch` long options (`--gres=gpu:1`):
     /// already in `request`; the Slurm backend passes them to `sbatch` as they are.
     pub options: Vec<String>,
+    /// The request was built in code, not parsed from options: the Slurm backend
+    /// prints `sbatch` options from it (`slurm::sbatch`).
+    pub typed: bool,
     pub environment: BTreeMap<String, String>,
     /// Where `sbatch` was run (`SLURM_SUBMIT_DIR`); the job runs here unless `-D`.
     pub submit_dir: Option<String>,
@@ -212,6 +215,7 @@ pub fn build(
         script,
         request,
         options: words,
+        typed: false,
         environment,
         submit_dir,
         container: None,
@@ -458,3 +462,4 @@ pub fn workdir(request: &JobRequest, submit_dir: Option<&str>, home: &Path) -> P
 
 #[cfg(test)]
 mod tests;
+mod typed;

@@ -36,6 +36,7 @@ fn submission(script: &str) -> Submission {
         script: script.into(),
         request: scheduler::parse_script(script).expect("a valid script"),
         options: Vec::new(),
+        typed: false,
         environment: BTreeMap::new(),
         submit_dir: None,
         container: None,
