@@ -411,6 +411,20 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Where sessions' servers run: the Slurm backend's compute nodes, else this machine.
+fn session_host(
+    config: &Config,
+    spool: &Path,
+    as_root: bool,
+) -> anyhow::Result<crate::sched::host::SessionHost> {
+    use crate::sched::host::SessionHost;
+    if config.scheduler.is_slurm() {
+        let nodes = crate::sched::slurm::nodes::SlurmNodes::new(&config.slurm, as_root);
+        return Ok(SessionHost::on_nodes(Arc::new(nodes), config));
+    }
+    SessionHost::local(config, spool, as_root).context("preparing the sessions' directory")
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
@@ -465,18 +479,4 @@ mod tests {
             "the portal's own file is private"
         );
     }
-}
-
-/// Where sessions' servers run: the Slurm backend's compute nodes, else this machine.
-fn session_host(
-    config: &Config,
-    spool: &Path,
-    as_root: bool,
-) -> anyhow::Result<crate::sched::host::SessionHost> {
-    use crate::sched::host::SessionHost;
-    if config.scheduler.is_slurm() {
-        let nodes = crate::sched::slurm::nodes::SlurmNodes::new(&config.slurm, as_root);
-        return Ok(SessionHost::on_nodes(Arc::new(nodes), config));
-    }
-    SessionHost::local(config, spool, as_root).context("preparing the sessions' directory")
 }

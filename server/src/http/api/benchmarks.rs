@@ -201,7 +201,7 @@ pub async fn create(
     let record = state.benchmarks.record(&caller, &body).await?;
     Ok(HttpResponse::Created()
         .insert_header(("Location", format!("/api/v1/benchmarks/{}", record.id)))
-        .json(RunInfo::from(record)))
+        .json(record))
 }
 
 /// One run.
