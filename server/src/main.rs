@@ -47,6 +47,11 @@ fn main() -> std::process::ExitCode {
     if matches!(cli.command, atrium::cli::Command::Serve) {
         with_allocator_tuned();
     }
+    // One TLS provider for the whole process (the listener, LDAP, the client), chosen
+    // here rather than guessed from which of rustls's features a build happened to
+    // unify: with two enabled, rustls refuses to pick one and the first LDAP
+    // connection without a CA file panics. An `Err` means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut builder = if cli.single_threaded() {
         tokio::runtime::Builder::new_current_thread()
     } else {

@@ -187,6 +187,8 @@ impl Application {
         )
         .await?;
         let config = Arc::new(config);
+        let identities = crate::identities::Identities::new(store.clone(), as_root);
+        let audit = crate::services::Audit::new(store.clone());
         let (sessions, culler) = crate::sessions::Sessions::start(
             store.clone(),
             scheduler.clone(),
@@ -196,10 +198,10 @@ impl Application {
             jobs_runtime,
             as_root,
             crate::sessions::SessionSecrets::new(&secret),
+            identities.clone(),
+            audit.clone(),
         )
         .await?;
-        let identities = crate::identities::Identities::new(store.clone(), as_root);
-        let audit = crate::services::Audit::new(store.clone());
         let jobs = crate::services::Jobs::new(
             config.clone(),
             store.clone(),

@@ -15,6 +15,7 @@
 
 mod activity;
 mod launch;
+pub mod requests;
 mod routes;
 pub mod script;
 mod secret;
@@ -127,6 +128,15 @@ pub enum SessionError {
     Internal(String),
 }
 
+impl From<crate::identities::IdentityError> for SessionError {
+    fn from(e: crate::identities::IdentityError) -> Self {
+        match e {
+            crate::identities::IdentityError::Missing(_) => Self::Forbidden(e.to_string()),
+            crate::identities::IdentityError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<StoreError> for SessionError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -190,6 +200,8 @@ struct Inner {
     drop_privileges: bool,
     /// Session tokens from their stored nonces.
     secrets: SessionSecrets,
+    identities: crate::identities::Identities,
+    audit: crate::services::Audit,
     routes: RwLock<routes::Routes>,
 }
 
@@ -221,6 +233,8 @@ impl Sessions {
         jobs_runtime: RuntimeKind,
         drop_privileges: bool,
         secrets: SessionSecrets,
+        identities: crate::identities::Identities,
+        audit: crate::services::Audit,
     ) -> anyhow::Result<(Sessions, tokio::task::JoinHandle<()>)> {
         let mut environments = Vec::new();
         for e in config.environments() {
@@ -239,6 +253,8 @@ impl Sessions {
                 host,
                 drop_privileges,
                 secrets,
+                identities,
+                audit,
                 routes: RwLock::new(routes::Routes::default()),
             }),
         };

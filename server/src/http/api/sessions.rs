@@ -11,11 +11,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::rfc3339;
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 use crate::sessions::{Progress, SessionError, StartRequest};
-use crate::store::SessionRecord;
 
 /// Keep-alive comments on the progress stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -40,51 +38,7 @@ pub struct StartSession {
     pub logdir: Option<String>,
 }
 
-/// A session.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SessionInfo {
-    pub id: i64,
-    pub name: String,
-    pub user: String,
-    pub kind: String,
-    pub environment: String,
-    /// `pending`, `starting`, `ready`, `stopping` or `ended`.
-    pub state: String,
-    pub ready: bool,
-    /// Where it opens (`/user/alice/default/lab`), once ready.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[schema(value_type = Object)]
-    pub progress: Progress,
-    /// The job that runs it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub job_id: Option<i64>,
-    /// What it was given (`gpu:2`), empty for none.
-    pub gres: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cuda_visible_devices: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nodelist: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub logdir: Option<String>,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ready_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<String>,
-    /// Seconds until its time limit (while it runs).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub time_left: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub time_limit: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_activity: Option<String>,
-    /// `stopped`, `idle`, `time_limit`, `cancelled`, `failed`, `ended`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub end_reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
+pub use crate::sessions::requests::SessionInfo;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionList {
@@ -121,124 +75,6 @@ impl From<SessionError> for ApiError {
     }
 }
 
-/// A session as the API shows it: its row, its live progress and its job.
-pub async fn session_info(state: &AppState, record: SessionRecord) -> SessionInfo {
-    let progress = state.sessions.progress_of(&record);
-    let view = if record.ended_at.is_none() {
-        state.sessions.job_view(&record).await
-    } else {
-        None
-    };
-    let now = crate::util::now_ms() / 1000;
-    let (time_left, time_limit) = match view.as_ref() {
-        Some(v) => match (v.start_time, v.time_limit) {
-            (Some(start), scheduler::TimeLimit::Seconds(s)) => {
-                (Some((start + s as i64 - now).max(0)), Some(s))
-            }
-            (None, scheduler::TimeLimit::Seconds(s)) => (None, Some(s)),
-            _ => (None, None),
-        },
-        None => (None, None),
-    };
-    let node = view
-        .as_ref()
-        .and_then(|v| v.allocation.as_ref())
-        .and_then(|a| a.nodes.first().cloned());
-    SessionInfo {
-        id: record.id,
-        name: record.name,
-        user: record.user_name,
-        kind: record.kind,
-        environment: record.environment,
-        state: progress.state.clone(),
-        ready: progress.ready,
-        url: progress.url.clone(),
-        progress,
-        job_id: record.job_id,
-        gres: crate::domain::gres::text_of(record.gpus.as_ref()),
-        cuda_visible_devices: node
-            .as_ref()
-            .filter(|n| !n.slices.is_empty())
-            .map(|n| n.cuda_visible_devices()),
-        nodelist: view
-            .as_ref()
-            .map(|v| v.nodelist.clone())
-            .filter(|n| !n.is_empty()),
-        logdir: record.logdir,
-        created_at: rfc3339(record.created_at),
-        ready_at: record.ready_at.map(rfc3339),
-        ended_at: record.ended_at.map(rfc3339),
-        time_left,
-        time_limit,
-        last_activity: record.last_activity.map(rfc3339),
-        end_reason: record.end_reason,
-        message: record.message,
-    }
-}
-
-/// Start a session as `caller` and write it to the audit log: the one path for the API
-/// and the pages.
-pub async fn start_audited(
-    state: &AppState,
-    req: &HttpRequest,
-    caller: &Principal,
-    request: StartRequest,
-) -> Result<SessionRecord, ApiError> {
-    let owner = state.jobs.owner_of(caller).await?;
-    let record = state.sessions.launch(owner, request).await?;
-    let detail = serde_json::json!({
-        "name": record.name,
-        "kind": record.kind,
-        "gres": crate::domain::gres::text_of(record.gpus.as_ref()),
-    });
-    state
-        .record_audit(
-            req,
-            &caller.username,
-            "session.start",
-            &record.id.to_string(),
-            detail,
-        )
-        .await?;
-    Ok(record)
-}
-
-/// Stop session `id` for `caller` (its owner: `stopped`; an administrator: `cancelled`)
-/// and write it to the audit log: the one path for the API and the pages.
-pub async fn stop_audited(
-    state: &AppState,
-    req: &HttpRequest,
-    caller: &Principal,
-    id: i64,
-) -> Result<(), ApiError> {
-    let record = state
-        .sessions
-        .get(&caller.username, caller.is_admin, id)
-        .await?;
-    let reason = if record.user_name == caller.username {
-        "stopped"
-    } else {
-        "cancelled"
-    };
-    state.sessions.stop(id, reason).await?;
-    let after = state.store.session(id).await?;
-    let detail = serde_json::json!({
-        "user": record.user_name,
-        "name": record.name,
-        "before": {"state": record.state},
-        "after": {"state": after.state, "end_reason": after.end_reason},
-    });
-    state
-        .record_audit(
-            req,
-            &caller.username,
-            "session.stop",
-            &id.to_string(),
-            detail,
-        )
-        .await
-}
-
 /// Start a session.
 #[utoipa::path(post, path = "/api/v1/sessions", request_body = StartSession,
     responses((status = 201, body = SessionInfo), (status = 400, description = "a bad field, named"),
@@ -260,11 +96,14 @@ pub async fn start(
         hours: body.hours,
         logdir: body.logdir,
     };
-    let record = start_audited(&state, &req, &caller, request).await?;
+    let record = state
+        .sessions
+        .start_as(&caller, &state.client_addr(&req), request)
+        .await?;
     let id = record.id;
     Ok(HttpResponse::Created()
         .insert_header(("Location", format!("/api/v1/sessions/{id}")))
-        .json(session_info(&state, record).await))
+        .json(state.sessions.info(record).await))
 }
 
 #[derive(Debug, Deserialize)]
@@ -297,22 +136,8 @@ pub async fn list(
         .sessions
         .list(&user, query.ended.unwrap_or(10).clamp(0, 1000))
         .await?;
-    let sessions = session_infos(&state, rows).await;
+    let sessions = state.sessions.infos(rows).await;
     Ok(HttpResponse::Ok().json(SessionList { sessions }))
-}
-
-async fn session_infos(state: &AppState, rows: Vec<SessionRecord>) -> Vec<SessionInfo> {
-    let mut sessions = Vec::with_capacity(rows.len());
-    for r in rows {
-        sessions.push(session_info(state, r).await);
-    }
-    sessions
-}
-
-/// Every user's sessions that have not ended, oldest first.
-pub async fn running_infos(state: &AppState) -> Result<Vec<SessionInfo>, ApiError> {
-    let rows = state.store.active_sessions().await?;
-    Ok(session_infos(state, rows).await)
 }
 
 /// Every user's sessions that have not ended (administrators).
@@ -322,7 +147,7 @@ pub async fn list_running(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Admin)?;
-    let sessions = running_infos(&state).await?;
+    let sessions = state.sessions.running().await?;
     Ok(HttpResponse::Ok().json(SessionList { sessions }))
 }
 
@@ -345,7 +170,7 @@ pub async fn get(
         .sessions
         .get(&caller.username, caller.is_admin, parse_id(&id)?)
         .await?;
-    Ok(HttpResponse::Ok().json(session_info(&state, record).await))
+    Ok(HttpResponse::Ok().json(state.sessions.info(record).await))
 }
 
 /// Stop a session (its slices are freed).
@@ -358,12 +183,15 @@ pub async fn stop(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Sessions)?;
     let id = parse_id(&id)?;
-    stop_audited(&state, &req, &caller, id).await?;
+    state
+        .sessions
+        .stop_as(&caller, &state.client_addr(&req), id)
+        .await?;
     let record = state
         .sessions
         .get(&caller.username, caller.is_admin, id)
         .await?;
-    Ok(HttpResponse::Accepted().json(session_info(&state, record).await))
+    Ok(HttpResponse::Accepted().json(state.sessions.info(record).await))
 }
 
 /// A session's progress as server-sent events: one `data:` JSON object

@@ -13,9 +13,9 @@ use serde::Deserialize;
 
 use super::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::auth::{Principal, Scope};
-use crate::http::api::sessions::{session_info, start_audited, stop_audited, SessionInfo};
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
+use crate::sessions::requests::SessionInfo;
 use crate::sessions::{SessionError, StartRequest};
 
 /// A session in the home page's list.
@@ -44,7 +44,7 @@ fn left(seconds: i64) -> String {
 pub async fn rows(state: &AppState, me: &Principal) -> Result<Vec<SessionRow>, ApiError> {
     let mut out = Vec::new();
     for r in state.sessions.list(&me.username, 5).await? {
-        out.push(SessionRow::of(session_info(state, r).await));
+        out.push(SessionRow::of(state.sessions.info(r).await));
     }
     Ok(out)
 }
@@ -197,7 +197,12 @@ pub async fn start(
         hours,
         logdir: text(&form.logdir),
     };
-    match start_audited(&state, &req, &me, request).await {
+    let started = state
+        .sessions
+        .start_as(&me, &state.client_addr(&req), request)
+        .await
+        .map_err(ApiError::from);
+    match started {
         Ok(record) => Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, format!("/sessions/{}", record.id)))
             .finish()),
@@ -236,7 +241,7 @@ pub async fn show(
         Err(e) => return Err(e.into()),
     };
     let active = record.ended_at.is_none();
-    let info = session_info(&state, record).await;
+    let info = state.sessions.info(record).await;
     render(
         &SessionPage {
             nav: Nav::of(&me),
@@ -260,7 +265,12 @@ pub async fn stop(
         return csrf_refused();
     }
     me.require(Scope::Sessions)?;
-    match stop_audited(&state, &req, &me, id.into_inner()).await {
+    let stopped = state
+        .sessions
+        .stop_as(&me, &state.client_addr(&req), id.into_inner())
+        .await
+        .map_err(ApiError::from);
+    match stopped {
         Err(ApiError::NotFound) => return not_found_page(),
         other => other?,
     }

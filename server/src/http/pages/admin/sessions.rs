@@ -6,7 +6,6 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use super::{see_other, AdminPost, AdminUser};
-use crate::http::api::sessions::{running_infos, stop_audited};
 use crate::http::pages::sessions::SessionRow;
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
@@ -19,7 +18,9 @@ struct SessionsPage {
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    let sessions = running_infos(&state)
+    let sessions = state
+        .sessions
+        .running()
         .await?
         .into_iter()
         .map(SessionRow::of)
@@ -37,7 +38,12 @@ pub async fn stop(
     id: web::Path<i64>,
     post: AdminPost<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
-    match stop_audited(&state, &req, &post.admin, id.into_inner()).await {
+    let stopped = state
+        .sessions
+        .stop_as(&post.admin, &state.client_addr(&req), id.into_inner())
+        .await
+        .map_err(ApiError::from);
+    match stopped {
         Ok(()) => Ok(see_other("/admin/sessions")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(e) => Err(e),
