@@ -148,9 +148,20 @@ pub(super) fn diff(
                 missing.push((*id, e.slurm_id.clone()));
                 continue;
             }
-            if tasks
-                .iter()
-                .all(|t| t.view.state.is_terminal() || changes_end(&changes, t.view.id))
+            // A task Slurm lists now and that is not over (one seen for the first
+            // time too, which `tasks` does not hold yet) keeps the array open.
+            let open_task = listed.iter().any(|l| {
+                l.job == id.job
+                    && l.task.is_some()
+                    && match changes.iter().rev().find(|c| c.view.id == *l) {
+                        Some(c) => !c.view.state.is_terminal(),
+                        None => jobs.get(l).is_some_and(|t| !t.view.state.is_terminal()),
+                    }
+            });
+            if !open_task
+                && tasks
+                    .iter()
+                    .all(|t| t.view.state.is_terminal() || changes_end(&changes, t.view.id))
             {
                 let state = array_state(&tasks, &changes);
                 let mut record = e.record.clone();

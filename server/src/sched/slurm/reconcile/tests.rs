@@ -534,12 +534,10 @@ fn live_jobs_count_an_array_row_only_while_it_waits() {
     assert_eq!(live_jobs(&jobs).len(), 2);
 }
 
-/// Found while writing these tests, left as it is (this change keeps behaviour): when
-/// the last waiting task of an array starts in the same poll in which `squeue` stops
-/// listing the array's pending row, and every task known before is over, `diff`
-/// counts only the known tasks and ends the array while that task runs.
+/// When the last waiting task of an array starts in the same poll in which `squeue`
+/// stops listing the array's pending row, and every task known before is over, the
+/// array is not over: the task that just started runs.
 #[test]
-#[ignore = "known issue: an array ends early when its last task starts after the others ended"]
 fn an_array_whose_last_task_just_started_is_not_over() {
     let array = JobRecord {
         array_spec: Some("0-1%1".into()),
