@@ -20,7 +20,7 @@ use crate::auth::personal_tokens::{self, IssuedToken, TokenError, TokenRequest};
 use crate::auth::{Authenticator, Principal};
 use crate::sched::Scheduler;
 use crate::services::Quotas;
-use crate::store::{ApiToken, Store};
+use crate::store::{ApiToken, Store, User};
 use crate::util::{now_ms, rfc3339};
 
 /// An account as administrators see it.
@@ -232,6 +232,20 @@ impl Accounts {
             }
         }
         Ok(groups)
+    }
+
+    /// The account `user_id` and the names of its groups; `None` once it is gone.
+    pub async fn profile(&self, user_id: i64) -> Result<Option<(User, Vec<String>)>, ServiceError> {
+        let Some(user) = self.store.user_by_id(user_id).await? else {
+            return Ok(None);
+        };
+        let groups = self.store.groups_of(user.id).await?;
+        Ok(Some((user, groups)))
+    }
+
+    /// The names of the groups of the account `user_id`.
+    pub async fn groups_of(&self, user_id: i64) -> Result<Vec<String>, ServiceError> {
+        Ok(self.store.groups_of(user_id).await?)
     }
 
     /// The caller's tokens that have not expired.

@@ -193,6 +193,27 @@ impl Benchmarks {
             .await?)
     }
 
+    /// Run `id` as `caller` sees it, and whether `caller` may delete it.
+    pub async fn run_for(
+        &self,
+        caller: &Principal,
+        id: i64,
+    ) -> Result<Option<(RunInfo, bool)>, ServiceError> {
+        let Some(record) = self.store.benchmark_run(id).await? else {
+            return Ok(None);
+        };
+        let deletable = may_delete(&record, &caller.username, caller.is_admin).is_ok();
+        Ok(Some((record.into(), deletable)))
+    }
+
+    /// Every run `filter` selects, as stored (for charts).
+    pub async fn records(
+        &self,
+        filter: &crate::store::BenchmarkFilter,
+    ) -> Result<Vec<BenchmarkRecord>, ServiceError> {
+        Ok(self.store.benchmark_runs(filter).await?)
+    }
+
     /// The answer to a sizing question (`pairs`: its parameters).
     pub async fn sizing(&self, pairs: &[(String, String)]) -> Result<Advice, ServiceError> {
         let bad = |e: crate::accounting::FieldError| ServiceError::BadRequest(e.to_string());

@@ -32,7 +32,7 @@ pub async fn chart_of(
     f.sort = BenchmarkSort::Gpus;
     f.limit = MAX_LIMIT;
     f.offset = 0;
-    let runs = state.store.benchmark_runs(f).await?;
+    let runs = state.benchmarks.records(f).await?;
     let on: Vec<&str> = [&f.gpu_model, &f.storage]
         .into_iter()
         .flatten()

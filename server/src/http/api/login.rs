@@ -38,7 +38,7 @@ pub async fn post(
     body: web::Json<Credentials>,
 ) -> Result<HttpResponse, ApiError> {
     let (user, login) = sign_in(&state, &req, &body.username, &body.password).await?;
-    let groups = state.store.groups_of(user.id).await?;
+    let groups = state.accounts.groups_of(user.id).await?;
     let admin = state.auth.is_admin(user.id).await?;
     Ok(HttpResponse::Ok()
         .cookie(session_cookie(&login.token, &state))

@@ -4,7 +4,7 @@
 //! `POST /benchmarks/{id}/delete`.
 //!
 //! Owns: laying runs out for the pages. Must not touch: SQL, or who may delete a run
-//! (the benchmarks API's [`delete_as`] and [`may_delete`] decide).
+//! (the Benchmarks service decides).
 
 use std::collections::BTreeSet;
 
@@ -14,7 +14,7 @@ use askama::Template;
 
 use super::{csrf_refused, not_found_page, query_value, render, CsrfForm, MessagePage, Nav};
 use crate::auth::Scope;
-use crate::benchmarks::run::{may_delete, ListQuery};
+use crate::benchmarks::run::ListQuery;
 use crate::benchmarks::sizing::figure;
 use crate::benchmarks::{names, Suite};
 use crate::http::api::benchmarks::query_pairs;
@@ -188,13 +188,13 @@ async fn run_page(
     notice: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(record) = state.store.benchmark_run(id).await? else {
+    let Some((run, may_delete)) = state.benchmarks.run_for(me, id).await? else {
         return not_found_page();
     };
     let page = RunPage {
         nav: Nav::of(me),
-        may_delete: may_delete(&record, &me.username, me.is_admin).is_ok(),
-        run: RunInfo::from(record),
+        may_delete,
+        run,
         notice,
     };
     render(&page, status)

@@ -12,7 +12,6 @@ use crate::auth::{Principal, Scope};
 use crate::http::api::rfc3339;
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
-use crate::util::now_ms;
 
 struct TokenRow {
     id: i64,
@@ -137,15 +136,14 @@ async fn home_page(
     token_error: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let user = state
-        .store
-        .user_by_id(principal.user_id)
+    let (user, groups) = state
+        .accounts
+        .profile(principal.user_id)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    let groups = state.store.groups_of(user.id).await?;
     let tokens = state
-        .store
-        .list_api_tokens(user.id, now_ms())
+        .accounts
+        .tokens(principal)
         .await?
         .into_iter()
         .map(|t| TokenRow {

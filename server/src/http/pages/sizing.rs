@@ -3,7 +3,7 @@
 //! formula and the data used, beside the published sizing rows.
 //!
 //! Owns: laying the advice out. Must not touch: the arithmetic (`bench::sizing`) or
-//! where its figures come from (the sizing API's [`answer`]).
+//! where its figures come from (the Benchmarks service's `sizing`).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
