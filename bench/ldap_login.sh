@@ -11,7 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-10}
 command -v wrk >/dev/null || { echo "wrk is missing: tests/install-deps.sh installs it" >&2; exit 1; }
-cargo build --release --locked -p atrium >/dev/null 2>&1
+# BENCH_ATRIUM_BIN=path runs that binary instead of building target/release/atrium
+# (to compare two versions in the same minutes).
+atrium_bin=${BENCH_ATRIUM_BIN:-target/release/atrium}
+[[ -n "${BENCH_ATRIUM_BIN:-}" ]] || cargo build --release --locked -p atrium >/dev/null 2>&1
 cargo build --locked -p atrium-tests --bin fixture-slapd >/dev/null 2>&1
 
 work=$(mktemp -d)
@@ -43,7 +46,7 @@ bind_dn_templates = ["uid={username},ou=people,dc=example,dc=org"]
 allowed_groups = ["gpu-users"]
 pool_size = 8
 TOML
-env -u ATRIUM_CONFIG target/release/atrium --config "$work/atrium.toml" serve >"$work/out" 2>"$work/err" &
+env -u ATRIUM_CONFIG "$atrium_bin" --config "$work/atrium.toml" serve >"$work/out" 2>"$work/err" &
 atrium=$!
 for _ in $(seq 1 200); do grep -q "listening on" "$work/out" 2>/dev/null && break; sleep 0.05; done
 base=$(sed -n 's/^atrium: listening on //p' "$work/out")
