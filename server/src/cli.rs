@@ -1,7 +1,8 @@
 //! The command line: `serve`, `migrate`, `config check`, and local account management
 //! (`user add|list|passwd|disable`), which works on the database directly, as an
 //! administrator on the head node would. The Slurm-style client commands (`sbatch`,
-//! `squeue`, `sinfo`, `scancel`, `sacct`) live in `crate::client`.
+//! `squeue`, `sinfo`, `scancel`, `sacct`) live in the `atrium-client` crate; this
+//! module parses their arguments and calls them.
 
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -72,15 +73,15 @@ pub enum Command {
     #[command(subcommand)]
     User(UserCommand),
     /// Submit a batch script to the portal (like Slurm's sbatch).
-    Sbatch(Box<crate::client::sbatch::SbatchArgs>),
+    Sbatch(Box<atrium_client::sbatch::SbatchArgs>),
     /// List jobs not yet over (like Slurm's squeue).
-    Squeue(crate::client::squeue::SqueueArgs),
+    Squeue(atrium_client::squeue::SqueueArgs),
     /// List partitions and node states (like Slurm's sinfo).
-    Sinfo(crate::client::sinfo::SinfoArgs),
+    Sinfo(atrium_client::sinfo::SinfoArgs),
     /// Cancel jobs (like Slurm's scancel).
-    Scancel(crate::client::scancel::ScancelArgs),
+    Scancel(atrium_client::scancel::ScancelArgs),
     /// Show accounting records of jobs (like Slurm's sacct).
-    Sacct(crate::client::sacct::SacctArgs),
+    Sacct(atrium_client::sacct::SacctArgs),
     /// Work with the site's Slurm (`[scheduler] backend = "slurm"`).
     #[command(subcommand)]
     Slurm(SlurmCommand),
@@ -226,11 +227,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             result
         }
-        Command::Sbatch(args) => crate::client::sbatch::run(*args).await,
-        Command::Squeue(args) => crate::client::squeue::run(args).await,
-        Command::Sinfo(args) => crate::client::sinfo::run(args).await,
-        Command::Scancel(args) => crate::client::scancel::run(args).await,
-        Command::Sacct(args) => crate::client::sacct::run(args).await,
+        Command::Sbatch(args) => atrium_client::sbatch::run(*args).await,
+        Command::Squeue(args) => atrium_client::squeue::run(args).await,
+        Command::Sinfo(args) => atrium_client::sinfo::run(args).await,
+        Command::Scancel(args) => atrium_client::scancel::run(args).await,
+        Command::Sacct(args) => atrium_client::sacct::run(args).await,
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
         Command::Step(StepCommand::AsUser) => crate::privilege::as_user_main(),
@@ -471,4 +472,36 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use atrium_client::dispatch_argv0;
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command};
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_command_line_accepts_every_client_command() {
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(dispatch_argv0(args(&["sbatch", "-p", "gpu", "x.sh"])))
+            .expect("sbatch");
+        assert!(matches!(cli.command, Command::Sbatch(a) if a.partition.as_deref() == Some("gpu")));
+        let cli = Cli::try_parse_from(args(&["atrium", "squeue", "-h", "--me"])).expect("squeue");
+        assert!(matches!(cli.command, Command::Squeue(a) if a.noheader && a.me));
+        let cli = Cli::try_parse_from(dispatch_argv0(args(&["sinfo", "-h"]))).expect("sinfo");
+        assert!(matches!(cli.command, Command::Sinfo(a) if a.noheader));
+        let cli =
+            Cli::try_parse_from(dispatch_argv0(args(&["scancel", "17", "18_2"]))).expect("scancel");
+        assert!(matches!(cli.command, Command::Scancel(a) if a.ids == ["17", "18_2"]));
+        let cli =
+            Cli::try_parse_from(dispatch_argv0(args(&["sacct", "-X", "-j", "17"]))).expect("sacct");
+        assert!(matches!(cli.command, Command::Sacct(a) if a.allocations && a.jobs.is_some()));
+    }
 }

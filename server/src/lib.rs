@@ -1,14 +1,13 @@
 //! atrium: a portal for data scientists on GPU clusters.
 //!
 //! The binary's modules: configuration, the store, authentication, HTTP (API and
-//! pages), usage accounting, metrics, startup, the command line, and the Slurm-style
-//! client.
+//! pages), usage accounting, metrics, startup and the command line. The Slurm-style
+//! client is the `atrium-client` crate, which the command line calls.
 
 pub mod accounting;
 pub mod auth;
 pub mod benchmarks;
 pub mod cli;
-pub mod client;
 pub mod config;
 pub mod csv;
 pub mod domain;

@@ -38,7 +38,7 @@ fn with_allocator_tuned() {
 }
 
 fn main() -> std::process::ExitCode {
-    let args = atrium::client::dispatch_argv0(std::env::args_os().collect());
+    let args = atrium_client::dispatch_argv0(std::env::args_os().collect());
     let cli = atrium::cli::Cli::parse_from(args);
     if cli.is_portal_side() {
         // Before anything is created: the database, keys and logs are the portal's alone.
@@ -67,7 +67,7 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(atrium::cli::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            match e.downcast_ref::<atrium::client::SlurmError>() {
+            match e.downcast_ref::<atrium_client::SlurmError>() {
                 // Already in Slurm's words: `sbatch: error: …`.
                 Some(slurm) => eprintln!("{slurm}"),
                 None => eprintln!("atrium: {e:#}"),

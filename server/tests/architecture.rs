@@ -1,6 +1,7 @@
 //! The module boundaries of `ARCHITECTURE.md`, checked on the source: no two modules
 //! import each other (directly or round a loop), the scheduler's backends do not
-//! import each other, and sessions see no Slurm types.
+//! import each other, sessions see no Slurm types, and the Slurm-style client crate
+//! depends on nothing of the server's.
 //!
 //! The check reads `use` trees and `crate::`/`super::` paths of every file under
 //! `src/` (test modules left out) and builds the graph of modules at one depth.
@@ -332,4 +333,41 @@ fn the_scheduler_backends_and_sessions_stay_apart() {
     );
     let found = reaches(&["sessions"], "sched::slurm");
     assert!(found.is_empty(), "sessions import Slurm's types: {found:?}");
+}
+
+/// The dependencies a manifest names, section by section: `[dependencies]`,
+/// `[dev-dependencies]`, `[build-dependencies]` and their `[target.….*]` forms.
+fn dependencies(manifest: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    for line in manifest.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+        } else if section.ends_with("dependencies") && !line.starts_with('#') {
+            if let Some((name, spec)) = line.split_once('=') {
+                out.push((name.trim().to_string(), spec.trim().to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_client_crate_depends_on_nothing_of_the_server() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/Cargo.toml");
+    let manifest = std::fs::read_to_string(manifest).expect("read client/Cargo.toml");
+    let deps = dependencies(&manifest);
+    assert!(deps.iter().any(|(name, _)| name == "reqwest"), "{deps:?}");
+    for (name, spec) in &deps {
+        // HTTP only: no crate of the workspace (the server above all), no database,
+        // no configuration file.
+        assert!(
+            !spec.contains("path"),
+            "the client depends on a workspace crate: {name} = {spec}"
+        );
+        assert!(
+            !["atrium", "scheduler", "sqlx", "toml"].contains(&name.as_str()),
+            "the client depends on {name}"
+        );
+    }
 }

@@ -1,8 +1,12 @@
 //! The Slurm-style command line client: `atrium sbatch|squeue|sinfo|scancel|sacct`
 //! (also reachable through symlinks named after those commands) talking to a
 //! portal's `/api/v1` with a personal token. Owns: argument handling, the HTTP
-//! calls ([`api`]) and Slurm's text output ([`format`]). Must not touch the database
-//! or the configuration file: everything goes through the API, as for any user.
+//! calls ([`api`]), Slurm's text output ([`format`]), which command a program's name
+//! means ([`dispatch_argv0`]) and Slurm's way of reporting failures ([`SlurmError`]).
+//! Must not touch the database or the configuration file: everything goes through
+//! the API, as for any user. A crate of its own that does not depend on the server
+//! crate (`atrium`), so the compiler holds it to that; the server's command line
+//! (`atrium::cli`) parses these commands' arguments and calls their `run`.
 
 pub mod api;
 pub mod format;
@@ -13,7 +17,7 @@ pub mod scancel;
 pub mod sinfo;
 pub mod squeue;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use api::{CallError, Portal, Settings};
@@ -21,19 +25,23 @@ use api::{CallError, Portal, Settings};
 /// The commands a symlink to `atrium` may be named after.
 pub const SLURM_COMMANDS: [&str; 5] = ["sbatch", "squeue", "sinfo", "scancel", "sacct"];
 
+/// The Slurm command a program run as `program` (its `argv[0]`: a path or a name)
+/// is, when its file name is one of [`SLURM_COMMANDS`].
+pub fn slurm_command(program: &OsStr) -> Option<&'static str> {
+    let name = Path::new(program).file_name()?.to_str()?;
+    SLURM_COMMANDS.into_iter().find(|c| *c == name)
+}
+
 /// When the program runs as `sbatch` (a symlink to `atrium`), the arguments of
-/// `atrium sbatch …`; otherwise the arguments unchanged.
+/// `atrium sbatch …`; otherwise the arguments unchanged. The server's command line
+/// parses the result.
 pub fn dispatch_argv0(args: Vec<OsString>) -> Vec<OsString> {
-    let name = args
-        .first()
-        .and_then(|a| Path::new(a).file_name())
-        .and_then(|n| n.to_str())
-        .and_then(|n| SLURM_COMMANDS.iter().find(|c| **c == n));
+    let name = args.first().and_then(|a| slurm_command(a));
     match name {
         Some(command) => {
             let mut out = Vec::with_capacity(args.len() + 1);
             out.push(OsString::from("atrium"));
-            out.push(OsString::from(*command));
+            out.push(OsString::from(command));
             out.extend(args.into_iter().skip(1));
             out
         }
@@ -140,6 +148,14 @@ mod tests {
     }
 
     #[test]
+    fn a_program_name_means_a_command_by_its_file_name() {
+        assert_eq!(slurm_command(OsStr::new("/opt/bin/sacct")), Some("sacct"));
+        assert_eq!(slurm_command(OsStr::new("squeue")), Some("squeue"));
+        assert_eq!(slurm_command(OsStr::new("/usr/bin/atrium")), None);
+        assert_eq!(slurm_command(OsStr::new("")), None);
+    }
+
+    #[test]
     fn other_names_are_left_alone() {
         for argv in [
             args(&["/usr/bin/atrium", "squeue"]),
@@ -149,26 +165,6 @@ mod tests {
         ] {
             assert_eq!(dispatch_argv0(argv.clone()), argv);
         }
-    }
-
-    #[test]
-    fn the_command_line_accepts_every_client_command() {
-        use crate::cli::{Cli, Command};
-        use clap::{CommandFactory, Parser};
-        Cli::command().debug_assert();
-        let cli = Cli::try_parse_from(dispatch_argv0(args(&["sbatch", "-p", "gpu", "x.sh"])))
-            .expect("sbatch");
-        assert!(matches!(cli.command, Command::Sbatch(a) if a.partition.as_deref() == Some("gpu")));
-        let cli = Cli::try_parse_from(args(&["atrium", "squeue", "-h", "--me"])).expect("squeue");
-        assert!(matches!(cli.command, Command::Squeue(a) if a.noheader && a.me));
-        let cli = Cli::try_parse_from(dispatch_argv0(args(&["sinfo", "-h"]))).expect("sinfo");
-        assert!(matches!(cli.command, Command::Sinfo(a) if a.noheader));
-        let cli =
-            Cli::try_parse_from(dispatch_argv0(args(&["scancel", "17", "18_2"]))).expect("scancel");
-        assert!(matches!(cli.command, Command::Scancel(a) if a.ids == ["17", "18_2"]));
-        let cli =
-            Cli::try_parse_from(dispatch_argv0(args(&["sacct", "-X", "-j", "17"]))).expect("sacct");
-        assert!(matches!(cli.command, Command::Sacct(a) if a.allocations && a.jobs.is_some()));
     }
 
     #[test]
