@@ -1000,7 +1000,7 @@ async fn accounting_on_postgres() {
 /// time of local runs only), sorted by a metric, deleted; the reference runs seeded
 /// once per version and never deleted one by one.
 async fn benchmarks_suite(store: Store) {
-    use atrium::benchmarks::Metric;
+    use atrium::benchmarks::{Metric, RunSetup};
     use atrium::store::{BenchmarkFilter, BenchmarkRun, BenchmarkSort};
 
     let now = 1_700_000_000_000;
@@ -1010,12 +1010,15 @@ async fn benchmarks_suite(store: Store) {
         unit: "images/s".into(),
     };
     let run = |user: &str, gpus: i64, tags: &str, images: f64| BenchmarkRun {
-        suite: "tf_cnn_benchmarks".into(),
-        model: Some("ResNet-50".into()),
-        gpus,
-        nodes: 1,
-        gpu_model: Some("A100".into()),
-        storage: Some("nfs".into()),
+        setup: RunSetup {
+            suite: "tf_cnn_benchmarks".into(),
+            model: Some("ResNet-50".into()),
+            gpus,
+            nodes: 1,
+            gpu_model: Some("A100".into()),
+            storage: Some("nfs".into()),
+            ..RunSetup::default()
+        },
         user_name: user.into(),
         tags: tags.into(),
         source: "local".into(),
@@ -1049,9 +1052,12 @@ async fn benchmarks_suite(store: Store) {
     let bob = store
         .create_benchmark_run(
             &BenchmarkRun {
-                suite: "fio".into(),
-                gpus: 1,
-                nodes: 1,
+                setup: RunSetup {
+                    suite: "fio".into(),
+                    gpus: 1,
+                    nodes: 1,
+                    ..RunSetup::default()
+                },
                 user_name: "bob".into(),
                 source: "local".into(),
                 job_id: Some(42),

@@ -80,7 +80,7 @@ impl Chart {
     pub fn of(runs: &[BenchmarkRecord], metric: &str, by: SeriesBy, title: String) -> Chart {
         let mut best: BTreeMap<(bool, String), BTreeMap<i64, f64>> = BTreeMap::new();
         let mut unit = String::new();
-        for r in runs.iter().filter(|r| r.run.gpus > 0) {
+        for r in runs.iter().filter(|r| r.run.setup.gpus > 0) {
             let Some(m) = r.run.metrics.iter().find(|m| m.name == metric) else {
                 continue;
             };
@@ -91,14 +91,18 @@ impl Chart {
                 SeriesBy::Source => r.run.source.clone(),
                 SeriesBy::Storage => format!(
                     "{} ({})",
-                    r.run.storage.as_deref().unwrap_or("storage not given"),
+                    r.run
+                        .setup
+                        .storage
+                        .as_deref()
+                        .unwrap_or("storage not given"),
                     r.run.source
                 ),
             };
             let at = best
                 .entry((r.is_reference(), name))
                 .or_default()
-                .entry(r.run.gpus)
+                .entry(r.run.setup.gpus)
                 .or_insert(m.value);
             *at = at.max(m.value);
         }
@@ -258,7 +262,7 @@ fn draw(svg: &mut String, chart: &Chart) -> Result<(), Box<dyn std::error::Error
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benchmarks::Metric;
+    use crate::benchmarks::{Metric, RunSetup};
     use crate::store::BenchmarkRun;
 
     fn record(source: &str, storage: &str, gpus: i64, images: f64) -> BenchmarkRecord {
@@ -267,8 +271,11 @@ mod tests {
             created_at: 0,
             run: BenchmarkRun {
                 source: source.into(),
-                storage: Some(storage.into()),
-                gpus,
+                setup: RunSetup {
+                    storage: Some(storage.into()),
+                    gpus,
+                    ..RunSetup::default()
+                },
                 metrics: vec![Metric {
                     name: "images_per_sec".into(),
                     value: images,

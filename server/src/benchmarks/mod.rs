@@ -13,7 +13,7 @@ pub mod sizing;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::domain::benchmark::{is_metric_name, names, Metric, Suite};
+pub use crate::domain::benchmark::{is_metric_name, names, Metric, RunSetup, Suite};
 
 /// What a parser read from a run's output: the metrics, and what the output says of
 /// the run (model, batch size …) where it says it.

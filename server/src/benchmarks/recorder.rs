@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::parse;
+use super::RunSetup;
 use super::{Outcome, Suite};
 use crate::sched::inventory::Inventory;
 use crate::store::benchmarks::{BenchmarkRun, LOCAL};
@@ -145,16 +146,18 @@ fn run_of(job: &JobRecord, inventory: &Inventory, suite: Suite, outcome: Outcome
     });
     let nodes = allocation.as_ref().map_or(1, |a| a.nodes.len().max(1));
     BenchmarkRun {
-        suite: suite.name().to_string(),
-        model: outcome.model,
-        framework: outcome.framework,
-        precision: outcome.precision,
-        batch_size_per_gpu: outcome.batch_size_per_gpu.map(i64::from),
-        gpus: outcome.gpus.map_or(slices.len() as i64, i64::from),
-        nodes: nodes as i64,
-        gpu_model,
-        storage: None,
-        dataset: outcome.dataset,
+        setup: RunSetup {
+            suite: suite.name().to_string(),
+            model: outcome.model,
+            framework: outcome.framework,
+            precision: outcome.precision,
+            batch_size_per_gpu: outcome.batch_size_per_gpu.map(i64::from),
+            gpus: outcome.gpus.map_or(slices.len() as i64, i64::from),
+            nodes: nodes as i64,
+            gpu_model,
+            storage: None,
+            dataset: outcome.dataset,
+        },
         started_at: job.start_time,
         ended_at: job.end_time,
         job_id: Some(job.id),

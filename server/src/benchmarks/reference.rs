@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
-use super::{names, Metric, Suite};
+use super::{names, Metric, RunSetup, Suite};
 use crate::store::{BenchmarkRun, Store, StoreError};
 
 const BENCHMARKS_CSV: &str = include_str!("../../reference/benchmarks.csv");
@@ -166,16 +166,18 @@ pub fn parse_runs(text: &str) -> Result<Vec<BenchmarkRun>, ReferenceError> {
             None => system,
         };
         Ok(BenchmarkRun {
-            suite: suite.name().to_string(),
-            model: r.text("model")?,
-            framework: r.text("framework")?,
-            precision: r.text("precision")?,
-            batch_size_per_gpu: r.whole("batch_size_per_gpu")?,
-            gpus: r.whole("gpus")?.ok_or_else(|| r.error("gpus is empty"))?,
-            nodes: r.whole("nodes")?.ok_or_else(|| r.error("nodes is empty"))?,
-            gpu_model: r.text("gpu_model")?,
-            storage: r.text("storage")?,
-            dataset: r.text("dataset")?,
+            setup: RunSetup {
+                suite: suite.name().to_string(),
+                model: r.text("model")?,
+                framework: r.text("framework")?,
+                precision: r.text("precision")?,
+                batch_size_per_gpu: r.whole("batch_size_per_gpu")?,
+                gpus: r.whole("gpus")?.ok_or_else(|| r.error("gpus is empty"))?,
+                nodes: r.whole("nodes")?.ok_or_else(|| r.error("nodes is empty"))?,
+                gpu_model: r.text("gpu_model")?,
+                storage: r.text("storage")?,
+                dataset: r.text("dataset")?,
+            },
             source: r.required("source")?,
             notes: Some(notes),
             metrics,
@@ -254,10 +256,10 @@ mod tests {
         assert_eq!(runs.len(), 34);
         let first = &runs[0];
         assert_eq!(first.source, "isilon-dss8440-2019");
-        assert_eq!(first.suite, "tf_cnn_benchmarks");
-        assert_eq!(first.model.as_deref(), Some("GoogleNet"));
-        assert_eq!((first.gpus, first.nodes), (1, 1));
-        assert_eq!(first.batch_size_per_gpu, Some(1024));
+        assert_eq!(first.setup.suite, "tf_cnn_benchmarks");
+        assert_eq!(first.setup.model.as_deref(), Some("GoogleNet"));
+        assert_eq!((first.setup.gpus, first.setup.nodes), (1, 1));
+        assert_eq!(first.setup.batch_size_per_gpu, Some(1024));
         assert_eq!(
             first.metrics,
             [Metric {
@@ -271,9 +273,12 @@ mod tests {
             Some("Dell EMC DSS 8440; container 19.03-py3")
         );
         let fio = runs.last().expect("fio row");
-        assert_eq!(fio.suite, "fio");
+        assert_eq!(fio.setup.suite, "fio");
         assert_eq!(
-            (fio.framework.as_deref(), fio.precision.as_deref()),
+            (
+                fio.setup.framework.as_deref(),
+                fio.setup.precision.as_deref()
+            ),
             (None, None)
         );
         assert_eq!(fio.metrics.len(), 1);

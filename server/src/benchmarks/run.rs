@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{is_metric_name, Metric, Suite};
+use super::{is_metric_name, Metric, RunSetup, Suite};
 use crate::accounting::{bad, parse_time, FieldError};
 use crate::store::{BenchmarkFilter, BenchmarkRecord, BenchmarkRun, BenchmarkSort};
 
@@ -185,16 +185,18 @@ impl NewRun {
             return Err(bad("metrics", format!("{} appears twice", twice[0].name)));
         }
         Ok(BenchmarkRun {
-            suite: suite.name().to_string(),
-            model: text("model", &self.model, MAX_TEXT)?,
-            framework: text("framework", &self.framework, MAX_TEXT)?,
-            precision: text("precision", &self.precision, MAX_TEXT)?,
-            batch_size_per_gpu: self.batch_size_per_gpu,
-            gpus: self.gpus,
-            nodes,
-            gpu_model: text("gpu_model", &self.gpu_model, MAX_TEXT)?,
-            storage: text("storage", &self.storage, MAX_TEXT)?,
-            dataset: text("dataset", &self.dataset, MAX_TEXT)?,
+            setup: RunSetup {
+                suite: suite.name().to_string(),
+                model: text("model", &self.model, MAX_TEXT)?,
+                framework: text("framework", &self.framework, MAX_TEXT)?,
+                precision: text("precision", &self.precision, MAX_TEXT)?,
+                batch_size_per_gpu: self.batch_size_per_gpu,
+                gpus: self.gpus,
+                nodes,
+                gpu_model: text("gpu_model", &self.gpu_model, MAX_TEXT)?,
+                storage: text("storage", &self.storage, MAX_TEXT)?,
+                dataset: text("dataset", &self.dataset, MAX_TEXT)?,
+            },
             started_at,
             ended_at,
             job_id: self.job_id,
@@ -404,13 +406,13 @@ mod tests {
     #[test]
     fn a_good_run_is_stored_tidied() {
         let stored = run().check("alice").expect("good");
-        assert_eq!(stored.model.as_deref(), Some("ResNet-50"));
-        assert_eq!((stored.gpus, stored.nodes), (8, 1));
+        assert_eq!(stored.setup.model.as_deref(), Some("ResNet-50"));
+        assert_eq!((stored.setup.gpus, stored.setup.nodes), (8, 1));
         assert_eq!(stored.tags, "nightly,a100");
         assert_eq!(stored.metrics[0].name, "images_per_sec", "in name order");
         assert_eq!(stored.source, "local");
         assert_eq!(stored.user_name, "alice");
-        assert_eq!(stored.framework, None);
+        assert_eq!(stored.setup.framework, None);
     }
 
     #[test]

@@ -339,12 +339,12 @@ fn run_demand(run: &BenchmarkRecord) -> Result<Figure, FieldError> {
             )
         })?;
     Ok(Figure {
-        value: read.value / run.run.gpus.max(1) as f64,
+        value: read.value / run.run.setup.gpus.max(1) as f64,
         from: format!(
             "run {}: {} MB/s on {} GPUs",
             run.id,
             figure(read.value),
-            run.run.gpus
+            run.run.setup.gpus
         ),
     })
 }
@@ -566,7 +566,10 @@ mod tests {
             id: 7,
             created_at: 0,
             run: crate::store::BenchmarkRun {
-                gpus: 4,
+                setup: crate::benchmarks::RunSetup {
+                    gpus: 4,
+                    ..Default::default()
+                },
                 metrics: vec![crate::benchmarks::Metric {
                     name: names::STORAGE_MB_PER_S.into(),
                     value: 360.0,

@@ -1,6 +1,7 @@
-//! The vocabulary of benchmark runs: the suites atrium reads and the metrics they
-//! report, shared by the submission parser (`#ATRIUM --benchmark`), the store and the
-//! benchmark records (`bench`).
+//! The vocabulary of benchmark runs: the suites atrium reads, the metrics they
+//! report, and what a run is (its [`RunSetup`]), shared by the submission parser
+//! (`#ATRIUM --benchmark`), the store, the benchmark records (`benchmarks`) and the
+//! services' view of a run.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -62,6 +63,32 @@ impl Suite {
             _ => None,
         }
     }
+}
+
+// The stored row (`store::BenchmarkRun`) and the API's and pages' view of a run
+// (`services::benchmarks::RunInfo`, its fields inline) both carry one; a run as posted
+// (`benchmarks::run::NewRun`, which refuses unknown fields and so keeps its own) is
+// checked into one.
+/// What a benchmark run is: the suite, what it trained or read, and on what (GPUs,
+/// nodes, storage). Text a run does not say is absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+pub struct RunSetup {
+    /// A suite's name (`tf_cnn_benchmarks`, `fio` …).
+    pub suite: String,
+    pub model: Option<String>,
+    pub framework: Option<String>,
+    /// `fp16`, `fp32`, `amp` …
+    pub precision: Option<String>,
+    pub batch_size_per_gpu: Option<i64>,
+    /// 0 for a storage or CPU benchmark.
+    pub gpus: i64,
+    /// 1 or more.
+    pub nodes: i64,
+    /// `A100`, `V100-SXM2-16GB` …
+    pub gpu_model: Option<String>,
+    /// The storage system the data was read from.
+    pub storage: Option<String>,
+    pub dataset: Option<String>,
 }
 
 /// One measured figure: `images_per_sec`, `storage_mb_per_s`, `read_iops`,

@@ -15,7 +15,7 @@ use crate::auth::Principal;
 use crate::benchmarks::reference;
 use crate::benchmarks::run::{may_delete, DeleteRefusal, ListQuery, NewRun};
 use crate::benchmarks::sizing::{advise, Advice, SizingQuery};
-use crate::benchmarks::Metric;
+use crate::benchmarks::{Metric, RunSetup};
 use crate::store::{BenchmarkRecord, NewAuditEntry, Store, StoreError};
 use crate::util::{now_ms, rfc3339};
 
@@ -27,16 +27,9 @@ pub struct RunInfo {
     pub source: String,
     /// Whether this is a published reference run (read-only).
     pub reference: bool,
-    pub suite: String,
-    pub model: Option<String>,
-    pub framework: Option<String>,
-    pub precision: Option<String>,
-    pub batch_size_per_gpu: Option<i64>,
-    pub gpus: i64,
-    pub nodes: i64,
-    pub gpu_model: Option<String>,
-    pub storage: Option<String>,
-    pub dataset: Option<String>,
+    /// What the run is (suite, model, GPUs, storage …), its fields inline.
+    #[serde(flatten)]
+    pub setup: RunSetup,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub job_id: Option<i64>,
@@ -56,16 +49,7 @@ impl From<BenchmarkRecord> for RunInfo {
             id: r.id,
             source: run.source,
             reference,
-            suite: run.suite,
-            model: run.model,
-            framework: run.framework,
-            precision: run.precision,
-            batch_size_per_gpu: run.batch_size_per_gpu,
-            gpus: run.gpus,
-            nodes: run.nodes,
-            gpu_model: run.gpu_model,
-            storage: run.storage,
-            dataset: run.dataset,
+            setup: run.setup,
             started_at: run.started_at.map(rfc3339),
             ended_at: run.ended_at.map(rfc3339),
             job_id: run.job_id,

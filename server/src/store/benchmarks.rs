@@ -10,27 +10,16 @@ use sqlx::Row;
 
 use super::sql::{Arg, Sql};
 use super::{opt_i64, NewAuditEntry, Result, Store, StoreError};
-use crate::domain::benchmark::Metric;
+use crate::domain::benchmark::{Metric, RunSetup};
 
 /// What the runs recorded here carry as `source`.
 pub const LOCAL: &str = "local";
 
-/// A benchmark run: what ran, on what, and what it measured. Text a run does not say
-/// is `None`; times are Unix ms.
+/// A benchmark run as stored: what it is, when it ran, who recorded it, and what it
+/// measured. Text a run does not say is `None`; times are Unix ms.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BenchmarkRun {
-    /// A suite's name (`tf_cnn_benchmarks`, `fio` …).
-    pub suite: String,
-    pub model: Option<String>,
-    pub framework: Option<String>,
-    pub precision: Option<String>,
-    pub batch_size_per_gpu: Option<i64>,
-    pub gpus: i64,
-    pub nodes: i64,
-    pub gpu_model: Option<String>,
-    /// The storage system the data was read from.
-    pub storage: Option<String>,
-    pub dataset: Option<String>,
+    pub setup: RunSetup,
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
     /// The job it came from.
@@ -111,16 +100,18 @@ fn record(row: &AnyRow) -> Result<BenchmarkRecord> {
         id: row.try_get("id")?,
         created_at: row.try_get("created_at")?,
         run: BenchmarkRun {
-            suite: row.try_get("suite")?,
-            model: row.try_get("model")?,
-            framework: row.try_get("framework")?,
-            precision: row.try_get("precision")?,
-            batch_size_per_gpu: opt_i64(row, "batch_size_per_gpu")?,
-            gpus: row.try_get("gpus")?,
-            nodes: row.try_get("nodes")?,
-            gpu_model: row.try_get("gpu_model")?,
-            storage: row.try_get("storage")?,
-            dataset: row.try_get("dataset")?,
+            setup: RunSetup {
+                suite: row.try_get("suite")?,
+                model: row.try_get("model")?,
+                framework: row.try_get("framework")?,
+                precision: row.try_get("precision")?,
+                batch_size_per_gpu: opt_i64(row, "batch_size_per_gpu")?,
+                gpus: row.try_get("gpus")?,
+                nodes: row.try_get("nodes")?,
+                gpu_model: row.try_get("gpu_model")?,
+                storage: row.try_get("storage")?,
+                dataset: row.try_get("dataset")?,
+            },
             started_at: opt_i64(row, "started_at")?,
             ended_at: opt_i64(row, "ended_at")?,
             job_id: opt_i64(row, "job_id")?,
@@ -202,6 +193,7 @@ fn order_sql<'a>(sort: &'a BenchmarkSort, sql: &mut Sql<'a>) -> String {
 }
 
 async fn insert_run(conn: &mut sqlx::AnyConnection, run: &BenchmarkRun, now: i64) -> Result<i64> {
+    let setup = &run.setup;
     let row = sqlx::query(
         "INSERT INTO benchmark_runs (suite, model, framework, precision, batch_size_per_gpu, \
          gpus, nodes, gpu_model, storage, dataset, started_at, ended_at, job_id, user_name, \
@@ -209,16 +201,16 @@ async fn insert_run(conn: &mut sqlx::AnyConnection, run: &BenchmarkRun, now: i64
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
          RETURNING id",
     )
-    .bind(&run.suite)
-    .bind(&run.model)
-    .bind(&run.framework)
-    .bind(&run.precision)
-    .bind(run.batch_size_per_gpu)
-    .bind(run.gpus)
-    .bind(run.nodes)
-    .bind(&run.gpu_model)
-    .bind(&run.storage)
-    .bind(&run.dataset)
+    .bind(&setup.suite)
+    .bind(&setup.model)
+    .bind(&setup.framework)
+    .bind(&setup.precision)
+    .bind(setup.batch_size_per_gpu)
+    .bind(setup.gpus)
+    .bind(setup.nodes)
+    .bind(&setup.gpu_model)
+    .bind(&setup.storage)
+    .bind(&setup.dataset)
     .bind(run.started_at)
     .bind(run.ended_at)
     .bind(run.job_id)
@@ -247,7 +239,7 @@ async fn insert_run(conn: &mut sqlx::AnyConnection, run: &BenchmarkRun, now: i64
 
 impl Store {
     /// Record a run with its metrics.
-    #[tracing::instrument(skip_all, fields(suite = %run.suite, user = %run.user_name), err)]
+    #[tracing::instrument(skip_all, fields(suite = %run.setup.suite, user = %run.user_name), err)]
     pub async fn create_benchmark_run(
         &self,
         run: &BenchmarkRun,

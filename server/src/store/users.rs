@@ -111,27 +111,40 @@ fn user_from_row(row: &AnyRow) -> Result<User> {
     })
 }
 
+/// Insert `user` as a local account with `uid` and `gid` (the callers decide them);
+/// the row as stored. `Conflict` when the name is taken.
+async fn insert_local_user(
+    conn: &mut sqlx::AnyConnection,
+    user: &NewUser,
+    uid: Option<i64>,
+    gid: Option<i64>,
+    now: i64,
+) -> Result<User> {
+    let row = sqlx::query(&format!(
+        "INSERT INTO users (username, display_name, email, source, password_hash, \
+         uid_number, gid_number, home, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'local', $4, $5, $6, $7, $8, $8) RETURNING {USER_COLUMNS}"
+    ))
+    .bind(&user.username)
+    .bind(&user.display_name)
+    .bind(&user.email)
+    .bind(&user.password_hash)
+    .bind(uid)
+    .bind(gid)
+    .bind(&user.home)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(|e| StoreError::conflict_on_unique(e, format!("user {}", user.username)))?;
+    user_from_row(&row)
+}
+
 impl Store {
     /// Create a local account.
     #[tracing::instrument(skip_all, fields(username = %user.username), err)]
     pub async fn create_local_user(&self, user: &NewUser, now: i64) -> Result<User> {
-        let row = sqlx::query(&format!(
-            "INSERT INTO users (username, display_name, email, source, password_hash, \
-             uid_number, gid_number, home, created_at, updated_at) \
-             VALUES ($1, $2, $3, 'local', $4, $5, $6, $7, $8, $8) RETURNING {USER_COLUMNS}"
-        ))
-        .bind(&user.username)
-        .bind(&user.display_name)
-        .bind(&user.email)
-        .bind(&user.password_hash)
-        .bind(user.uid_number)
-        .bind(user.gid_number)
-        .bind(&user.home)
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| StoreError::conflict_on_unique(e, format!("user {}", user.username)))?;
-        user_from_row(&row)
+        let mut conn = self.pool.acquire().await?;
+        insert_local_user(&mut conn, user, user.uid_number, user.gid_number, now).await
     }
 
     /// Create a local account with the lowest free uid of `range`: a number that no
@@ -182,23 +195,9 @@ impl Store {
         .await
         .map_err(|e| StoreError::Database(sqlx::Error::Protocol(e.to_string())))?;
         let uid = free.ok_or(StoreError::NoFreeUid { min, max })?;
-        let row = sqlx::query(&format!(
-            "INSERT INTO users (username, display_name, email, source, password_hash, \
-             uid_number, gid_number, home, created_at, updated_at) \
-             VALUES ($1, $2, $3, 'local', $4, $5, $6, $7, $8, $8) RETURNING {USER_COLUMNS}"
-        ))
-        .bind(&user.username)
-        .bind(&user.display_name)
-        .bind(&user.email)
-        .bind(&user.password_hash)
-        .bind(i64::from(uid))
-        .bind(user.gid_number.unwrap_or(i64::from(uid)))
-        .bind(&user.home)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(|e| StoreError::conflict_on_unique(e, format!("user {}", user.username)))?;
-        let created = user_from_row(&row)?;
+        let gid = user.gid_number.unwrap_or(i64::from(uid));
+        let created =
+            insert_local_user(&mut tx, user, Some(i64::from(uid)), Some(gid), now).await?;
         tx.commit().await?;
         Ok(created)
     }

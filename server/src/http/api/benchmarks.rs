@@ -115,16 +115,16 @@ pub fn csv(runs: &[RunInfo]) -> String {
         let mut line = vec![
             r.id.to_string(),
             csv_field(&r.source),
-            csv_field(&r.suite),
-            text(&r.model),
-            text(&r.framework),
-            text(&r.precision),
-            number(r.batch_size_per_gpu),
-            r.gpus.to_string(),
-            r.nodes.to_string(),
-            text(&r.gpu_model),
-            text(&r.storage),
-            text(&r.dataset),
+            csv_field(&r.setup.suite),
+            text(&r.setup.model),
+            text(&r.setup.framework),
+            text(&r.setup.precision),
+            number(r.setup.batch_size_per_gpu),
+            r.setup.gpus.to_string(),
+            r.setup.nodes.to_string(),
+            text(&r.setup.gpu_model),
+            text(&r.setup.storage),
+            text(&r.setup.dataset),
             text(&r.started_at),
             text(&r.ended_at),
             number(r.job_id),
@@ -237,7 +237,7 @@ pub async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benchmarks::Metric;
+    use crate::benchmarks::{Metric, RunSetup};
     use crate::store::{BenchmarkRecord, BenchmarkRun};
 
     #[test]
@@ -247,10 +247,13 @@ mod tests {
                 id,
                 created_at: 0,
                 run: BenchmarkRun {
-                    suite: "fio".into(),
-                    model: Some("=seq, read".into()),
-                    gpus: 1,
-                    nodes: 1,
+                    setup: RunSetup {
+                        suite: "fio".into(),
+                        model: Some("=seq, read".into()),
+                        gpus: 1,
+                        nodes: 1,
+                        ..RunSetup::default()
+                    },
                     user_name: "alice".into(),
                     tags: "a,b".into(),
                     source: "local".into(),

@@ -127,7 +127,10 @@ pub async fn list(
         }
     };
     let model_chosen = query.filter.model.is_some();
-    let models: BTreeSet<&str> = runs.iter().filter_map(|r| r.model.as_deref()).collect();
+    let models: BTreeSet<&str> = runs
+        .iter()
+        .filter_map(|r| r.setup.model.as_deref())
+        .collect();
     let model_links = if model_chosen {
         Vec::new()
     } else {
@@ -248,7 +251,7 @@ pub async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benchmarks::Metric;
+    use crate::benchmarks::{Metric, RunSetup};
     use crate::http::pages::tests::nav;
     use crate::store::{BenchmarkRecord, BenchmarkRun};
 
@@ -257,10 +260,13 @@ mod tests {
             id: 7,
             created_at: 0,
             run: BenchmarkRun {
-                suite: "tf_cnn_benchmarks".into(),
-                model: Some(model.into()),
-                gpus: 8,
-                nodes: 1,
+                setup: RunSetup {
+                    suite: "tf_cnn_benchmarks".into(),
+                    model: Some(model.into()),
+                    gpus: 8,
+                    nodes: 1,
+                    ..RunSetup::default()
+                },
                 user_name: "alice".into(),
                 source: source.into(),
                 metrics: vec![
