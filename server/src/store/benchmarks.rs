@@ -1,8 +1,8 @@
 //! Benchmark runs and their metrics: the runs recorded on this portal (`source`
 //! `local`) and the published reference runs, seeded from the binary at startup.
 //!
-//! Must not touch: checking a run's values (the `bench` module does) or who may delete
-//! what (the API decides). Reference runs are never deleted one by one: only a new
+//! Must not touch: checking a run's values (`benchmarks::run` does) or who may delete
+//! what (the Benchmarks service decides). Reference runs are never deleted one by one: only a new
 //! version of the reference data replaces them all.
 
 use sqlx::any::AnyRow;

@@ -3,7 +3,7 @@
 //!
 //! Owns: laying out what the admin API's functions return, and the forms that call
 //! them. Must not touch: the rules (who may do what, what a valid quota or reason
-//! is, what is audited); the API modules and `crate::services` decide those, and these
+//! is, what is audited); the services (`crate::services`) decide those, and these
 //! pages call the same functions. Anyone signed in who is not an administrator gets a
 //! 403 page on every route here; no one signed in goes to the login page.
 
