@@ -1,8 +1,7 @@
 //! The administrators' pages under `/admin`: an overview, users, groups, quotas,
 //! everyone's jobs and sessions, nodes, and the audit log.
 //!
-//! Owns: laying out what the admin API's functions return, and the forms that call
-//! them. Must not touch: the rules (who may do what, what a valid quota or reason
+//! Owns: laying out what the services return, and the forms that call them. Must not touch: the rules (who may do what, what a valid quota or reason
 //! is, what is audited); the services (`crate::services`) decide those, and these
 //! pages call the same functions. Anyone signed in who is not an administrator gets a
 //! 403 page on every route here; no one signed in goes to the login page.
