@@ -185,15 +185,7 @@ impl Sessions {
                 home,
             });
         }
-        let id = crate::identities::Identities::new(self.inner.store.clone(), true)
-            .posix(user)
-            .await?
-            .ok_or_else(|| {
-                SessionError::Forbidden(format!(
-                    "account {user} has no POSIX identity (uid); ask an administrator"
-                ))
-            })?;
-        Ok(Identity::from_posix(user, id))
+        Ok(self.inner.identities.require(user).await?)
     }
 
     /// Folders a user's paths may name: their home is added by the caller; project

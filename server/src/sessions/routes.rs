@@ -191,7 +191,8 @@ impl Sessions {
                 continue;
             }
             let uid = if self.inner.drop_privileges {
-                crate::identities::Identities::new(self.inner.store.clone(), true)
+                self.inner
+                    .identities
                     .posix(&record.user_name)
                     .await?
                     .map(|i| i.uid)
