@@ -28,8 +28,8 @@ pub use config::{
 pub use error::{ConfigError, OpError, SubmitError};
 pub use model::*;
 pub use parse::{
-    compress_hostlist, parse_args, parse_args_with, parse_script, parse_script_with, MaxArraySize,
-    ParseError, ParseLimits,
+    compress_hostlist, parse_args, parse_args_with, parse_script, parse_script_with,
+    parse_submission, MaxArraySize, ParseError, ParseLimits,
 };
 pub use policy::limits::LimitUsage;
 pub use snapshot::Snapshot;

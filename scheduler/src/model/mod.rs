@@ -17,7 +17,8 @@ pub use node::{NodeCommand, NodeConfig, NodeState};
 pub use partition::PartitionConfig;
 pub use request::{
     ArraySpec, BeginTime, Constraint, DepKind, DepTarget, Dependency, DependencyItem, ExportSpec,
-    GpuPer, GpuRequest, JobRequest, MemoryRequest, NodeRange, SliceKind, TimeLimit,
+    GpuPer, GpuRequest, IgnoredOption, JobRequest, License, MailTypes, MemoryRequest, NodeRange,
+    OpenMode, SignalSpec, SliceKind, TimeLimit,
 };
 
 /// Seconds since the Unix epoch (UTC). The scheduler never reads a clock: every

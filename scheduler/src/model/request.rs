@@ -63,6 +63,74 @@ pub struct JobRequest {
     pub requeue: Option<bool>,
     /// `--nice`: lowers the job's priority by this much (users: >= 0).
     pub nice: Option<i32>,
+    /// `--signal=[{R|B}:]SIG[@TIME]`: a signal sent before the time limit.
+    pub signal: Option<SignalSpec>,
+    /// `--open-mode`: append to or truncate the output files (default: truncate).
+    pub open_mode: Option<OpenMode>,
+    /// `--mail-type`: the events a notification is sent for.
+    pub mail_type: Option<MailTypes>,
+    /// `--mail-user`: whom notifications go to (default: the submitting user).
+    pub mail_user: Option<String>,
+    /// `--gpus-per-task=[type:]N`: GPUs each task gets (the job's GPUs are this
+    /// times the tasks, unless GPUs are asked otherwise).
+    pub gpus_per_task: Option<u32>,
+    /// `--ntasks-per-gpu`: tasks per allocated GPU (the job's tasks, unless `-n`).
+    pub ntasks_per_gpu: Option<u32>,
+    /// `--gpu-bind`: how `srun` binds tasks to GPUs, as written.
+    pub gpu_bind: Option<String>,
+    /// `-L/--licenses`: counted site resources (`name[:count]`).
+    pub licenses: Vec<License>,
+    /// `--time-min`: the job may start with any limit from this up to `--time`.
+    pub time_min: Option<TimeLimit>,
+    /// `--deadline`: the job is cancelled if it cannot end by then.
+    pub deadline: Option<BeginTime>,
+    /// `--get-user-env`: the job starts from the user's login environment.
+    pub get_user_env: bool,
+    /// Options accepted that mean nothing on this site, as Slurm ignores them.
+    pub ignored: Vec<IgnoredOption>,
+}
+
+/// `--signal`: which signal, to whom, how long before the time limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SignalSpec {
+    /// The signal's number (`USR1` is 10 on Linux).
+    pub signal: i32,
+    /// `B:`: the batch shell only; otherwise every process of the job but the shell.
+    pub batch_only: bool,
+    /// `R:`: also before a reservation ends (no reservations here: recorded only).
+    pub reservation: bool,
+    /// Seconds before the time limit (Slurm's default: 60).
+    pub seconds_before: u32,
+}
+
+/// `--open-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenMode {
+    Append,
+    Truncate,
+}
+
+/// `--mail-type`: events, as a set of flags (`BEGIN`, `END`, `FAIL` …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct MailTypes(pub u16);
+
+/// One `-L` item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct License {
+    pub name: String,
+    pub count: u32,
+}
+
+/// An option accepted and not acted on, with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IgnoredOption {
+    /// The long option as written in full (`--cores-per-socket=4`).
+    pub option: String,
+    /// Why it means nothing here.
+    pub reason: String,
 }
 
 /// `-N min[-max]`. The scheduler allocates `min` nodes.

@@ -8,24 +8,26 @@ mod array;
 mod dependency;
 mod hostlist;
 pub mod limits;
+pub mod options;
 mod time;
 mod values;
 
 pub use hostlist::{compress_hostlist, expand_hostlist};
 pub use limits::{MaxArraySize, ParseLimits};
 pub use time::format_duration;
-pub use values::{expand_pattern, PatternContext};
+pub use values::{expand_pattern, signal_name, PatternContext, MAIL_TYPES};
 
 #[allow(unused_imports)]
 pub(crate) use time::{civil_from_days, days_from_civil};
 
 use crate::model::{
-    ArraySpec, BeginTime, Constraint, Dependency, ExportSpec, GpuPer, JobRequest, MemoryRequest,
-    NodeRange, TimeLimit,
+    ArraySpec, BeginTime, Constraint, Dependency, ExportSpec, GpuPer, GpuRequest, IgnoredOption,
+    JobRequest, MailTypes, MemoryRequest, NodeRange, OpenMode, SignalSpec, SliceKind, TimeLimit,
 };
 use limits::{
     at_most, MAX_COMMENT_BYTES, MAX_DIRECTIVES, MAX_DIRECTIVE_BYTES, MAX_NAME_BYTES, PATH_MAX,
 };
+use options::{Arg, LookupError, SbatchOption, Support};
 use std::fmt;
 
 /// A malformed, unknown or over-size directive.
@@ -54,8 +56,35 @@ pub fn parse_script(script: &str) -> Result<JobRequest, ParseError> {
 /// directive line is at most [`MAX_DIRECTIVE_BYTES`] long, and the lines give at
 /// most [`MAX_DIRECTIVES`] options.
 pub fn parse_script_with(script: &str, limits: &ParseLimits) -> Result<JobRequest, ParseError> {
+    parse_submission::<&str>(script, &[], limits)
+}
+
+/// Parses a batch script and the command-line options given with it, as `sbatch`
+/// does: the options override the script's directives (they are applied after
+/// them). Errors in the options report line 0.
+pub fn parse_submission<S: AsRef<str>>(
+    script: &str,
+    args: &[S],
+    limits: &ParseLimits,
+) -> Result<JobRequest, ParseError> {
     let mut req = JobRequest::default();
-    let mut gpu_option: Option<&'static str> = None;
+    let mut state = State::default();
+    script_directives(&mut req, script, limits, &mut state)?;
+    if !args.is_empty() {
+        // An option on the command line replaces the script's GPU request.
+        state.gpu_option = None;
+        option_words(&mut req, args, limits, &mut state)?;
+    }
+    finish(&mut req, &state);
+    Ok(req)
+}
+
+fn script_directives(
+    req: &mut JobRequest,
+    script: &str,
+    limits: &ParseLimits,
+    state: &mut State,
+) -> Result<(), ParseError> {
     let mut count = 0;
     for (i, raw) in script.lines().enumerate() {
         let line_no = i + 1;
@@ -86,14 +115,14 @@ pub fn parse_script_with(script: &str, limits: &ParseLimits) -> Result<JobReques
             field: "script",
             limits,
         };
-        count += apply_words(&mut req, &words, &cx, &mut gpu_option)?;
+        count += apply_words(req, &words, &cx, state)?;
         if count > MAX_DIRECTIVES {
             return Err(script_error(format!(
                 "more than {MAX_DIRECTIVES} directives"
             )));
         }
     }
-    Ok(req)
+    Ok(())
 }
 
 /// Parses `sbatch` command-line options (no script body) with the default
@@ -109,6 +138,15 @@ pub fn parse_args_with<S: AsRef<str>>(
     args: &[S],
     limits: &ParseLimits,
 ) -> Result<JobRequest, ParseError> {
+    parse_submission("", args, limits)
+}
+
+fn option_words<S: AsRef<str>>(
+    req: &mut JobRequest,
+    args: &[S],
+    limits: &ParseLimits,
+    state: &mut State,
+) -> Result<(), ParseError> {
     let options_error = |directive: &str, message: String| ParseError {
         line: 0,
         directive: directive.into(),
@@ -133,20 +171,18 @@ pub fn parse_args_with<S: AsRef<str>>(
         }
         words.push(a.to_string());
     }
-    let mut req = JobRequest::default();
-    let mut gpu_option = None;
     let cx = Words {
         line: 0,
         field: "options",
         limits,
     };
-    if apply_words(&mut req, &words, &cx, &mut gpu_option)? > MAX_DIRECTIVES {
+    if apply_words(req, &words, &cx, state)? > MAX_DIRECTIVES {
         return Err(options_error(
             "options",
             format!("more than {MAX_DIRECTIVES} options"),
         ));
     }
-    Ok(req)
+    Ok(())
 }
 
 /// Where a list of words comes from: its line, what to call it when the error is
@@ -194,111 +230,212 @@ fn split_words(s: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// How an option takes its value.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Arity {
-    Flag,
-    Value,
+/// What the parser keeps between the options of one submission.
+#[derive(Default)]
+struct State {
+    /// The option that set the GPU request (`gres`, `gpus`, `gpus-per-node`): two
+    /// different ones conflict.
+    gpu_option: Option<&'static str>,
+    /// The type of `--gpus-per-task=type:N`.
+    task_gpu_type: Option<String>,
 }
 
-/// Canonical long name and arity of an option as written (`-N`, `--nodes`).
-fn lookup(name: &str) -> Option<(&'static str, Arity)> {
-    use Arity::*;
-    Some(match name {
-        "-J" | "--job-name" => ("--job-name", Value),
-        "-p" | "--partition" => ("--partition", Value),
-        "-N" | "--nodes" => ("--nodes", Value),
-        "-n" | "--ntasks" => ("--ntasks", Value),
-        "--ntasks-per-node" => ("--ntasks-per-node", Value),
-        "-c" | "--cpus-per-task" => ("--cpus-per-task", Value),
-        "--mem" => ("--mem", Value),
-        "--mem-per-cpu" => ("--mem-per-cpu", Value),
-        "--mem-per-gpu" => ("--mem-per-gpu", Value),
-        "--cpus-per-gpu" => ("--cpus-per-gpu", Value),
-        "--gres" => ("--gres", Value),
-        "-G" | "--gpus" => ("--gpus", Value),
-        "--gpus-per-node" => ("--gpus-per-node", Value),
-        "-t" | "--time" => ("--time", Value),
-        "-a" | "--array" => ("--array", Value),
-        "-d" | "--dependency" => ("--dependency", Value),
-        "-o" | "--output" => ("--output", Value),
-        "-e" | "--error" => ("--error", Value),
-        "-D" | "--chdir" => ("--chdir", Value),
-        "--export" => ("--export", Value),
-        "-A" | "--account" => ("--account", Value),
-        "-q" | "--qos" => ("--qos", Value),
-        "-H" | "--hold" => ("--hold", Flag),
-        "--begin" | "-b" => ("--begin", Value),
-        "--exclusive" => ("--exclusive", Flag),
-        "-w" | "--nodelist" => ("--nodelist", Value),
-        "-x" | "--exclude" => ("--exclude", Value),
-        "-C" | "--constraint" => ("--constraint", Value),
-        "--comment" => ("--comment", Value),
-        "--requeue" => ("--requeue", Flag),
-        "--no-requeue" => ("--no-requeue", Flag),
-        "--nice" => ("--nice", Value),
-        _ => return None,
-    })
-}
-
-/// Applies options to `req`; returns how many there were.
+/// Applies options to `req`; returns how many there were. Long options may be
+/// shortened to a unique prefix; short flags may be grouped (`-Hk`); a short
+/// option's value may be attached (`-N2`, `-N=2`).
 fn apply_words(
     req: &mut JobRequest,
     words: &[String],
     cx: &Words<'_>,
-    gpu_option: &mut Option<&'static str>,
+    state: &mut State,
 ) -> Result<usize, ParseError> {
     let mut i = 0;
     let mut count = 0;
+    let err = |directive: &str, field: &'static str, message: String| ParseError {
+        line: cx.line,
+        directive: directive.to_string(),
+        field,
+        message,
+    };
     while i < words.len() {
         let word = &words[i];
-        let err = |directive: &str, field: &'static str, message: String| ParseError {
-            line: cx.line,
-            directive: directive.to_string(),
-            field,
-            message,
-        };
-        // Split `--opt=value`, `-Nvalue`, `-N=value`.
-        let (name, inline): (&str, Option<&str>) = if let Some(long) = word.strip_prefix("--") {
-            match long.split_once('=') {
-                Some((n, v)) => (&word[..n.len() + 2], Some(v)),
-                None => (word.as_str(), None),
+        if let Some(long) = word.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
+            };
+            let written = format!("--{name}");
+            let opt = options::find_long(name).map_err(|e| match e {
+                LookupError::Unknown => err(&written, cx.field, "unknown option".into()),
+                LookupError::Ambiguous(all) => err(
+                    &written,
+                    cx.field,
+                    format!("ambiguous: it could be --{}", all.join(", --")),
+                ),
+            })?;
+            let value = match (opt.arg, inline) {
+                (Arg::None, Some(_)) => {
+                    return Err(err(&written, opt.long, "takes no value".into()))
+                }
+                (Arg::None | Arg::Optional, None) => None,
+                (_, Some(v)) => Some(v),
+                (Arg::Required, None) => {
+                    i += 1;
+                    Some(
+                        words
+                            .get(i)
+                            .map(String::as_str)
+                            .ok_or_else(|| err(&written, opt.long, "missing value".into()))?,
+                    )
+                }
+            };
+            apply_option(req, opt, value, cx.limits, state)
+                .map_err(|m| err(&written, opt.long, m))?;
+            count += 1;
+        } else if word.len() >= 2 && word.starts_with('-') {
+            let body = &word[1..];
+            let mut pos = 0;
+            while let Some(c) = body[pos..].chars().next() {
+                let written = format!("-{c}");
+                let opt = options::find_short(c)
+                    .ok_or_else(|| err(&written, cx.field, "unknown option".into()))?;
+                pos += c.len_utf8();
+                let rest = &body[pos..];
+                let value = match opt.arg {
+                    Arg::None => None,
+                    Arg::Optional if rest.is_empty() => None,
+                    Arg::Optional => Some(rest),
+                    Arg::Required if rest.is_empty() => {
+                        i += 1;
+                        Some(
+                            words
+                                .get(i)
+                                .map(String::as_str)
+                                .ok_or_else(|| err(&written, opt.long, "missing value".into()))?,
+                        )
+                    }
+                    Arg::Required => Some(rest.strip_prefix('=').unwrap_or(rest)),
+                };
+                apply_option(req, opt, value, cx.limits, state)
+                    .map_err(|m| err(&written, opt.long, m))?;
+                count += 1;
+                if value.is_some() {
+                    break;
+                }
             }
-        } else if word.starts_with('-') && word.len() > 2 && word.is_char_boundary(2) {
-            let v = &word[2..];
-            (&word[..2], Some(v.strip_prefix('=').unwrap_or(v)))
-        } else if word.starts_with('-') && word.len() == 2 {
-            (word.as_str(), None)
         } else {
             return Err(err(
                 word,
                 cx.field,
                 "expected an option starting with - or --".into(),
             ));
-        };
-        let (canon, arity) =
-            lookup(name).ok_or_else(|| err(name, cx.field, "unknown option".into()))?;
-        let field = &canon[2..];
-        let value: Option<&str> = match (arity, inline) {
-            (Arity::Flag, None) => None,
-            (Arity::Flag, Some(_)) => return Err(err(name, field, "takes no value".into())),
-            (Arity::Value, Some(v)) => Some(v),
-            (Arity::Value, None) => {
-                i += 1;
-                Some(
-                    words
-                        .get(i)
-                        .map(String::as_str)
-                        .ok_or_else(|| err(name, field, "missing value".into()))?,
-                )
-            }
-        };
-        apply(req, canon, value.unwrap_or(""), cx.limits, gpu_option)
-            .map_err(|m| err(name, field, m))?;
+        }
         i += 1;
-        count += 1;
     }
     Ok(count)
+}
+
+/// Applies one option by what the table says of it.
+fn apply_option(
+    req: &mut JobRequest,
+    opt: &'static SbatchOption,
+    value: Option<&str>,
+    limits: &ParseLimits,
+    state: &mut State,
+) -> Result<(), String> {
+    match opt.support {
+        Support::Refused(why) => Err(why.to_string()),
+        Support::Implemented => apply(req, opt.long, value, limits, state),
+        Support::Ignored(why) => {
+            check_ignored(opt.long, value)?;
+            ignore(req, opt, value, why);
+            Ok(())
+        }
+        Support::Client => {
+            if let Some(v) = value {
+                non_empty(v)?;
+            }
+            ignore(
+                req,
+                opt,
+                value,
+                "acted on by atrium sbatch, the command line",
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Records an option as ignored (once per option: the last value given).
+fn ignore(req: &mut JobRequest, opt: &SbatchOption, value: Option<&str>, why: &str) {
+    let option = match value {
+        Some(v) => format!("--{}={v}", opt.long),
+        None => format!("--{}", opt.long),
+    };
+    let prefix = format!("--{}", opt.long);
+    req.ignored
+        .retain(|i| i.option != prefix && !i.option.starts_with(&format!("{prefix}=")));
+    req.ignored.push(IgnoredOption {
+        option,
+        reason: why.to_string(),
+    });
+}
+
+/// Checks the value of an ignored option with Slurm's grammar for it, so that what
+/// Slurm refuses is refused here too.
+fn check_ignored(long: &str, value: Option<&str>) -> Result<(), String> {
+    let Some(v) = value else { return Ok(()) };
+    let one_of = |words: &[&str]| -> Result<(), String> {
+        if words.iter().any(|w| w.eq_ignore_ascii_case(v)) {
+            Ok(())
+        } else {
+            Err(format!("expected {}, got \"{v}\"", words.join(" or ")))
+        }
+    };
+    match long {
+        "cores-per-socket" | "sockets-per-node" | "threads-per-core" | "core-spec"
+        | "thread-spec" | "mincpus" | "ntasks-per-core" | "ntasks-per-socket" => {
+            count_or_zero(v).map(drop)
+        }
+        "wait-all-nodes" | "oom-kill-step" => one_of(&["0", "1"]),
+        "kill-on-invalid-dep" => one_of(&["yes", "no"]),
+        "no-kill" => one_of(&["off"]),
+        "tmp" => values::memory_mb(v).map(drop),
+        "delay-boot" => v.parse::<TimeLimit>().map(drop),
+        "priority" if v.eq_ignore_ascii_case("top") => Ok(()),
+        "priority" => count_or_zero(v).map(drop),
+        "extra-node-info" => {
+            let ok = v.split(':').count() <= 3
+                && v.split(':').all(|p| {
+                    p == "*"
+                        || p.split('-')
+                            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                });
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("expected sockets[:cores[:threads]], got \"{v}\""))
+            }
+        }
+        "switches" => {
+            let (n, time) = v.split_once('@').unwrap_or((v, ""));
+            count_or_zero(n)?;
+            if !time.is_empty() {
+                time.parse::<TimeLimit>()?;
+            }
+            Ok(())
+        }
+        _ => non_empty(v).map(drop),
+    }
+}
+
+/// A count that may be 0 (`--core-spec=0`).
+fn count_or_zero(v: &str) -> Result<u32, String> {
+    if v.is_empty() || v.len() > 7 || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("expected a number, got \"{v}\""));
+    }
+    v.parse::<u32>()
+        .map_err(|_| format!("expected a number, got \"{v}\""))
 }
 
 fn positive(v: &str) -> Result<u32, String> {
@@ -333,27 +470,29 @@ fn non_empty(v: &str) -> Result<String, String> {
     }
 }
 
+/// Applies an option the scheduler implements.
 fn apply(
     req: &mut JobRequest,
-    canon: &'static str,
-    v: &str,
+    long: &'static str,
+    value: Option<&str>,
     limits: &ParseLimits,
-    gpu_option: &mut Option<&'static str>,
+    state: &mut State,
 ) -> Result<(), String> {
+    let v = value.unwrap_or("");
     let mut gpu = |req: &mut JobRequest, g| -> Result<(), String> {
-        if let Some(prev) = *gpu_option {
-            if prev != canon {
-                return Err(format!("conflicts with {prev}"));
+        if let Some(prev) = state.gpu_option {
+            if prev != long {
+                return Err(format!("conflicts with --{prev}"));
             }
         }
-        *gpu_option = Some(canon);
+        state.gpu_option = Some(long);
         req.gpus = Some(g);
         Ok(())
     };
-    match canon {
-        "--job-name" => req.name = Some(name(v)?),
-        "--partition" => req.partition = Some(name(v)?),
-        "--nodes" => {
+    match long {
+        "job-name" => req.name = Some(name(v)?),
+        "partition" => req.partition = Some(name(v)?),
+        "nodes" => {
             let r = match v.split_once('-') {
                 Some((a, b)) => NodeRange {
                     min: positive(a)?,
@@ -369,55 +508,133 @@ fn apply(
             }
             req.nodes = Some(r);
         }
-        "--ntasks" => req.ntasks = Some(positive(v)?),
-        "--ntasks-per-node" => req.ntasks_per_node = Some(positive(v)?),
-        "--cpus-per-task" => req.cpus_per_task = Some(positive(v)?),
-        "--cpus-per-gpu" => req.cpus_per_gpu = Some(positive(v)?),
-        "--mem" => req.memory = Some(MemoryRequest::PerNode(values::memory_mb(v)?)),
-        "--mem-per-cpu" => req.memory = Some(MemoryRequest::PerCpu(values::memory_mb(v)?)),
-        "--mem-per-gpu" => req.memory = Some(MemoryRequest::PerGpu(values::memory_mb(v)?)),
-        "--gres" => gpu(req, values::gres(v)?)?,
-        "--gpus" => gpu(req, values::gpus(v, GpuPer::Job)?)?,
-        "--gpus-per-node" => gpu(req, values::gpus(v, GpuPer::Node)?)?,
-        "--time" => req.time_limit = Some(v.parse::<TimeLimit>()?),
-        "--array" => req.array = Some(ArraySpec::parse(v, limits.max_array_size)?),
-        "--dependency" => req.dependency = Some(v.parse::<Dependency>()?),
-        "--output" | "--error" => {
+        "ntasks" => req.ntasks = Some(positive(v)?),
+        "ntasks-per-node" => req.ntasks_per_node = Some(positive(v)?),
+        "ntasks-per-gpu" => req.ntasks_per_gpu = Some(positive(v)?),
+        "cpus-per-task" => req.cpus_per_task = Some(positive(v)?),
+        "cpus-per-gpu" => req.cpus_per_gpu = Some(positive(v)?),
+        "mem" => req.memory = Some(MemoryRequest::PerNode(values::memory_mb(v)?)),
+        "mem-per-cpu" => req.memory = Some(MemoryRequest::PerCpu(values::positive_memory_mb(v)?)),
+        "mem-per-gpu" => req.memory = Some(MemoryRequest::PerGpu(values::positive_memory_mb(v)?)),
+        "gres" => gpu(req, values::gres(v)?)?,
+        "gpus" => gpu(req, values::gpus(v, GpuPer::Job)?)?,
+        "gpus-per-node" => gpu(req, values::gpus(v, GpuPer::Node)?)?,
+        "gpus-per-task" => {
+            let g = values::gpus(v, GpuPer::Job)?;
+            state.task_gpu_type = match g.kind {
+                crate::model::SliceKind::Gpu { r#type } => r#type,
+                crate::model::SliceKind::Shard => None,
+            };
+            req.gpus_per_task = Some(g.count);
+        }
+        "gpu-bind" => {
+            at_most("the binding", v, MAX_NAME_BYTES)?;
+            req.gpu_bind = Some(non_empty(v)?);
+        }
+        "time" => req.time_limit = Some(v.parse::<TimeLimit>()?),
+        "time-min" => req.time_min = Some(v.parse::<TimeLimit>()?),
+        "array" => req.array = Some(ArraySpec::parse(v, limits.max_array_size)?),
+        "dependency" => req.dependency = Some(v.parse::<Dependency>()?),
+        "output" | "error" => {
             let p = path(v)?;
             values::check_pattern(&p)?;
-            if canon == "--output" {
+            if long == "output" {
                 req.output = Some(p);
             } else {
                 req.error = Some(p);
             }
         }
-        "--chdir" => req.chdir = Some(path(v)?),
-        "--export" => req.export = Some(v.parse::<ExportSpec>()?),
-        "--account" => req.account = Some(name(v)?),
-        "--qos" => req.qos = Some(name(v)?),
-        "--hold" => req.hold = true,
-        "--begin" => req.begin = Some(v.parse::<BeginTime>()?),
-        "--exclusive" => req.exclusive = true,
-        "--nodelist" => req.nodelist = expand_hostlist(v)?,
-        "--exclude" => req.exclude = expand_hostlist(v)?,
-        "--constraint" => req.constraint = Some(v.parse::<Constraint>()?),
-        "--comment" => {
+        "chdir" => req.chdir = Some(path(v)?),
+        "export" => req.export = Some(v.parse::<ExportSpec>()?),
+        "account" => req.account = Some(name(v)?),
+        "qos" => req.qos = Some(name(v)?),
+        "hold" => req.hold = true,
+        "begin" => req.begin = Some(v.parse::<BeginTime>()?),
+        "deadline" => req.deadline = Some(v.parse::<BeginTime>()?),
+        "exclusive" => {
+            if let Some(mode) = value {
+                if !["user", "mcs", "topo"]
+                    .iter()
+                    .any(|m| m.eq_ignore_ascii_case(mode))
+                {
+                    return Err(format!("expected user, mcs or topo, got \"{mode}\""));
+                }
+            }
+            req.exclusive = true;
+        }
+        "nodelist" => req.nodelist = expand_hostlist(v)?,
+        "exclude" => req.exclude = expand_hostlist(v)?,
+        "constraint" => req.constraint = Some(v.parse::<Constraint>()?),
+        "comment" => {
             at_most("the comment", v, MAX_COMMENT_BYTES)?;
             req.comment = Some(non_empty(v)?);
         }
-        "--requeue" => req.requeue = Some(true),
-        "--no-requeue" => req.requeue = Some(false),
-        "--nice" => {
-            let n: i32 = v
-                .parse()
-                .ok()
-                .filter(|n: &i32| n.unsigned_abs() <= 1_000_000)
-                .ok_or_else(|| format!("expected an integer, got \"{v}\""))?;
+        "requeue" => req.requeue = Some(true),
+        "no-requeue" => req.requeue = Some(false),
+        "nice" => {
+            let n: i32 = match value {
+                None => 100,
+                Some(v) => v
+                    .parse()
+                    .ok()
+                    .filter(|n: &i32| n.unsigned_abs() <= 1_000_000)
+                    .ok_or_else(|| format!("expected an integer, got \"{v}\""))?,
+            };
             req.nice = Some(n);
         }
-        other => return Err(format!("unhandled option {other}")),
+        "signal" => req.signal = Some(v.parse::<SignalSpec>()?),
+        "open-mode" => {
+            req.open_mode = Some(match v.as_bytes().first() {
+                Some(b'a' | b'A') => OpenMode::Append,
+                Some(b't' | b'T') => OpenMode::Truncate,
+                _ => return Err(format!("expected append or truncate, got \"{v}\"")),
+            })
+        }
+        "mail-type" => req.mail_type = Some(v.parse::<MailTypes>()?),
+        "mail-user" => {
+            at_most("the address", v, MAX_NAME_BYTES)?;
+            if v.is_empty() || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!("expected a user name or a mail address, got {v:?}"));
+            }
+            req.mail_user = Some(v.to_string());
+        }
+        "licenses" => req.licenses = values::licenses(v)?,
+        "get-user-env" => {
+            if let Some(v) = value {
+                let digits = v.trim_end_matches(['S', 'L', 's', 'l']);
+                if v.len() - digits.len() > 1 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(format!("expected [timeout][S|L], got \"{v}\""));
+                }
+            }
+            req.get_user_env = true;
+        }
+        other => return Err(format!("--{other} is in the table but not handled")),
     }
     Ok(())
+}
+
+/// What the options together imply: `--gpus-per-task` and `--ntasks-per-gpu` make
+/// the job's GPUs or tasks when they are not given otherwise.
+fn finish(req: &mut JobRequest, state: &State) {
+    if let (Some(per_task), None) = (req.gpus_per_task, &req.gpus) {
+        let tasks = req
+            .ntasks
+            .unwrap_or_else(|| req.ntasks_per_node.unwrap_or(1) * req.nodes.map_or(1, |n| n.min));
+        req.gpus = Some(GpuRequest {
+            kind: SliceKind::Gpu {
+                r#type: state.task_gpu_type.clone(),
+            },
+            count: per_task.saturating_mul(tasks),
+            per: GpuPer::Job,
+        });
+    }
+    if let (Some(per_gpu), None, Some(g)) = (req.ntasks_per_gpu, req.ntasks, &req.gpus) {
+        let gpus = match g.per {
+            GpuPer::Job => g.count,
+            GpuPer::Node => g.count.saturating_mul(req.nodes.map_or(1, |n| n.min)),
+        };
+        req.ntasks = Some(per_gpu.saturating_mul(gpus));
+    }
 }
 
 impl fmt::Display for NodeRange {

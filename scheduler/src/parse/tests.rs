@@ -177,9 +177,27 @@ fn memory_forms() {
     );
     assert_eq!(
         err("#SBATCH --mem=lots").to_string(),
-        "line 2: --mem: expected a size like 16G, 500M or 16000 (MB), got \"lots\""
+        "line 2: --mem: expected a size like 16G, 500M, 64000MB or 16000 (MB), got \"lots\""
     );
-    assert!(err("#SBATCH --mem=0").message.contains("positive"));
+    // Units with or without B; 0 is all of the node's memory.
+    for (v, mb) in [
+        ("64000MB", 64000),
+        ("170GB", 170 * 1024),
+        ("1tb", 1 << 20),
+        ("2048KB", 2),
+    ] {
+        assert_eq!(
+            one(&format!("#SBATCH --mem={v}")).memory,
+            Some(MemoryRequest::PerNode(mb)),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        one("#SBATCH --mem=0").memory,
+        Some(MemoryRequest::PerNode(0))
+    );
+    assert!(err("#SBATCH --mem-per-cpu=0").message.contains("positive"));
+    assert!(err("#SBATCH --mem=12B").message.contains("expected a size"));
 }
 
 #[test]
@@ -423,10 +441,15 @@ fn output_patterns() {
         expand_pattern("slurm-%4a.out", &cx).unwrap(),
         "slurm-0007.out"
     );
-    let e = err("#SBATCH -o out-%q.txt");
+    // Slurm leaves an unknown letter as written; %J is %j for the batch step.
+    assert_eq!(
+        expand_pattern("out-%q-%J.%s", &cx).unwrap(),
+        "out-%q-42_7.batch"
+    );
+    let e = err("#SBATCH -o out-%");
     assert_eq!(
         e.to_string(),
-        "line 2: -o: expected a path with %j, %A, %a, %u, %x, %N or %%, got \"out-%q.txt\""
+        "line 2: -o: expected a path with %j, %J, %A, %a, %u, %x, %N, %n, %s, %t or %%, got \"out-%\""
     );
 }
 
@@ -504,4 +527,157 @@ fn typed_request_round_trips_through_json() {
     assert_eq!(typed.time_limit, Some(TimeLimit::Seconds(8 * 3600)));
     assert!(serde_json::from_str::<JobRequest>(r#"{"time_limit":"soon"}"#).is_err());
     assert!(serde_json::from_str::<JobRequest>(r#"{"bogus":1}"#).is_err());
+}
+
+#[test]
+fn options_real_scripts_use_are_accepted() {
+    let r = parse_script(&script(&[
+        "#SBATCH --mail-type=END,FAIL",
+        "#SBATCH --mail-user=alice@example.org",
+        "#SBATCH --signal=B:USR1@120",
+        "#SBATCH --open-mode=append",
+        "#SBATCH --output=logs/%x-%J.out",
+        "#SBATCH --constraint=[ivb|hsw]",
+        "#SBATCH -L scratch",
+        "#SBATCH --get-user-env",
+        "#SBATCH --cores-per-socket=8 --threads-per-core=1",
+        "#SBATCH --ntasks-per-gpu=2 --gres=gpu:2",
+        "#SBATCH --clusters=main",
+        "#SBATCH --err=e.log --out=o.log --no-reque",
+    ]))
+    .unwrap();
+    assert_eq!(r.mail_type.unwrap().to_string(), "END,FAIL");
+    assert_eq!(r.mail_user.as_deref(), Some("alice@example.org"));
+    let s = r.signal.unwrap();
+    assert_eq!((s.signal, s.batch_only, s.seconds_before), (10, true, 120));
+    assert_eq!(r.open_mode, Some(OpenMode::Append));
+    assert_eq!(r.output.as_deref(), Some("o.log"));
+    assert_eq!(r.error.as_deref(), Some("e.log"));
+    assert_eq!(r.requeue, Some(false));
+    assert_eq!(
+        r.licenses,
+        [License {
+            name: "scratch".into(),
+            count: 1
+        }]
+    );
+    assert!(r.get_user_env);
+    assert_eq!(r.ntasks, Some(4), "2 tasks per GPU, 2 GPUs");
+    let ignored: Vec<&str> = r.ignored.iter().map(|i| i.option.as_str()).collect();
+    assert_eq!(
+        ignored,
+        [
+            "--cores-per-socket=8",
+            "--threads-per-core=1",
+            "--clusters=main"
+        ]
+    );
+    assert!(r.ignored.iter().all(|i| !i.reason.is_empty()));
+}
+
+#[test]
+fn signal_grammar_is_slurms() {
+    let sig = |v: &str| v.parse::<SignalSpec>();
+    assert_eq!(sig("USR1").unwrap().to_string(), "USR1@60");
+    assert_eq!(sig("SIGTERM@30").unwrap().signal, 15);
+    assert_eq!(sig("10@5").unwrap().to_string(), "USR1@5");
+    assert_eq!(sig("R:USR2@7").unwrap().to_string(), "R:USR2@7");
+    assert_eq!(sig("RB:2").unwrap().to_string(), "RB:INT@60");
+    for bad in ["", "X:USR1", "USR9", "USR1@", "USR1@-3", "USR1@70000", "99"] {
+        assert!(sig(bad).is_err(), "{bad}");
+    }
+    let e = err("#SBATCH --signal=B:NOPE@10");
+    assert_eq!((e.field, e.line), ("signal", 2));
+}
+
+#[test]
+fn long_options_may_be_abbreviated_and_short_flags_grouped() {
+    let r = parse_args(&["--job=x", "--part", "gpu", "-Hk", "--nic"]).unwrap();
+    assert_eq!(r.name.as_deref(), Some("x"));
+    assert_eq!(r.partition.as_deref(), Some("gpu"));
+    assert!(r.hold);
+    assert_eq!(r.nice, Some(100), "--nice without a value is 100");
+    assert_eq!(r.ignored.len(), 1, "-k (no-kill) is ignored here");
+    let e = parse_args(&["--mem-per=4G"]).unwrap_err();
+    assert!(e.message.contains("ambiguous"), "{e}");
+    let e = parse_args(&["--hold=yes"]).unwrap_err();
+    assert_eq!((e.field, e.message.as_str()), ("hold", "takes no value"));
+    let e = parse_args(&["--uid=0"]).unwrap_err();
+    assert_eq!(e.field, "uid");
+    // An optional value is taken only with `=`.
+    let e = parse_args(&["--exclusive", "user"]).unwrap_err();
+    assert_eq!(e.directive, "user");
+}
+
+#[test]
+fn gpus_per_task_and_tasks_per_gpu_make_the_request() {
+    let r = parse_args(&["-n", "4", "--gpus-per-task=a100:1"]).unwrap();
+    assert_eq!(
+        r.gpus,
+        Some(GpuRequest {
+            kind: SliceKind::Gpu {
+                r#type: Some("a100".into())
+            },
+            count: 4,
+            per: GpuPer::Job
+        })
+    );
+    assert_eq!(r.gpus_per_task, Some(1));
+    // Given GPUs win; --gpus-per-task then only binds.
+    let r = parse_args(&["--gres=gpu:2", "--ntasks-per-node=2", "--gpus-per-task=1"]).unwrap();
+    assert_eq!(r.gpus.unwrap().count, 2);
+    // Options given beside a script override its directives, GPUs included.
+    let r = parse_submission(
+        &script(&["#SBATCH --gres=gpu:2 -J a"]),
+        &["--gpus=1", "-J", "b"],
+        &ParseLimits::default(),
+    )
+    .unwrap();
+    assert_eq!((r.gpus.unwrap().count, r.name.as_deref()), (1, Some("b")));
+}
+
+#[test]
+fn every_option_of_the_table_parses_with_a_typical_value() {
+    for o in options::SBATCH_OPTIONS {
+        let value = match o.long {
+            "array" => "0-3",
+            "begin" | "deadline" => "now+1hour",
+            "dependency" => "afterok:1",
+            "export" => "ALL",
+            "exclude" | "nodelist" => "n1",
+            "gres" => "gpu:1",
+            "gpus" | "gpus-per-node" | "gpus-per-task" | "gpus-per-socket" => "1",
+            "licenses" => "scratch:2",
+            "mail-type" => "ALL",
+            "mem" | "mem-per-cpu" | "mem-per-gpu" | "tmp" => "4G",
+            "open-mode" => "append",
+            "signal" => "USR1@30",
+            "time" | "time-min" | "delay-boot" => "10",
+            "wait-all-nodes" => "1",
+            "exclusive" => "user",
+            "no-kill" => "off",
+            "oom-kill-step" => "1",
+            "constraint" => "[ivb|hsw]&ib",
+            "kill-on-invalid-dep" => "yes",
+            "extra-node-info" => "2:4:1",
+            "switches" => "1@10",
+            _ => "4",
+        };
+        let word = match o.arg {
+            options::Arg::None => format!("--{}", o.long),
+            _ => format!("--{}={value}", o.long),
+        };
+        let got = parse_args(&[word.as_str()]);
+        match o.support {
+            options::Support::Refused(_) => assert!(got.is_err(), "{word}"),
+            options::Support::Implemented => {
+                let r = got.unwrap_or_else(|e| panic!("{word}: {e}"));
+                assert!(r.ignored.is_empty(), "{word}");
+            }
+            options::Support::Ignored(_) | options::Support::Client => {
+                let r = got.unwrap_or_else(|e| panic!("{word}: {e}"));
+                assert_eq!(r.ignored.len(), 1, "{word}");
+            }
+        }
+    }
 }

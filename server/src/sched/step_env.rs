@@ -43,8 +43,11 @@ pub fn output_path(
         .checked_sub(workdir.as_os_str().len() + 1)
         .ok_or(PathTooLong)?;
     let out = expand_pattern_within(pattern, room, |c| match c {
-        'j' => Some(v.job.to_string()),
+        'j' | 'J' => Some(v.job.to_string()),
         'A' => Some(v.job.job.to_string()),
+        // The batch step: the job's first node (0), task 0, step `batch`.
+        'n' | 't' => Some("0".to_string()),
+        's' => Some("batch".to_string()),
         'a' => Some(v.job.task.map_or(NO_TASK.into(), |t| t.to_string())),
         'u' => Some(v.user.to_string()),
         'x' => Some(v.name.to_string()),

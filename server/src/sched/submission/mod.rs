@@ -175,23 +175,21 @@ pub fn build(
             message: format!("at most {MAX_DIRECTIVES} options are allowed"),
         });
     }
-    let mut request = scheduler::parse_script_with(&script, &limits.parse)?;
     let mut benchmark = benchmark_directive(&script)?;
     let mut options = options.clone();
     if let Some(value) = options.remove("benchmark") {
         benchmark = benchmark_option(&value)?;
     }
-    let mut words = Vec::new();
-    if !options.is_empty() {
-        words = option_words(&options)?;
-        let from_options = scheduler::parse_args_with(&words, &limits.parse).map_err(|e| {
-            SubmissionError::Field {
+    let words = option_words(&options)?;
+    // The options override the script's directives, as sbatch's command line does.
+    let request =
+        scheduler::parse_submission(&script, &words, &limits.parse).map_err(|e| match e.line {
+            0 => SubmissionError::Field {
                 field: e.field,
                 message: e.message,
-            }
+            },
+            _ => e.into(),
         })?;
-        request = merge(request, from_options);
-    }
     if let Some(dir) = &submit_dir {
         if dir.len() > PATH_MAX {
             return Err(SubmissionError::Field {
@@ -427,7 +425,19 @@ fn merge(base: JobRequest, over: JobRequest) -> JobRequest {
         constraint,
         comment,
         requeue,
-        nice
+        nice,
+        signal,
+        open_mode,
+        mail_type,
+        mail_user,
+        gpus_per_task,
+        ntasks_per_gpu,
+        gpu_bind,
+        licenses,
+        time_min,
+        deadline,
+        get_user_env,
+        ignored
     )
 }
 
