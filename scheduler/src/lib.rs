@@ -20,7 +20,9 @@ mod policy;
 mod snapshot;
 mod views;
 
-pub use cluster::{Allocation, CancelEffect, Cluster, Decision, NodeAllocation, Reservation};
+pub use cluster::{
+    Allocation, CancelEffect, Cluster, Decision, NodeAllocation, Reservation, TestOnly,
+};
 pub use config::{
     BackfillConfig, BillingWeights, ClusterConfig, FairshareConfig, LimitScope, Limits,
     LimitsConfig, PriorityWeights, QosConfig, UsagePeriod,

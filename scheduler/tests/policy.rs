@@ -737,3 +737,44 @@ fn ended_jobs_are_forgotten_after_their_age_unless_a_pending_job_depends_on_them
     assert!(restored.job(done, 50).is_none());
     assert!(restored.job(waiting, 50).is_some());
 }
+
+#[test]
+fn test_only_answers_when_and_where_without_recording() {
+    let mut cl = Cluster::new(cluster(1, 2)).unwrap();
+    let running = cl
+        .submit(req("#SBATCH --gres=gpu:2 -t 30\n"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)), [running]);
+    let queued = cl
+        .submit(req("#SBATCH --gres=gpu:1 -t 10\n"), &alice(), 0)
+        .unwrap();
+    cl.schedule(0);
+    let before = cl.squeue(&SqueueFilter::default(), 10).len();
+
+    // Free now: starts now, on the node.
+    let cpu_only = cl
+        .test_only(req("#SBATCH -n 1 -t 5\n"), &alice(), 10)
+        .unwrap();
+    assert_eq!(
+        (cpu_only.start, cpu_only.nodes.as_slice()),
+        (Some(10), &["n00".to_string()][..])
+    );
+    // Both GPUs busy until the first job's limit (30 min): behind the queued job.
+    let gpu = cl
+        .test_only(req("#SBATCH --gres=gpu:2 -t 10\n"), &alice(), 10)
+        .unwrap();
+    assert_eq!(gpu.start, Some(30 * 60), "{gpu:?}");
+    assert_eq!(gpu.reason, Some(PendingReason::Resources));
+    // Held: no start.
+    let held = cl.test_only(req("#SBATCH -H\n"), &alice(), 10).unwrap();
+    assert_eq!(
+        (held.start, held.reason),
+        (None, Some(PendingReason::JobHeldUser))
+    );
+    // Refused like a submission, and nothing was recorded.
+    assert!(cl
+        .test_only(req("#SBATCH -p nope\n"), &alice(), 10)
+        .is_err());
+    assert_eq!(cl.squeue(&SqueueFilter::default(), 10).len(), before);
+    assert!(cl.job(queued, 10).is_some());
+}

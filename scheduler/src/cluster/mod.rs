@@ -10,6 +10,7 @@ mod pass;
 pub(crate) mod resources;
 pub(crate) mod state;
 mod submit;
+mod test_only;
 
 use crate::config::ClusterConfig;
 use crate::error::ConfigError;
@@ -20,6 +21,7 @@ use state::{Entity, EntityKind, Job, OwnerRt, Shape, ShapeKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub use events::CancelEffect;
+pub use test_only::TestOnly;
 
 /// What the server must do after a pass or an event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

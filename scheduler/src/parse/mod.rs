@@ -67,8 +67,32 @@ pub fn parse_submission<S: AsRef<str>>(
     args: &[S],
     limits: &ParseLimits,
 ) -> Result<JobRequest, ParseError> {
+    submission(script, args, limits, State::default())
+}
+
+/// Reads what a script and its options ask, for a submission that Slurm's own
+/// `sbatch` judges: an option this parser does not know or whose value it refuses
+/// is skipped (Slurm may accept it). Only the bounds on the text (line length, the
+/// number of directives, quoting) are errors.
+pub fn read_submission<S: AsRef<str>>(
+    script: &str,
+    args: &[S],
+    limits: &ParseLimits,
+) -> Result<JobRequest, ParseError> {
+    let state = State {
+        lenient: true,
+        ..State::default()
+    };
+    submission(script, args, limits, state)
+}
+
+fn submission<S: AsRef<str>>(
+    script: &str,
+    args: &[S],
+    limits: &ParseLimits,
+    mut state: State,
+) -> Result<JobRequest, ParseError> {
     let mut req = JobRequest::default();
-    let mut state = State::default();
     script_directives(&mut req, script, limits, &mut state)?;
     if !args.is_empty() {
         // An option on the command line replaces the script's GPU request.
@@ -238,11 +262,15 @@ struct State {
     gpu_option: Option<&'static str>,
     /// The type of `--gpus-per-task=type:N`.
     task_gpu_type: Option<String>,
+    /// The options are read for another judge (Slurm's own `sbatch`): what this
+    /// parser refuses is skipped, not refused. Bounds still hold.
+    lenient: bool,
 }
 
 /// Applies options to `req`; returns how many there were. Long options may be
 /// shortened to a unique prefix; short flags may be grouped (`-Hk`); a short
-/// option's value may be attached (`-N2`, `-N=2`).
+/// option's value may be attached (`-N2`, `-N=2`). When the options are read for
+/// another judge (`State::lenient`), an option this parser refuses is skipped.
 fn apply_words(
     req: &mut JobRequest,
     words: &[String],
@@ -251,86 +279,91 @@ fn apply_words(
 ) -> Result<usize, ParseError> {
     let mut i = 0;
     let mut count = 0;
+    while i < words.len() {
+        match next_option(req, words, &mut i, cx, state) {
+            Ok(n) => count += n,
+            Err(_) if state.lenient => count += 1,
+            Err(e) => return Err(e),
+        }
+        i += 1;
+    }
+    Ok(count)
+}
+
+/// Applies the option at `words[*i]` (and its value, moving `i` past it); returns
+/// how many options the word held.
+fn next_option(
+    req: &mut JobRequest,
+    words: &[String],
+    i: &mut usize,
+    cx: &Words<'_>,
+    state: &mut State,
+) -> Result<usize, ParseError> {
     let err = |directive: &str, field: &'static str, message: String| ParseError {
         line: cx.line,
         directive: directive.to_string(),
         field,
         message,
     };
-    while i < words.len() {
-        let word = &words[i];
-        if let Some(long) = word.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (long, None),
-            };
-            let written = format!("--{name}");
-            let opt = options::find_long(name).map_err(|e| match e {
-                LookupError::Unknown => err(&written, cx.field, "unknown option".into()),
-                LookupError::Ambiguous(all) => err(
-                    &written,
-                    cx.field,
-                    format!("ambiguous: it could be --{}", all.join(", --")),
-                ),
-            })?;
-            let value = match (opt.arg, inline) {
-                (Arg::None, Some(_)) => {
-                    return Err(err(&written, opt.long, "takes no value".into()))
-                }
-                (Arg::None | Arg::Optional, None) => None,
-                (_, Some(v)) => Some(v),
-                (Arg::Required, None) => {
-                    i += 1;
-                    Some(
-                        words
-                            .get(i)
-                            .map(String::as_str)
-                            .ok_or_else(|| err(&written, opt.long, "missing value".into()))?,
-                    )
-                }
-            };
-            apply_option(req, opt, value, cx.limits, state)
-                .map_err(|m| err(&written, opt.long, m))?;
-            count += 1;
-        } else if word.len() >= 2 && word.starts_with('-') {
-            let body = &word[1..];
-            let mut pos = 0;
-            while let Some(c) = body[pos..].chars().next() {
-                let written = format!("-{c}");
-                let opt = options::find_short(c)
-                    .ok_or_else(|| err(&written, cx.field, "unknown option".into()))?;
-                pos += c.len_utf8();
-                let rest = &body[pos..];
-                let value = match opt.arg {
-                    Arg::None => None,
-                    Arg::Optional if rest.is_empty() => None,
-                    Arg::Optional => Some(rest),
-                    Arg::Required if rest.is_empty() => {
-                        i += 1;
-                        Some(
-                            words
-                                .get(i)
-                                .map(String::as_str)
-                                .ok_or_else(|| err(&written, opt.long, "missing value".into()))?,
-                        )
-                    }
-                    Arg::Required => Some(rest.strip_prefix('=').unwrap_or(rest)),
-                };
-                apply_option(req, opt, value, cx.limits, state)
-                    .map_err(|m| err(&written, opt.long, m))?;
-                count += 1;
-                if value.is_some() {
-                    break;
-                }
-            }
-        } else {
-            return Err(err(
-                word,
+    let word = &words[*i];
+    let mut take_next = |written: &str, field: &'static str| {
+        *i += 1;
+        words
+            .get(*i)
+            .map(String::as_str)
+            .ok_or_else(|| err(written, field, "missing value".into()))
+    };
+    if let Some(long) = word.strip_prefix("--") {
+        let (name, inline) = match long.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (long, None),
+        };
+        let written = format!("--{name}");
+        let opt = options::find_long(name).map_err(|e| match e {
+            LookupError::Unknown => err(&written, cx.field, "unknown option".into()),
+            LookupError::Ambiguous(all) => err(
+                &written,
                 cx.field,
-                "expected an option starting with - or --".into(),
-            ));
+                format!("ambiguous: it could be --{}", all.join(", --")),
+            ),
+        })?;
+        let value = match (opt.arg, inline) {
+            (Arg::None, Some(_)) => return Err(err(&written, opt.long, "takes no value".into())),
+            (Arg::None | Arg::Optional, None) => None,
+            (_, Some(v)) => Some(v),
+            (Arg::Required, None) => Some(take_next(&written, opt.long)?),
+        };
+        apply_option(req, opt, value, cx.limits, state).map_err(|m| err(&written, opt.long, m))?;
+        return Ok(1);
+    }
+    if word.len() < 2 || !word.starts_with('-') {
+        return Err(err(
+            word,
+            cx.field,
+            "expected an option starting with - or --".into(),
+        ));
+    }
+    let body = &word[1..];
+    let mut pos = 0;
+    let mut count = 0;
+    while let Some(c) = body[pos..].chars().next() {
+        let written = format!("-{c}");
+        let opt = options::find_short(c)
+            .ok_or_else(|| err(&written, cx.field, "unknown option".into()))?;
+        pos += c.len_utf8();
+        let rest = &body[pos..];
+        let value = match opt.arg {
+            Arg::None => None,
+            Arg::Optional if rest.is_empty() => None,
+            Arg::Optional => Some(rest),
+            Arg::Required if rest.is_empty() => Some(take_next(&written, opt.long)?),
+            Arg::Required => Some(rest.strip_prefix('=').unwrap_or(rest)),
+        };
+        apply_option(req, opt, value, cx.limits, state).map_err(|m| err(&written, opt.long, m))?;
+        count += 1;
+        if value.is_some() {
+            break;
         }
-        i += 1;
     }
     Ok(count)
 }

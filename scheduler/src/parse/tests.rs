@@ -681,3 +681,22 @@ fn every_option_of_the_table_parses_with_a_typical_value() {
         }
     }
 }
+
+#[test]
+fn read_for_slurm_skips_what_this_parser_refuses_but_keeps_the_bounds() {
+    let s = script(&[
+        "#SBATCH --gres=gpu:a100:2(S:0-1) -t 10",
+        "#SBATCH --frobnicate -p gpu --uid=alice",
+    ]);
+    assert!(parse_submission::<&str>(&s, &[], &ParseLimits::default()).is_err());
+    let r = read_submission(&s, &["-J", "x", "--bogus=1"], &ParseLimits::default()).unwrap();
+    assert_eq!(r.time_limit, Some(TimeLimit::Seconds(600)));
+    assert_eq!(r.partition.as_deref(), Some("gpu"));
+    assert_eq!(r.name.as_deref(), Some("x"));
+    assert_eq!(r.gpus, None);
+    let long = format!(
+        "#SBATCH --comment={}",
+        "c".repeat(limits::MAX_DIRECTIVE_BYTES)
+    );
+    assert!(read_submission::<&str>(&script(&[&long]), &[], &ParseLimits::default()).is_err());
+}
