@@ -31,7 +31,7 @@ pub use error::{ConfigError, OpError, SubmitError};
 pub use model::*;
 pub use parse::{
     compress_hostlist, parse_args, parse_args_with, parse_script, parse_script_with,
-    parse_submission, MaxArraySize, ParseError, ParseLimits,
+    parse_submission, read_submission, MaxArraySize, ParseError, ParseLimits,
 };
 pub use policy::limits::LimitUsage;
 pub use snapshot::Snapshot;

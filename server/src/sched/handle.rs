@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use scheduler::{
     JobId, JobOutcome, JobView, LimitUsage, LimitsConfig, NodeCommand, NodeView, Owner,
-    PartitionView, SqueueFilter,
+    PartitionView, SqueueFilter, TestOnly,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -69,6 +69,13 @@ pub(in crate::sched) enum Command {
         submission: Box<Submission>,
         workdir: PathBuf,
         reply: Reply<JobId>,
+    },
+    /// `sbatch --test-only`: what the submission would do; nothing is recorded.
+    TestOnly {
+        owner: Owner,
+        submission: Box<Submission>,
+        workdir: PathBuf,
+        reply: Reply<TestOnly>,
     },
     Control {
         who: Requester,
@@ -131,12 +138,27 @@ pub(in crate::sched) struct StepEnd {
 #[derive(Clone, Debug)]
 pub struct Scheduler {
     tx: mpsc::Sender<Command>,
+    judge: OptionJudge,
+}
+
+/// Who decides whether a submission's options are valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionJudge {
+    /// atrium's own parser: what it refuses is refused.
+    Atrium,
+    /// Slurm's `sbatch`: atrium reads what it needs and passes the rest as written.
+    Slurm,
 }
 
 impl Scheduler {
     /// The handle on a backend that answers what `tx` carries.
-    pub(in crate::sched) fn new(tx: mpsc::Sender<Command>) -> Scheduler {
-        Scheduler { tx }
+    pub(in crate::sched) fn new(tx: mpsc::Sender<Command>, judge: OptionJudge) -> Scheduler {
+        Scheduler { tx, judge }
+    }
+
+    /// Who judges the options of a submission to this backend.
+    pub fn option_judge(&self) -> OptionJudge {
+        self.judge
     }
 
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, SchedError> {
@@ -156,6 +178,23 @@ impl Scheduler {
         workdir: PathBuf,
     ) -> Result<JobId, SchedError> {
         self.ask(|reply| Command::Submit {
+            owner,
+            submission: Box::new(submission),
+            workdir,
+            reply,
+        })
+        .await
+    }
+
+    /// What a submission would do (`sbatch --test-only`), checked as a submission is
+    /// (partition, limits, quotas); nothing is recorded.
+    pub async fn test_only(
+        &self,
+        owner: Owner,
+        submission: Submission,
+        workdir: PathBuf,
+    ) -> Result<TestOnly, SchedError> {
+        self.ask(|reply| Command::TestOnly {
             owner,
             submission: Box::new(submission),
             workdir,

@@ -14,6 +14,6 @@ pub mod slurm;
 pub mod step_env;
 pub mod submission;
 
-pub use handle::{Requester, SchedError, Scheduler};
+pub use handle::{OptionJudge, Requester, SchedError, Scheduler};
 pub use internal::LaunchSettings;
 pub use submission::{Submission, SubmissionError};

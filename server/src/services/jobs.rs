@@ -18,7 +18,7 @@ use super::{Audit, ServiceError};
 use crate::auth::Principal;
 use crate::config::Config;
 use crate::identities::Identities;
-use crate::sched::{submission, Requester, SchedError, Scheduler};
+use crate::sched::{submission, OptionJudge, Requester, SchedError, Scheduler};
 use crate::store::{JobFilter, JobRecord, Store, StoreError};
 use crate::util::rfc3339;
 use std::sync::Arc;
@@ -107,6 +107,39 @@ pub struct JobInfo {
     /// What became of it: the run recorded, or why nothing was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub benchmark_note: Option<String>,
+    /// Options accepted that mean nothing here, each with why (as Slurm ignores
+    /// options that mean nothing on a site).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
+    pub ignored: Vec<scheduler::IgnoredOption>,
+}
+
+/// What a submission would do (`sbatch --test-only`, `?dry_run=true`): nothing is
+/// stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DryRun {
+    /// Always true: nothing was submitted.
+    pub dry_run: bool,
+    /// The request as parsed from the script and the options.
+    #[schema(value_type = Object)]
+    pub request: scheduler::JobRequest,
+    /// Options accepted that mean nothing here, each with why.
+    #[schema(value_type = Vec<Object>)]
+    pub ignored: Vec<scheduler::IgnoredOption>,
+    /// When it would start (RFC 3339): now, or the backfill plan's start; absent
+    /// when no start can be planned (see `reason`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_start: Option<String>,
+    /// The start assumes the job first in the queue: the plan did not reach it.
+    pub ahead_of_queue: bool,
+    pub nodes: Vec<String>,
+    pub cpus: u32,
+    pub partition: String,
+    /// Why it would wait, when it would not start at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who judged it: `atrium`, or `slurm` (`sbatch --test-only`).
+    pub judged_by: &'static str,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -203,7 +236,47 @@ impl Jobs {
 
     /// Submit `body` as `caller`.
     pub async fn submit(&self, caller: &Principal, body: SubmitJob) -> Result<JobId, ServiceError> {
-        let sub = submission::build(
+        let (owner, sub, workdir) = self.prepare(caller, body).await?;
+        Ok(self.scheduler.submit(owner, sub, workdir).await?)
+    }
+
+    /// What `body` would do if submitted now (`sbatch --test-only`): parsed, checked
+    /// against partitions, limits and quotas, with the expected start from the
+    /// backfill plan; nothing is stored.
+    pub async fn dry_run(
+        &self,
+        caller: &Principal,
+        body: SubmitJob,
+    ) -> Result<DryRun, ServiceError> {
+        let (owner, sub, workdir) = self.prepare(caller, body).await?;
+        let request = sub.request.clone();
+        let answer = self.scheduler.test_only(owner, sub, workdir).await?;
+        Ok(DryRun {
+            dry_run: true,
+            ignored: request.ignored.clone(),
+            request,
+            expected_start: answer.start.map(secs),
+            ahead_of_queue: answer.start.is_some() && !answer.in_plan,
+            nodes: answer.nodes,
+            cpus: answer.cpus,
+            partition: answer.partition,
+            reason: answer.reason.map(|r| r.name().to_string()),
+            judged_by: match self.scheduler.option_judge() {
+                OptionJudge::Atrium => "atrium",
+                OptionJudge::Slurm => "slurm",
+            },
+        })
+    }
+
+    /// A submission built and bounded for `caller`, with its owner and working
+    /// directory.
+    async fn prepare(
+        &self,
+        caller: &Principal,
+        body: SubmitJob,
+    ) -> Result<(Owner, submission::Submission, std::path::PathBuf), ServiceError> {
+        let sub = submission::build_for(
+            self.scheduler.option_judge(),
             body.script.as_deref(),
             body.wrap.as_deref(),
             &body.options,
@@ -219,10 +292,7 @@ impl Jobs {
         let workdir = submission::workdir(&sub.request, sub.submit_dir.as_deref(), &facts.home);
         sub.check_paths(&caller.username, &workdir)
             .map_err(refused)?;
-        Ok(self
-            .scheduler
-            .submit(facts.owner(&caller.username), sub, workdir)
-            .await?)
+        Ok((facts.owner(&caller.username), sub, workdir))
     }
 
     pub(super) fn identities(&self) -> &Identities {
@@ -367,6 +437,7 @@ impl Jobs {
                 info.message = rec.message;
                 info.benchmark = rec.benchmark;
                 info.benchmark_note = rec.benchmark_note;
+                info.ignored = rec.ignored;
                 if info.reason.is_none() {
                     info.reason = rec.reason;
                 }
@@ -508,6 +579,7 @@ pub fn from_view(v: JobView) -> JobInfo {
         restarts: v.restarts,
         benchmark: None,
         benchmark_note: None,
+        ignored: Vec::new(),
     }
 }
 
@@ -566,5 +638,8 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         restarts: 0,
         benchmark: r.benchmark.clone(),
         benchmark_note: r.benchmark_note.clone(),
+        ignored: serde_json::from_str::<scheduler::JobRequest>(&r.request)
+            .map(|q| q.ignored)
+            .unwrap_or_default(),
     }
 }

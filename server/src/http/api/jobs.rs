@@ -3,13 +3,13 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use scheduler::JobId;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 use crate::services::jobs::JobAction;
-pub use crate::services::jobs::{JobInfo, JobList, JobQuery as ListQuery, SubmitJob};
+pub use crate::services::jobs::{DryRun, JobInfo, JobList, JobQuery as ListQuery, SubmitJob};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Submitted {
@@ -18,15 +18,29 @@ pub struct Submitted {
     pub job_id: u64,
 }
 
-/// Submit a job.
-#[utoipa::path(post, path = "/api/v1/jobs", request_body = SubmitJob,
-    responses((status = 201, body = Submitted), (status = 400, description = "invalid directive or field, or a job that can never run")))]
+/// `POST /jobs?dry_run=true`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitQuery {
+    /// Parse, check limits and quotas, and answer what would happen
+    /// (`sbatch --test-only`) without storing anything.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Submit a job, or with `dry_run=true` answer what it would do.
+#[utoipa::path(post, path = "/api/v1/jobs", request_body = SubmitJob, params(SubmitQuery),
+    responses((status = 201, body = Submitted), (status = 200, body = DryRun, description = "dry_run=true: what would happen; nothing stored"), (status = 400, description = "invalid directive or field, or a job that can never run")))]
 pub async fn submit(
     caller: Principal,
     state: web::Data<AppState>,
+    query: web::Query<SubmitQuery>,
     body: web::Json<SubmitJob>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
+    if query.dry_run {
+        return Ok(HttpResponse::Ok().json(state.jobs.dry_run(&caller, body.into_inner()).await?));
+    }
     let job = state.jobs.submit(&caller, body.into_inner()).await?;
     let id = job.to_string();
     Ok(HttpResponse::Created()

@@ -90,7 +90,7 @@ pub use crate::util::rfc3339;
           sessions::list_running, accounting::get, accounting::chart, benchmarks::create,
           benchmarks::list, benchmarks::get, benchmarks::delete, benchmark_charts::scaling,
           benchmark_charts::storage, sizing::get, sizing::reference_rows),
-    components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::JobInfo, jobs::JobList, jobs::Done,
+    components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::DryRun, jobs::JobInfo, jobs::JobList, jobs::Done,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,

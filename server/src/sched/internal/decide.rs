@@ -123,6 +123,18 @@ impl Decider {
                 workdir,
                 reply,
             } => self.submit(batch, owner, &submission, &workdir, reply, now),
+            Command::TestOnly {
+                owner,
+                submission,
+                reply,
+                ..
+            } => {
+                let answer = self
+                    .cluster
+                    .test_only(submission.request.clone(), &owner, now)
+                    .map_err(|e| SchedError::Rejected(e.to_string()));
+                let _ = reply.send(answer);
+            }
             Command::Control {
                 who,
                 job,

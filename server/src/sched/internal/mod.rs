@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 pub use steps::LaunchSettings;
 
-use super::handle::Scheduler;
+use super::handle::{OptionJudge, Scheduler};
 use crate::store::Store;
 
 /// Rebuild the cluster from the database, re-adopt running steps and start the
@@ -36,5 +36,5 @@ pub async fn start(
     let mut actor = actor::Actor::load(store, config, runner).await?;
     actor.adopt_steps().await?;
     let handle = tokio::spawn(actor.run(rx));
-    Ok((Scheduler::new(tx), handle))
+    Ok((Scheduler::new(tx, OptionJudge::Atrium), handle))
 }

@@ -67,6 +67,46 @@ fn sched_error(e: CliError) -> SchedError {
     }
 }
 
+/// The arguments, environment and directory of an `sbatch` call for `submission`:
+/// `first` (`--parsable`, `--test-only`), atrium's comment and the working
+/// directory, then the options as the user wrote them (or as a typed request prints
+/// them).
+#[allow(clippy::type_complexity)]
+fn sbatch_call(
+    submission: &Submission,
+    workdir: &std::path::Path,
+    first: &str,
+) -> Result<(Vec<String>, Vec<(String, String)>, PathBuf), SchedError> {
+    if submission.container.is_some() {
+        return Err(SchedError::Rejected(
+            "container: jobs under Slurm run in the site's own environment; \
+             leave the container out"
+                .into(),
+        ));
+    }
+    let mut args = vec![
+        first.to_string(),
+        "--comment=atrium".to_string(),
+        format!("--chdir={}", workdir.display()),
+    ];
+    if submission.typed {
+        args.extend(super::sbatch::options(&submission.request));
+    } else {
+        args.extend(submission.options.iter().cloned());
+    }
+    let env = submission
+        .environment
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let cwd = submission
+        .submit_dir
+        .as_ref()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workdir.to_path_buf());
+    Ok((args, env, cwd))
+}
+
 impl Backend {
     async fn identity(&self, user: &str) -> Result<Identity, SchedError> {
         let id = self
@@ -89,34 +129,8 @@ impl Backend {
         submission: Submission,
         workdir: PathBuf,
     ) -> Result<JobId, SchedError> {
-        if submission.container.is_some() {
-            return Err(SchedError::Rejected(
-                "container: jobs under Slurm run in the site's own environment; \
-                 leave the container out"
-                    .into(),
-            ));
-        }
         let user = self.identity(&owner.user).await?;
-        let mut args = vec![
-            "--parsable".to_string(),
-            "--comment=atrium".to_string(),
-            format!("--chdir={}", workdir.display()),
-        ];
-        if submission.typed {
-            args.extend(super::sbatch::options(&submission.request));
-        } else {
-            args.extend(submission.options.iter().cloned());
-        }
-        let env: Vec<(String, String)> = submission
-            .environment
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let cwd = submission
-            .submit_dir
-            .as_ref()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workdir.clone());
+        let (args, env, cwd) = sbatch_call(&submission, &workdir, "--parsable")?;
         let out = self
             .settings
             .cli
@@ -169,6 +183,35 @@ impl Backend {
         }
         self.wake.notify_one();
         Ok(job)
+    }
+
+    /// `sbatch --test-only` as the user: Slurm judges the submission and answers
+    /// when and where it would start; nothing is submitted.
+    pub(super) async fn test_only(
+        &self,
+        owner: Owner,
+        submission: Submission,
+        workdir: PathBuf,
+    ) -> Result<scheduler::TestOnly, SchedError> {
+        let user = self.identity(&owner.user).await?;
+        let (args, env, cwd) = sbatch_call(&submission, &workdir, "--test-only")?;
+        let (_, answer) = self
+            .settings
+            .cli
+            .run_answering_both(
+                "sbatch",
+                &args,
+                &user,
+                &env,
+                Some(&submission.script),
+                Some(&cwd),
+            )
+            .await
+            .map_err(sched_error)?;
+        parse::test_only_answer(&answer).ok_or_else(|| {
+            tracing::error!(output = %answer, "sbatch --test-only answered without a start");
+            SchedError::Unavailable
+        })
     }
 
     fn visible(&self, who: &Requester, job: JobId) -> Result<Entry, SchedError> {

@@ -89,6 +89,30 @@ impl SlurmCli {
     ) -> Result<String, CliError> {
         self.execute(self.program(program), program, args, user, env, stdin, cwd)
             .await
+            .map(|(stdout, _)| stdout)
+    }
+
+    /// [`Self::run`] as `user`, answering standard output and standard error (where
+    /// `sbatch --test-only` answers).
+    pub async fn run_answering_both(
+        &self,
+        program: &str,
+        args: &[String],
+        user: &Identity,
+        env: &[(String, String)],
+        stdin: Option<&str>,
+        cwd: Option<&Path>,
+    ) -> Result<(String, String), CliError> {
+        self.execute(
+            self.program(program),
+            program,
+            args,
+            Some(user),
+            env,
+            stdin,
+            cwd,
+        )
+        .await
     }
 
     /// Run a system tool (`sh`, `cat`: from the system's directories, not `bin_dir`)
@@ -110,6 +134,7 @@ impl SlurmCli {
             None,
         )
         .await
+        .map(|(stdout, _)| stdout)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -122,7 +147,7 @@ impl SlurmCli {
         env: &[(String, String)],
         stdin: Option<&str>,
         cwd: Option<&Path>,
-    ) -> Result<String, CliError> {
+    ) -> Result<(String, String), CliError> {
         let cannot =
             |e: std::io::Error| CliError::Unreachable(format!("cannot run {program}: {e}"));
         let run = async {
@@ -187,10 +212,10 @@ impl SlurmCli {
                 ))
             })??;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        if out.status.success() {
-            return Ok(stdout);
-        }
         let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            return Ok((stdout, stderr.into_owned()));
+        }
         let message = stderr
             .lines()
             .map(|l| l.trim())

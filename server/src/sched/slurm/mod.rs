@@ -43,7 +43,7 @@ use tokio::sync::{mpsc, Notify};
 use self::backend::Backend;
 use self::cli::SlurmCli;
 use self::reconcile::{job_id, live_jobs, view_of_record, Entry, Jobs};
-use super::handle::{Command, Scheduler};
+use super::handle::{Command, OptionJudge, Scheduler};
 use crate::store::Store;
 use crate::util::now_secs;
 
@@ -122,7 +122,10 @@ pub async fn start(
         wake: Notify::new(),
     });
     tokio::spawn(backend::poll_loop(backend.clone()));
-    Ok((Scheduler::new(tx), tokio::spawn(serve(backend, rx))))
+    Ok((
+        Scheduler::new(tx, OptionJudge::Slurm),
+        tokio::spawn(serve(backend, rx)),
+    ))
 }
 
 async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
@@ -137,6 +140,17 @@ async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
                 let b = backend.clone();
                 tokio::spawn(async move {
                     let _ = reply.send(b.submit(owner, *submission, workdir).await);
+                });
+            }
+            Command::TestOnly {
+                owner,
+                submission,
+                workdir,
+                reply,
+            } => {
+                let b = backend.clone();
+                tokio::spawn(async move {
+                    let _ = reply.send(b.test_only(owner, *submission, workdir).await);
                 });
             }
             Command::Control {

@@ -232,6 +232,34 @@ pub fn sbatch_id(out: &str) -> Option<String> {
     (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then(|| id.to_string())
 }
 
+/// What `sbatch --test-only` says on standard error: `sbatch: Job 3 to start at
+/// 1764052200 using 4 processors on nodes n[1-2] in partition gpu` (times as Unix
+/// seconds: the commands run with `SLURM_TIME_FORMAT=%s`).
+pub fn test_only_answer(stderr: &str) -> Option<scheduler::TestOnly> {
+    let line = stderr.lines().find(|l| l.contains(" to start at "))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let after = |w: &str| {
+        words
+            .iter()
+            .position(|x| *x == w)
+            .and_then(|i| words.get(i + 1))
+            .copied()
+    };
+    let start: i64 = after("at")?.parse().ok()?;
+    let cpus: u32 = after("using").and_then(|c| c.parse().ok()).unwrap_or(0);
+    let nodes = after("nodes")
+        .and_then(|n| scheduler::parse::expand_hostlist(n).ok())
+        .unwrap_or_default();
+    Some(scheduler::TestOnly {
+        start: Some(start),
+        in_plan: true,
+        nodes,
+        cpus,
+        partition: after("partition").unwrap_or_default().to_string(),
+        reason: None,
+    })
+}
+
 /// Trackable resources (`cpu=4,mem=16G,node=1,gres/gpu=2,gres/gpu:a100=2`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tres {

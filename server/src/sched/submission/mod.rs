@@ -140,6 +140,28 @@ pub fn build(
     submit_dir: Option<String>,
     limits: &SubmissionLimits,
 ) -> Result<Submission, SubmissionError> {
+    build_for(
+        super::OptionJudge::Atrium,
+        script,
+        wrap,
+        options,
+        environment,
+        submit_dir,
+        limits,
+    )
+}
+
+/// [`build`] for a backend whose options `judge` judges: under Slurm, an option
+/// atrium's parser refuses is passed to `sbatch` as written.
+pub fn build_for(
+    judge: super::OptionJudge,
+    script: Option<&str>,
+    wrap: Option<&str>,
+    options: &BTreeMap<String, serde_json::Value>,
+    environment: BTreeMap<String, String>,
+    submit_dir: Option<String>,
+    limits: &SubmissionLimits,
+) -> Result<Submission, SubmissionError> {
     let (text, text_field) = match (script, wrap) {
         (Some(_), Some(_)) => {
             return Err(field("wrap", "give either a script or a command to wrap"))
@@ -182,14 +204,19 @@ pub fn build(
     }
     let words = option_words(&options)?;
     // The options override the script's directives, as sbatch's command line does.
-    let request =
-        scheduler::parse_submission(&script, &words, &limits.parse).map_err(|e| match e.line {
-            0 => SubmissionError::Field {
-                field: e.field,
-                message: e.message,
-            },
-            _ => e.into(),
-        })?;
+    let parse = match judge {
+        super::OptionJudge::Atrium => scheduler::parse_submission::<String>,
+        // Slurm judges its own options: read what the portal needs, refuse nothing
+        // but what is over the bounds.
+        super::OptionJudge::Slurm => scheduler::read_submission::<String>,
+    };
+    let request = parse(&script, &words, &limits.parse).map_err(|e| match e.line {
+        0 => SubmissionError::Field {
+            field: e.field,
+            message: e.message,
+        },
+        _ => e.into(),
+    })?;
     if let Some(dir) = &submit_dir {
         if dir.len() > PATH_MAX {
             return Err(SubmissionError::Field {

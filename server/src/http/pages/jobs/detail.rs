@@ -172,6 +172,10 @@ mod tests {
             restarts: 0,
             benchmark: None,
             benchmark_note: None,
+            ignored: vec![scheduler::IgnoredOption {
+                option: "--threads-per-core=1".into(),
+                reason: "nodes are described by their CPUs".into(),
+            }],
         }
     }
 
@@ -216,6 +220,10 @@ mod tests {
         assert!(html.contains("action=\"/jobs/42/cancel\""), "{html}");
         assert!(html.contains("name=\"csrf\" value=\"tok\""), "{html}");
         assert!(html.contains("src=\"/static/js/job-output.js\""), "{html}");
+        assert!(
+            html.contains("<code>--threads-per-core=1</code>: nodes are described by their CPUs"),
+            "{html}"
+        );
     }
 
     #[test]
