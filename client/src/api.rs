@@ -100,6 +100,28 @@ pub struct Submitted {
     pub job_id: u64,
 }
 
+/// `POST /jobs?dry_run=true`'s answer.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DryRun {
+    /// RFC 3339; absent: no start can be planned (see `reason`).
+    pub expected_start: Option<String>,
+    pub ahead_of_queue: bool,
+    pub nodes: Vec<String>,
+    pub cpus: u32,
+    pub partition: String,
+    pub reason: Option<String>,
+    pub ignored: Vec<Ignored>,
+}
+
+/// An option accepted and ignored by the portal, with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Ignored {
+    pub option: String,
+    pub reason: String,
+}
+
 /// A failed call: what to print after `<cmd>: error: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallError {
@@ -308,6 +330,23 @@ impl Portal {
     /// `POST /jobs`.
     pub async fn submit(&self, body: &serde_json::Value) -> Result<Submitted, CallError> {
         self.call(self.http.post(self.url("/jobs")).json(body))
+            .await
+    }
+
+    /// `POST /jobs?dry_run=true`: what the submission would do.
+    pub async fn dry_run(&self, body: &serde_json::Value) -> Result<DryRun, CallError> {
+        self.call(
+            self.http
+                .post(self.url("/jobs"))
+                .query(&[("dry_run", "true")])
+                .json(body),
+        )
+        .await
+    }
+
+    /// `GET /jobs/{id}`.
+    pub async fn job(&self, id: &str) -> Result<JobInfo, CallError> {
+        self.call(self.http.get(self.url(&format!("/jobs/{id}"))))
             .await
     }
 

@@ -72,7 +72,9 @@ pub enum Command {
     /// Manage local accounts.
     #[command(subcommand)]
     User(UserCommand),
-    /// Submit a batch script to the portal (like Slurm's sbatch).
+    /// Submit a batch script to the portal (like Slurm's sbatch; `--help` lists
+    /// its options).
+    #[command(disable_help_flag = true)]
     Sbatch(Box<atrium_client::sbatch::SbatchArgs>),
     /// List jobs not yet over (like Slurm's squeue).
     Squeue(atrium_client::squeue::SqueueArgs),
@@ -492,7 +494,10 @@ mod tests {
         Cli::command().debug_assert();
         let cli = Cli::try_parse_from(dispatch_argv0(args(&["sbatch", "-p", "gpu", "x.sh"])))
             .expect("sbatch");
-        assert!(matches!(cli.command, Command::Sbatch(a) if a.partition.as_deref() == Some("gpu")));
+        assert!(matches!(cli.command, Command::Sbatch(a) if a.words == ["-p", "gpu", "x.sh"]));
+        let cli = Cli::try_parse_from(dispatch_argv0(args(&["sbatch", "-h", "--hold"])))
+            .expect("sbatch -h is sbatch's");
+        assert!(matches!(cli.command, Command::Sbatch(a) if a.words == ["-h", "--hold"]));
         let cli = Cli::try_parse_from(args(&["atrium", "squeue", "-h", "--me"])).expect("squeue");
         assert!(matches!(cli.command, Command::Squeue(a) if a.noheader && a.me));
         let cli = Cli::try_parse_from(dispatch_argv0(args(&["sinfo", "-h"]))).expect("sinfo");
