@@ -6,6 +6,7 @@ mod admin;
 mod benchmarks;
 mod browser;
 mod cli;
+mod compat;
 mod helpers;
 mod homes;
 mod hostile;
