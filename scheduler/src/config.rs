@@ -26,6 +26,10 @@ pub struct ClusterConfig {
     pub kill_invalid_dependencies: bool,
     /// Requeue jobs of a node that goes DOWN unless they asked `--no-requeue`.
     pub requeue_on_node_failure: bool,
+    /// Counted site resources jobs ask with `-L name[:count]` (Slurm's
+    /// `Licenses=`): how many of each exist.
+    #[serde(default)]
+    pub licenses: BTreeMap<String, u32>,
 }
 
 impl Default for ClusterConfig {
@@ -41,6 +45,7 @@ impl Default for ClusterConfig {
             enforce_partition_limits: true,
             kill_invalid_dependencies: true,
             requeue_on_node_failure: true,
+            licenses: BTreeMap::new(),
         }
     }
 }

@@ -115,6 +115,9 @@ impl Cluster {
                 n.jobs += 1;
                 cl.inv.index_insert(a.node);
             }
+            if !job.alloc.is_empty() {
+                cl.take_licenses(job.shape);
+            }
             if matches!(job.state, JobState::Running | JobState::Completing)
                 && !job.is_array_parent()
             {

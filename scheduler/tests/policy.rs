@@ -778,3 +778,68 @@ fn test_only_answers_when_and_where_without_recording() {
     assert_eq!(cl.squeue(&SqueueFilter::default(), 10).len(), before);
     assert!(cl.job(queued, 10).is_some());
 }
+
+#[test]
+fn licenses_are_counted_site_resources() {
+    let mut cfg = cluster(1, 0);
+    cfg.licenses.insert("scratch".into(), 2);
+    let mut cl = Cluster::new(cfg).unwrap();
+    let a = cl
+        .submit(req("#SBATCH -L scratch:2 -t 5\n"), &alice(), 0)
+        .unwrap();
+    let b = cl
+        .submit(req("#SBATCH -L scratch -t 5\n"), &alice(), 0)
+        .unwrap();
+    let free = cl.submit(req("#SBATCH -t 5\n"), &alice(), 0).unwrap();
+    let started = starts(&cl.schedule(0));
+    assert!(
+        started.contains(&a) && started.contains(&free),
+        "{started:?}"
+    );
+    assert!(!started.contains(&b));
+    assert_eq!(cl.job(b, 0).unwrap().reason, Some(PendingReason::Licenses));
+    // A restored cluster counts the licenses its running jobs hold.
+    let mut restored = Cluster::restore(cl.snapshot()).unwrap();
+    assert!(starts(&restored.schedule(1)).is_empty());
+    cl.job_finished(a, JobOutcome::Exited(0), 60).unwrap();
+    assert_eq!(starts(&cl.schedule(60)), [b]);
+    let e = cl
+        .submit(req("#SBATCH -L matlab\n"), &alice(), 60)
+        .unwrap_err();
+    assert!(e.to_string().contains("license matlab"), "{e}");
+    let e = cl
+        .submit(req("#SBATCH -L scratch:3\n"), &alice(), 60)
+        .unwrap_err();
+    assert!(e.to_string().contains("the cluster has 2"), "{e}");
+}
+
+#[test]
+fn a_job_that_cannot_end_by_its_deadline_is_removed() {
+    let mut cl = Cluster::new(cluster(1, 1)).unwrap();
+    // Cannot end by then even if it started now.
+    let late = cl
+        .submit(req("#SBATCH -t 30 --deadline=now+10minutes\n"), &alice(), 0)
+        .unwrap();
+    cl.schedule(0);
+    let v = cl.job(late, 0).unwrap();
+    assert_eq!(v.state, JobState::Deadline);
+    // Fits now, but waits behind a job holding the GPU until its limit passes the deadline.
+    let busy = cl
+        .submit(req("#SBATCH --gres=gpu:1 -t 60\n"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)), [busy]);
+    let waits = cl
+        .submit(
+            req("#SBATCH --gres=gpu:1 -t 30 --deadline=now+45minutes\n"),
+            &alice(),
+            0,
+        )
+        .unwrap();
+    cl.schedule(0);
+    assert_eq!(cl.job(waits, 0).unwrap().state, JobState::Pending);
+    cl.schedule(15 * 60 + 1);
+    assert_eq!(
+        cl.job(waits, 15 * 60 + 1).unwrap().state,
+        JobState::Deadline
+    );
+}

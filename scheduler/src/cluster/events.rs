@@ -32,6 +32,26 @@ impl Cluster {
             return;
         }
         let (queued, owner) = (j.queued, j.owner);
+        if let Some(latest_start) = self.latest_start(id) {
+            if now > latest_start {
+                self.cancel_pending(id, now);
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.reason = PendingReason::DeadLine;
+                    if j.state == JobState::Cancelled {
+                        j.state = JobState::Deadline;
+                    } else {
+                        j.final_state = Some(JobState::Deadline);
+                    }
+                }
+                out.push(Decision::Cancel {
+                    job: id,
+                    reason: PendingReason::DeadLine,
+                });
+                return;
+            }
+            self.wakeups.insert((latest_start.saturating_add(1), id));
+        }
+        let Some(j) = self.jobs.get(&id) else { return };
         let reason = if j.hold == Hold::User {
             Some(PendingReason::JobHeldUser)
         } else if j.hold == Hold::Admin {
@@ -154,6 +174,19 @@ impl Cluster {
     }
 
     /// Cancels a pending job (all remaining tasks of an array).
+    /// The latest a pending job with a `--deadline` may start and still end by it
+    /// (its `--time-min`, else its time limit, before the deadline).
+    fn latest_start(&self, id: JobId) -> Option<Time> {
+        let j = self.jobs.get(&id)?;
+        let deadline = j.req.deadline.as_ref()?.resolve(j.submit_time).ok()?;
+        let shape = self.shapes.get(j.shape as usize)?;
+        let run = match j.req.time_min {
+            Some(crate::model::TimeLimit::Seconds(s)) => Some(s),
+            _ => shape.key.time,
+        };
+        Some(deadline.saturating_sub(run.unwrap_or(0) as Time))
+    }
+
     fn cancel_pending(&mut self, id: JobId, now: Time) {
         self.dequeue(id);
         let Some(j) = self.jobs.get_mut(&id) else {
@@ -199,6 +232,9 @@ impl Cluster {
         self.charge_end(&job, now);
         for a in &job.alloc {
             self.inv.release(a.node, &a.res, &a.slices);
+        }
+        if !job.alloc.is_empty() {
+            self.return_licenses(job.shape);
         }
         if let Some(j) = self.jobs.get_mut(&id) {
             j.alloc.clear();

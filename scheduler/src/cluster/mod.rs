@@ -6,6 +6,7 @@
 
 mod events;
 pub(crate) mod inventory;
+mod licenses;
 mod pass;
 pub(crate) mod resources;
 pub(crate) mod state;
@@ -124,6 +125,8 @@ pub struct Cluster {
     pub(crate) last_priority_calc: Time,
     pub(crate) last_time: Time,
     pub(crate) reservations: Vec<Reservation>,
+    /// Licenses held by running jobs, by name.
+    pub(crate) licenses_used: BTreeMap<String, u32>,
     /// Fair-share totals over all accounts (usage, shares) at a time, so that
     /// submissions at one instant do not walk every account. A pure cache:
     /// cleared whenever usage or the set of accounts changes, so it always holds
@@ -184,6 +187,7 @@ impl Cluster {
             last_priority_calc: Time::MIN,
             last_time: Time::MIN,
             reservations: Vec::new(),
+            licenses_used: BTreeMap::new(),
             fs_totals: std::cell::Cell::new(None),
             total_gpu_milli: 0,
             total_cpus: 0,

@@ -161,6 +161,11 @@ impl Cluster {
                 budget -= 1;
                 continue;
             }
+            if !self.licenses_free_for(shape) {
+                self.block_queue(key, id, PendingReason::Licenses);
+                budget -= 1;
+                continue;
+            }
             let failed = failed_shapes
                 .get(shape_id as usize)
                 .copied()
@@ -316,6 +321,7 @@ impl Cluster {
         job.start_time = Some(now);
         job.end_time = end;
         job.alloc = allocs;
+        self.take_licenses(job.shape);
         self.charge_start(&mut job, now);
         self.running_by_end
             .insert((end.unwrap_or(Time::MAX), run_id));

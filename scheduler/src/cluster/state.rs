@@ -153,6 +153,9 @@ pub(crate) struct ShapeKey {
     pub required: Vec<u32>,
     pub excluded: Vec<u32>,
     pub constraint: Option<Constraint>,
+    /// Licenses (`-L`) by name, sorted.
+    #[serde(default)]
+    pub licenses: Vec<(String, u32)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -417,6 +417,15 @@ impl Cluster {
         };
         let cpus = task_cpus.max(gpu_cpus).max(1);
         let mem = match req.memory {
+            // `--mem=0`: all of a node's memory (of the partition's smallest node,
+            // so that the same need fits every node; a partition's nodes are alike).
+            Some(MemoryRequest::PerNode(0)) => part
+                .nodes
+                .iter()
+                .filter_map(|n| self.inv.by_name.get(n))
+                .map(|&ni| self.inv.nodes[ni as usize].total.mem)
+                .min()
+                .unwrap_or(0),
             Some(MemoryRequest::PerNode(m)) => m,
             Some(MemoryRequest::PerCpu(m)) => m * cpus,
             Some(MemoryRequest::PerGpu(m)) => {
@@ -450,6 +459,7 @@ impl Cluster {
             required,
             excluded,
             constraint: req.constraint.clone(),
+            licenses: self.licenses_asked(req)?,
         };
         if let Some(&s) = self.shape_ids.get(&key) {
             return Ok(s);

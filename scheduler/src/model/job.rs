@@ -89,6 +89,8 @@ pub enum JobState {
     Timeout,
     NodeFail,
     OutOfMemory,
+    /// Removed: it could not end before its `--deadline`.
+    Deadline,
     /// An external scheduler (Slurm) did not answer: the last known state is not
     /// guessed on. Never set by this crate's cluster.
     Unknown,
@@ -114,11 +116,12 @@ impl JobState {
             JobState::Timeout => "TIMEOUT",
             JobState::NodeFail => "NODE_FAIL",
             JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::Deadline => "DEADLINE",
             JobState::Unknown => "UNKNOWN",
         }
     }
     /// Every state, in Slurm's order.
-    pub const ALL: [JobState; 10] = [
+    pub const ALL: [JobState; 11] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completing,
@@ -128,6 +131,7 @@ impl JobState {
         JobState::Timeout,
         JobState::NodeFail,
         JobState::OutOfMemory,
+        JobState::Deadline,
         JobState::Unknown,
     ];
     /// The state named as [`JobState::name`] spells it.
@@ -146,6 +150,7 @@ impl JobState {
             JobState::Timeout => "TO",
             JobState::NodeFail => "NF",
             JobState::OutOfMemory => "OOM",
+            JobState::Deadline => "DL",
             JobState::Unknown => "??",
         }
     }
@@ -187,6 +192,10 @@ pub enum PendingReason {
     AssocMaxWallDurationPerJobLimit,
     /// The array's `%` limit of running tasks is reached.
     JobArrayTaskLimit,
+    /// The licenses (`-L`) it asks are in use by other jobs.
+    Licenses,
+    /// It could not end before its `--deadline`: removed.
+    DeadLine,
 }
 
 impl PendingReason {
@@ -210,13 +219,15 @@ impl PendingReason {
             PendingReason::AssocGrpJobsLimit => "AssocGrpJobsLimit",
             PendingReason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
             PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            PendingReason::Licenses => "Licenses",
+            PendingReason::DeadLine => "DeadLine",
         }
     }
 }
 
 impl PendingReason {
     /// Every reason, for [`PendingReason::parse`].
-    const ALL: [PendingReason; 17] = [
+    const ALL: [PendingReason; 19] = [
         PendingReason::None,
         PendingReason::Priority,
         PendingReason::Resources,
@@ -234,6 +245,8 @@ impl PendingReason {
         PendingReason::AssocGrpJobsLimit,
         PendingReason::AssocMaxWallDurationPerJobLimit,
         PendingReason::JobArrayTaskLimit,
+        PendingReason::Licenses,
+        PendingReason::DeadLine,
     ];
     /// The reason Slurm spells `name`, if it is one of these.
     pub fn parse(name: &str) -> Option<PendingReason> {

@@ -35,6 +35,9 @@ pub struct ClusterSection {
     pub gpus: Vec<DeclaredGpu>,
     /// Partitions of this node (default: one partition `main`).
     pub partitions: Vec<PartitionSection>,
+    /// Counted site resources jobs ask with `-L name[:count]` (Slurm's
+    /// `Licenses=`), e.g. `licenses = { scratch = 10, matlab = 2 }`.
+    pub licenses: std::collections::BTreeMap<String, u32>,
 }
 
 impl Default for ClusterSection {
@@ -48,6 +51,7 @@ impl Default for ClusterSection {
             discover_gpus: true,
             gpus: Vec::new(),
             partitions: Vec::new(),
+            licenses: Default::default(),
         }
     }
 }

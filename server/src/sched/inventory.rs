@@ -183,6 +183,7 @@ pub fn build(
             gpus,
         }],
         partitions: partitions(cfg, &node)?,
+        licenses: cfg.licenses.clone(),
         ..ClusterConfig::default()
     };
     scheduler::Cluster::new(cluster.clone())

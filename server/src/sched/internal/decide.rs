@@ -13,7 +13,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use scheduler::{Cluster, Decision, JobId, JobOutcome, JobState, JobView, Owner, Time};
+use scheduler::{
+    Cluster, Decision, JobId, JobOutcome, JobState, JobView, Owner, PendingReason, Time,
+};
 
 use super::event::{Applied, ApplyError, Event};
 use super::steps::StepSignal;
@@ -415,13 +417,17 @@ impl Decider {
                     batch.launches.push((job, allocation, start));
                 }
                 Decision::Cancel { job, reason } => {
-                    let mut change = ended(
-                        job,
-                        "CANCELLED",
-                        now,
-                        None,
-                        Some(format!("cancelled by the scheduler: {}", reason.name())),
-                    );
+                    let (state, message) = match reason {
+                        PendingReason::DeadLine => (
+                            "DEADLINE",
+                            "removed: it could not end before its --deadline".to_string(),
+                        ),
+                        _ => (
+                            "CANCELLED",
+                            format!("cancelled by the scheduler: {}", reason.name()),
+                        ),
+                    };
+                    let mut change = ended(job, state, now, None, Some(message));
                     if let JobChange::Ended { reason: r, .. } = &mut change {
                         *r = Some(reason.name().to_string());
                     }
