@@ -158,10 +158,16 @@ impl Cluster {
             submit_time: j.submit_time,
             start_time: j.start_time,
             end_time: j.end_time,
-            time_limit: shape
-                .key
-                .time
-                .map_or(TimeLimit::Unlimited, TimeLimit::Seconds),
+            // A running job's own limit (`--time-min` may have shortened it).
+            time_limit: match (j.state, j.start_time, j.end_time) {
+                (JobState::Running, Some(s), Some(e)) if e > s => {
+                    TimeLimit::Seconds((e - s) as u64)
+                }
+                _ => shape
+                    .key
+                    .time
+                    .map_or(TimeLimit::Unlimited, TimeLimit::Seconds),
+            },
             time_used: used,
             nodes: shape.key.nodes,
             gpu_milli: if j.alloc.is_empty() {

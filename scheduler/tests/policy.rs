@@ -843,3 +843,31 @@ fn a_job_that_cannot_end_by_its_deadline_is_removed() {
         JobState::Deadline
     );
 }
+
+#[test]
+fn time_min_lets_backfill_start_a_job_with_a_shorter_limit() {
+    let mut cl = Cluster::new(cluster(1, 1)).unwrap();
+    let busy = cl
+        .submit(req("#SBATCH --gres=gpu:1 -t 60\n"), &alice(), 0)
+        .unwrap();
+    assert_eq!(starts(&cl.schedule(0)), [busy]);
+    // Waits for the GPU: reserved from minute 60 with 40 CPUs.
+    let top = cl
+        .submit(req("#SBATCH --gres=gpu:1 -c 40 -t 30\n"), &alice(), 0)
+        .unwrap();
+    // 32 CPUs for 2 hours would delay it; at least 30 minutes fit before minute 60.
+    let flexible = cl
+        .submit(req("#SBATCH -c 32 -t 120 --time-min=30\n"), &alice(), 0)
+        .unwrap();
+    let rigid = cl
+        .submit(req("#SBATCH -c 32 -t 120\n"), &alice(), 0)
+        .unwrap();
+    let started = starts(&cl.schedule(0));
+    assert_eq!(started, [flexible], "{top:?} {rigid:?}");
+    let v = cl.job(flexible, 0).unwrap();
+    let TimeLimit::Seconds(limit) = v.time_limit else {
+        panic!("{v:?}")
+    };
+    assert!((30 * 60..=60 * 60).contains(&limit), "{limit}");
+    assert!(limit >= 59 * 60, "the longest limit that fits: {limit}");
+}

@@ -173,11 +173,12 @@ impl Cluster {
             let placed = if failed {
                 None
             } else {
-                place(&self.inv, &resv, shape, now)
+                place(&self.inv, &resv, shape, now).map(|nodes| (nodes, shape.key.time))
             };
+            let placed = placed.or_else(|| self.place_shortened(id, shape, &resv, now));
             match placed {
-                Some(nodes) => {
-                    let d = self.start(id, &nodes, now);
+                Some((nodes, time)) => {
+                    let d = self.start(id, &nodes, time, now);
                     out.push(d);
                     // An array with tasks left keeps its place: examine it again.
                     if let Some(q) = self.queues.get(&key) {
@@ -258,8 +259,48 @@ impl Cluster {
         }
     }
 
-    /// Starts a job (or the next task of an array) on `nodes`.
-    fn start(&mut self, id: JobId, nodes: &[u32], now: Time) -> Decision {
+    /// With `--time-min`: the nodes and the longest limit from the job's
+    /// `--time-min` up to its time limit with which it fits now (before the
+    /// reservations of higher-priority jobs), as Slurm's backfill shortens such jobs.
+    fn place_shortened(
+        &self,
+        id: JobId,
+        shape: &super::state::Shape,
+        resv: &ReservedTable,
+        now: Time,
+    ) -> Option<(Vec<u32>, Option<u64>)> {
+        let job = self.jobs.get(&id)?;
+        let crate::model::TimeLimit::Seconds(min) = job.req.time_min? else {
+            return None;
+        };
+        let max = shape.key.time.unwrap_or(u64::MAX / 4);
+        if min >= max {
+            return None;
+        }
+        let mut trial = shape.clone();
+        let mut fits = |t: u64| {
+            trial.key.time = Some(t);
+            place(&self.inv, resv, &trial, now)
+        };
+        let mut best = fits(min).map(|n| (n, min))?;
+        // The longest limit that still fits: binary search in seconds, to the minute.
+        let (mut lo, mut hi) = (min, max);
+        while hi - lo > 60 {
+            let mid = lo + (hi - lo) / 2;
+            match fits(mid) {
+                Some(n) => {
+                    best = (n, mid);
+                    lo = mid;
+                }
+                None => hi = mid,
+            }
+        }
+        Some((best.0, Some(best.1)))
+    }
+
+    /// Starts a job (or the next task of an array) on `nodes` with limit `time`
+    /// (seconds; `None`: unlimited).
+    fn start(&mut self, id: JobId, nodes: &[u32], time: Option<u64>, now: Time) -> Decision {
         let is_parent = self.jobs.get(&id).is_some_and(Job::is_array_parent);
         let run_id = if is_parent {
             let Some(parent) = self.jobs.get_mut(&id) else {
@@ -309,7 +350,7 @@ impl Cluster {
                 slices,
             });
         }
-        let end = shape.time.map(|t| now.saturating_add(t as i64));
+        let end = time.map(|t| now.saturating_add(t as i64));
         let Some(mut job) = self.jobs.remove(&run_id) else {
             return Decision::Cancel {
                 job: run_id,
