@@ -75,9 +75,18 @@ impl JobCluster {
 
     /// As [`JobCluster::start`], on the database at `database_url` (default: SQLite).
     pub async fn start_on(gpus: u32, database_url: Option<String>) -> JobCluster {
+        Self::start_configured(gpus, database_url, "").await
+    }
+
+    /// As [`JobCluster::start`], with `extra` appended to the configuration.
+    pub async fn start_with(gpus: u32, extra: &str) -> JobCluster {
+        Self::start_configured(gpus, None, extra).await
+    }
+
+    async fn start_configured(gpus: u32, database_url: Option<String>, extra: &str) -> JobCluster {
         let root = private_root();
         let app = spawn_with(Options {
-            extra_config: cluster_config(root.path(), gpus),
+            extra_config: cluster_config(root.path(), gpus) + extra,
             database_url,
         })
         .await;
