@@ -139,7 +139,7 @@ async fn sendmail(
     message: &Message,
 ) -> Result<(), String> {
     let mut child = tokio::process::Command::new(program)
-        .args(["-i", "-f", &from.email.to_string(), "--"])
+        .args(["-i", "-f", from.email.as_ref(), "--"])
         .args(to)
         .env_clear()
         .envs(crate::privilege::base_env())
