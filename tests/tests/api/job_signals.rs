@@ -27,14 +27,7 @@ async fn signal_b_reaches_the_batch_shells_trap_before_the_time_limit() {
         sleep 120 & wait\n\
         echo never\n";
     let id = c.sbatch(&alice, script).await;
-    let job = c
-        .wait_for(
-            &alice,
-            &id,
-            &["COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"],
-            Duration::from_secs(90),
-        )
-        .await;
+    let job = c.wait_ended(&alice, &id, Duration::from_secs(90)).await;
     assert_eq!(
         job["state"],
         "COMPLETED",
@@ -60,14 +53,7 @@ async fn signal_without_b_reaches_what_the_shell_started_and_not_the_shell() {
         echo $(( $(date +%s) - start )) > child-done\n\
         echo shell-alive\n";
     let id = c.sbatch(&alice, script).await;
-    let job = c
-        .wait_for(
-            &alice,
-            &id,
-            &["COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"],
-            Duration::from_secs(90),
-        )
-        .await;
+    let job = c.wait_ended(&alice, &id, Duration::from_secs(90)).await;
     let out = c.output(&alice, &id);
     assert_eq!(job["state"], "COMPLETED", "{job}\n{out}");
     assert!(out.contains("shell-alive"), "{out}");
@@ -99,13 +85,7 @@ async fn open_mode_append_keeps_the_output_of_a_requeued_job_and_truncate_does_n
         c.wait_for(&alice, id, &["RUNNING"], Duration::from_secs(60))
             .await;
         wait_output(&c, &alice, id, "first-run").await;
-        let res = reqwest::Client::new()
-            .post(c.app.url(&format!("/api/v1/jobs/{id}/requeue")))
-            .bearer_auth(&alice.token)
-            .send()
-            .await
-            .expect("requeue");
-        assert!(res.status().is_success(), "requeue {id}: {}", res.status());
+        c.act(&alice, id, "requeue").await;
     }
     for id in [&append, &truncate] {
         wait_output(&c, &alice, id, "second-run").await;

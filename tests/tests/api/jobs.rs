@@ -202,6 +202,31 @@ impl JobCluster {
         }
     }
 
+    /// Wait until the job has ended, in whatever state; returns it.
+    pub async fn wait_ended(&self, user: &JobUser, id: &str, within: Duration) -> Value {
+        const ENDED: [&str; 6] = [
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "OUT_OF_MEMORY",
+            "NODE_FAIL",
+        ];
+        self.wait_for(user, id, &ENDED, within).await
+    }
+
+    /// `POST /api/v1/jobs/{id}/{action}` (hold, release, requeue) as `user`; it must
+    /// succeed.
+    pub async fn act(&self, user: &JobUser, id: &str, action: &str) {
+        let res = reqwest::Client::new()
+            .post(self.app.url(&format!("/api/v1/jobs/{id}/{action}")))
+            .bearer_auth(&user.token)
+            .send()
+            .await
+            .expect(action);
+        assert!(res.status().is_success(), "{action} {id}: {}", res.status());
+    }
+
     pub fn output(&self, user: &JobUser, id: &str) -> String {
         std::fs::read_to_string(user.home.join(format!("slurm-{id}.out"))).unwrap_or_default()
     }

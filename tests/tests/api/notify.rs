@@ -139,7 +139,6 @@ async fn a_job_with_mail_type_end_mails_its_user_once_naming_its_state_and_exit_
     let sink = SmtpSink::start();
     let c = JobCluster::start_with(0, &notify_config(sink.port)).await;
     let alice = c.user("alice", 20711).await;
-    let done = ["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"];
     let wait = Duration::from_secs(60);
 
     let first = c
@@ -148,12 +147,12 @@ async fn a_job_with_mail_type_end_mails_its_user_once_naming_its_state_and_exit_
             "#!/bin/bash\n#SBATCH -J train --mail-type=END\nexit 0\n",
         )
         .await;
-    c.wait_for(&alice, &first, &done, wait).await;
+    c.wait_ended(&alice, &first, wait).await;
     // No --mail-type: nothing is sent.
     let quiet = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH -J quiet\nexit 0\n")
         .await;
-    c.wait_for(&alice, &quiet, &done, wait).await;
+    c.wait_ended(&alice, &quiet, wait).await;
     // An address outside the site's domains is dropped; a colleague's name is not.
     let last = c
         .sbatch(
@@ -161,7 +160,7 @@ async fn a_job_with_mail_type_end_mails_its_user_once_naming_its_state_and_exit_
             "#!/bin/bash\n#SBATCH -J eval --mail-type=END,FAIL --mail-user=x@spam.example,bob\nexit 3\n",
         )
         .await;
-    c.wait_for(&alice, &last, &done, wait).await;
+    c.wait_ended(&alice, &last, wait).await;
 
     // Messages go out in order: once the last job's has arrived, any second message
     // of the first job would have too.
