@@ -16,6 +16,7 @@ pub mod http;
 pub mod identities;
 pub mod launch;
 pub mod metrics;
+pub mod notifications;
 pub mod privilege;
 pub mod sched;
 pub mod services;

@@ -175,8 +175,14 @@ impl Application {
             let slurm = crate::sched::slurm::SlurmSettings::from_config(&config.slurm, as_root);
             crate::sched::slurm::start(store.clone(), slurm).await?
         } else {
-            crate::sched::internal::start(store.clone(), inventory.cluster.clone(), settings)
-                .await?
+            let notifier = crate::notifications::Notifier::start(&config.notify)?;
+            crate::sched::internal::start(
+                store.clone(),
+                inventory.cluster.clone(),
+                settings,
+                notifier,
+            )
+            .await?
         };
         let _recorder =
             crate::benchmarks::recorder::spawn(store.clone(), inventory.clone(), as_root);

@@ -25,6 +25,7 @@ mod http;
 mod jobs;
 mod ldap;
 mod log;
+mod notify;
 mod quotas;
 mod sessions;
 mod slurm;
@@ -44,6 +45,7 @@ pub use http::HttpConfig;
 pub use jobs::{JobsConfig, SubmissionLimits, DEFAULT_MAX_SCRIPT_BYTES};
 pub use ldap::{LdapAttributes, LdapConfig, LdapGroupsConfig, LdapSearchConfig};
 pub use log::LogConfig;
+pub use notify::{is_address, is_domain, NotifyConfig, MAX_ADDRESS_LEN};
 pub use quotas::QuotasConfig;
 pub use sessions::SessionsConfig;
 pub use slurm::{SchedulerConfig, SlurmConfig};
@@ -80,6 +82,7 @@ pub struct Config {
     pub quotas: QuotasConfig,
     pub scheduler: SchedulerConfig,
     pub slurm: SlurmConfig,
+    pub notify: NotifyConfig,
 }
 
 impl Default for Config {
@@ -102,6 +105,7 @@ impl Default for Config {
             quotas: QuotasConfig::default(),
             scheduler: SchedulerConfig::default(),
             slurm: SlurmConfig::default(),
+            notify: NotifyConfig::default(),
         }
     }
 }
@@ -235,6 +239,7 @@ impl Config {
         self.scheduler.check(&mut problem);
         self.slurm.check(&mut problem);
         self.log.check(&mut problem);
+        self.notify.check(&mut problem);
         problems
     }
 

@@ -15,8 +15,12 @@
 //! memory of the job's process group every 250 ms and kills the job when it is
 //! over its limit, as Slurm's `JobAcctGatherParams=OverMemoryKill` does. The
 //! fallback can miss a spike shorter than the sampling period.
+//! `--signal` (`early_signal.rs`): the supervisor sends the signal `seconds_before`
+//! the time limit of each run, to the batch shell (`B:`) or to what it started; it
+//! finds the shell as the user's process running the step's script.
 //! Must not touch: the database or the scheduler.
 
+mod early_signal;
 mod runtime;
 mod supervisor;
 
@@ -68,6 +72,25 @@ pub struct StepSpec {
     /// job's own script and session directory are bound back).
     #[serde(default)]
     pub hidden: Vec<PathBuf>,
+    /// `--signal`: a signal sent before the time limit, armed again by every run.
+    #[serde(default)]
+    pub signal: Option<EarlySignal>,
+    /// `--open-mode=append`: the output files keep what they hold (default: they are
+    /// truncated when the step starts, as Slurm's default `truncate`).
+    #[serde(default)]
+    pub append_output: bool,
+}
+
+/// `--signal=[B:]SIG@TIME`: what the supervisor sends before the time limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlySignal {
+    /// The signal's number.
+    pub signal: i32,
+    /// `B:`: to the batch shell only; otherwise to every process the shell started
+    /// (its descendants), never to the shell or the container runtime.
+    pub batch_only: bool,
+    /// How long before the time limit.
+    pub seconds_before: u64,
 }
 
 impl StepSpec {

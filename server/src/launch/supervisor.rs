@@ -17,6 +17,7 @@ use nix::unistd::Pid;
 use scheduler::JobOutcome;
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::early_signal;
 use super::runtime::{ContainerRuntime, Host, StepFiles};
 use super::{read_spec, write_private, write_state, ProcessIdentity, StepSpec, StepState};
 use crate::privilege;
@@ -28,6 +29,10 @@ const MEMORY_POLL: Duration = Duration::from_millis(250);
 const CGROUP_ENV: &str = "ATRIUM_STEP_CGROUP";
 /// How long removing a step's container may take.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often, and how many times, the supervisor looks for the batch shell of a
+/// step with `--signal` (to remember it before the script can `exec` away).
+const SHELL_LOOK: Duration = Duration::from_millis(200);
+const SHELL_LOOKS: u32 = 150;
 
 /// Run the step in `dir` to its end and record how it ended.
 pub async fn run(dir: &Path) -> anyhow::Result<()> {
@@ -88,6 +93,21 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     };
     let mut kill_at: Option<tokio::time::Instant> = None;
     let mut reason: Option<&'static str> = None;
+    // `--signal`: armed for this run, `seconds_before` the limit (at once when the
+    // limit is shorter than that).
+    let script = StepFiles::in_dir(dir).script;
+    let shell_uid = if spec.drop_privileges {
+        spec.uid
+    } else {
+        nix::unistd::getuid().as_raw()
+    };
+    let mut early = spec.signal.zip(spec.time_limit_secs).map(|(s, secs)| {
+        let at = Duration::from_secs(secs.saturating_sub(s.seconds_before));
+        (s, tokio::time::Instant::now() + at)
+    });
+    let mut shell: Option<ProcessIdentity> = None;
+    let mut shell_looks = SHELL_LOOKS;
+    let mut look = tokio::time::interval(SHELL_LOOK);
     // The first sample one period in: a short job costs no walk through /proc.
     let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + MEMORY_POLL, MEMORY_POLL);
     let status = loop {
@@ -113,6 +133,15 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
             _ = async { match kill_at { Some(k) => tokio::time::sleep_until(k).await, None => std::future::pending().await } } => {
                 let _ = killpg(group, Signal::SIGKILL);
                 kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+            }
+            _ = look.tick(), if early.is_some() && shell.is_none() && shell_looks > 0 => {
+                shell_looks -= 1;
+                shell = early_signal::batch_shell(&early_signal::processes(), &script, shell_uid);
+            }
+            _ = async { match early { Some((_, at)) => tokio::time::sleep_until(at).await, None => std::future::pending().await } }, if early.is_some() && kill_at.is_none() => {
+                if let Some((signal, _)) = early.take() {
+                    eprintln!("{}", early_signal::deliver(signal, shell, &script, shell_uid));
+                }
             }
             _ = poll.tick(), if memory_limit_kb.is_some() && kill_at.is_none() => {
                 if let Some(max) = memory_limit_kb {
@@ -328,13 +357,18 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
         ));
     }
     // Opened as the user (the switch is done), never a terminal: a job's output is
-    // its user's alone unless they share it.
+    // its user's alone unless they share it. Always `O_APPEND` (standard output and
+    // error may share the file); emptied first unless `--open-mode=append`.
+    let mut flags = nix::fcntl::OFlag::O_NOCTTY;
+    if !spec.append_output {
+        flags |= nix::fcntl::OFlag::O_TRUNC;
+    }
     let open = |p: &PathBuf| {
         std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
-            .custom_flags(nix::fcntl::OFlag::O_NOCTTY.bits())
+            .custom_flags(flags.bits())
             .open(p)
     };
     let stdout = open(&spec.stdout).unwrap_or_else(|e| {

@@ -75,9 +75,18 @@ impl JobCluster {
 
     /// As [`JobCluster::start`], on the database at `database_url` (default: SQLite).
     pub async fn start_on(gpus: u32, database_url: Option<String>) -> JobCluster {
+        Self::start_configured(gpus, database_url, "").await
+    }
+
+    /// As [`JobCluster::start`], with `extra` appended to the configuration.
+    pub async fn start_with(gpus: u32, extra: &str) -> JobCluster {
+        Self::start_configured(gpus, None, extra).await
+    }
+
+    async fn start_configured(gpus: u32, database_url: Option<String>, extra: &str) -> JobCluster {
         let root = private_root();
         let app = spawn_with(Options {
-            extra_config: cluster_config(root.path(), gpus),
+            extra_config: cluster_config(root.path(), gpus) + extra,
             database_url,
         })
         .await;
@@ -191,6 +200,31 @@ impl JobCluster {
                 )
             }
         }
+    }
+
+    /// Wait until the job has ended, in whatever state; returns it.
+    pub async fn wait_ended(&self, user: &JobUser, id: &str, within: Duration) -> Value {
+        const ENDED: [&str; 6] = [
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "OUT_OF_MEMORY",
+            "NODE_FAIL",
+        ];
+        self.wait_for(user, id, &ENDED, within).await
+    }
+
+    /// `POST /api/v1/jobs/{id}/{action}` (hold, release, requeue) as `user`; it must
+    /// succeed.
+    pub async fn act(&self, user: &JobUser, id: &str, action: &str) {
+        let res = reqwest::Client::new()
+            .post(self.app.url(&format!("/api/v1/jobs/{id}/{action}")))
+            .bearer_auth(&user.token)
+            .send()
+            .await
+            .expect(action);
+        assert!(res.status().is_success(), "{action} {id}: {}", res.status());
     }
 
     pub fn output(&self, user: &JobUser, id: &str) -> String {

@@ -406,6 +406,8 @@ pub(crate) mod tests {
             image: None,
             mounts: Vec::new(),
             hidden: Vec::new(),
+            signal: None,
+            append_output: false,
         }
     }
 

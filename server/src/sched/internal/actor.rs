@@ -6,7 +6,7 @@
 //! so memory never runs ahead of what is durable.
 //!
 //! Owns: the command queue, batching, the store writes, snapshots, the step tasks'
-//! signal senders, the wall clock.
+//! signal senders, handing the batch's notices to the notifier, the wall clock.
 //! Must not touch: what a command means (`decide.rs`), the Slurm backend, HTTP types.
 
 use std::collections::hash_map::Entry;
@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use super::decide::{Batch, Decider, JobMeta};
 use super::event::Event;
 use super::steps::{StepRunner, StepSignal};
+use crate::notifications::Notifier;
 use crate::sched::handle::Command;
 use crate::store::Store;
 use crate::util::now_secs;
@@ -41,6 +42,7 @@ pub(super) struct Actor {
     last_purge: Instant,
     steps: HashMap<JobId, mpsc::UnboundedSender<StepSignal>>,
     runner: StepRunner,
+    notifier: Notifier,
 }
 
 impl Actor {
@@ -49,6 +51,7 @@ impl Actor {
         store: Store,
         config: ClusterConfig,
         runner: StepRunner,
+        notifier: Notifier,
     ) -> anyhow::Result<Actor> {
         let (cluster, seq, entries) = rebuild(&store, &config).await?;
         let log = store.load_scheduler_log().await?;
@@ -65,6 +68,7 @@ impl Actor {
             last_purge: Instant::now(),
             steps: HashMap::new(),
             runner,
+            notifier,
         };
         actor.load_meta().await?;
         actor.snapshot().await?;
@@ -202,6 +206,9 @@ impl Actor {
             for r in batch.replies {
                 r(true);
             }
+            for notice in batch.notices {
+                self.notifier.send(notice);
+            }
             return;
         }
         let result = self
@@ -225,6 +232,9 @@ impl Actor {
         }
         if !ok {
             return;
+        }
+        for notice in batch.notices {
+            self.notifier.send(notice);
         }
         for (job, allocation, start) in batch.launches {
             let user = self.decider.user_of(job);

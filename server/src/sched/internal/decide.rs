@@ -19,6 +19,7 @@ use scheduler::{
 
 use super::event::{Applied, ApplyError, Event};
 use super::steps::StepSignal;
+use crate::notifications::{Notice, NoticeEvent};
 use crate::sched::handle::{Command, Control, Reply, Requester, SchedError, StepEnd};
 use crate::sched::step_env::{self, PatternValues};
 use crate::sched::submission::Submission;
@@ -36,6 +37,9 @@ pub(super) struct JobMeta {
     workdir: PathBuf,
     output: Option<String>,
     error: Option<String>,
+    /// `--mail-type` and `--mail-user`: whether, and to whom, notices go.
+    mail: Option<scheduler::MailTypes>,
+    mail_user: Option<String>,
 }
 
 impl JobMeta {
@@ -47,6 +51,8 @@ impl JobMeta {
             workdir: PathBuf::from(&r.workdir),
             output: request.output,
             error: request.error,
+            mail: request.mail_type.filter(|m| m.0 != 0),
+            mail_user: request.mail_user,
         }
     }
 }
@@ -63,6 +69,8 @@ pub(super) struct Batch {
     pub replies: Vec<Box<dyn FnOnce(bool) + Send>>,
     pub launches: Vec<(JobId, scheduler::Allocation, JobStart)>,
     pub signals: Vec<(JobId, StepSignal)>,
+    /// Notifications, sent once the batch is written.
+    pub notices: Vec<Notice>,
     /// Something changed: run a scheduling pass before writing.
     pub touched: bool,
 }
@@ -77,6 +85,9 @@ pub(super) struct Decider {
     pub next_id: u64,
     /// Open jobs (and arrays) by job number.
     pub meta: HashMap<u64, JobMeta>,
+    /// `--mail-type=TIME_LIMIT*`: when each running job reaches a share of its limit
+    /// (kept in memory only: a restart forgets the marks of running jobs).
+    pub time_marks: std::collections::BTreeSet<(Time, JobId, u8)>,
 }
 
 impl Decider {
@@ -86,6 +97,92 @@ impl Decider {
             seq,
             next_id,
             meta: HashMap::new(),
+            time_marks: Default::default(),
+        }
+    }
+
+    /// A notice of `event` for `job`, if the job asked for it (`--mail-type`). Call
+    /// it before the job's meta is forgotten. `exit` is the exit code and signal.
+    fn notify(
+        &self,
+        batch: &mut Batch,
+        job: JobId,
+        event: NoticeEvent,
+        exit: (Option<i64>, Option<i64>),
+        now: Time,
+    ) {
+        let Some(meta) = self.meta.get(&job.job) else {
+            return;
+        };
+        let Some(types) = meta.mail else {
+            return;
+        };
+        if !event.wanted(types, job.task.is_some()) {
+            return;
+        }
+        let view = self.cluster.job(job, now);
+        let state = view.as_ref().map_or("UNKNOWN", |v| v.state.name());
+        let seconds = view.as_ref().map(|v| match event {
+            NoticeEvent::Began => v.start_time.unwrap_or(now) - v.submit_time,
+            _ => v
+                .start_time
+                .map_or(0, |start| v.end_time.unwrap_or(now) - start),
+        });
+        batch.notices.push(Notice {
+            job: job.to_string(),
+            job_id: job.job,
+            name: view
+                .as_ref()
+                .map_or_else(|| meta.name.clone(), |v| v.name.clone()),
+            user: meta.user.clone(),
+            mail_user: meta.mail_user.clone(),
+            event,
+            state: state.to_string(),
+            exit_code: exit.0,
+            exit_signal: exit.1,
+            seconds,
+        });
+    }
+
+    /// Arm the `TIME_LIMIT*` notices of a job that starts now.
+    fn arm_time_marks(&mut self, job: JobId, now: Time) {
+        let Some(types) = self.meta.get(&job.job).and_then(|m| m.mail) else {
+            return;
+        };
+        let Some(limit) = self.cluster.job(job, now).and_then(|v| match v.time_limit {
+            scheduler::TimeLimit::Seconds(s) => Some(s as i64),
+            scheduler::TimeLimit::Unlimited => None,
+        }) else {
+            return;
+        };
+        for percent in [50u8, 80, 90, 100] {
+            if NoticeEvent::TimeLimit(percent).wanted(types, job.task.is_some()) {
+                let at = now + limit * i64::from(percent) / 100;
+                self.time_marks.insert((at, job, percent));
+            }
+        }
+    }
+
+    /// The `TIME_LIMIT*` notices due at `now`, for jobs still running.
+    fn time_marks_due(&mut self, batch: &mut Batch, now: Time) {
+        while let Some(&(at, job, percent)) = self.time_marks.first() {
+            if at > now {
+                break;
+            }
+            self.time_marks.pop_first();
+            let running = self
+                .cluster
+                .job(job, now)
+                .is_some_and(|v| v.state == JobState::Running);
+            if running {
+                self.notify(
+                    batch,
+                    job,
+                    NoticeEvent::TimeLimit(percent),
+                    (None, None),
+                    now,
+                );
+            }
         }
     }
 
@@ -285,6 +382,7 @@ impl Decider {
             (Control::Cancel, Applied::Cancelled(effect)) => {
                 for j in effect.cancelled {
                     batch.changes.push(ended(j, "CANCELLED", now, None, None));
+                    self.notify(batch, j, NoticeEvent::Ended, (None, None), now);
                 }
                 for j in effect.signal {
                     batch.signals.push((j, StepSignal::Cancel));
@@ -293,7 +391,10 @@ impl Decider {
             }
             (Control::Requeue, _) => match self.cluster.job(job, now).map(|v| v.state) {
                 Some(JobState::Completing) => batch.signals.push((job, StepSignal::Cancel)),
-                Some(state) => batch.changes.push(state_change(job, state, None)),
+                Some(state) => {
+                    batch.changes.push(state_change(job, state, None));
+                    self.notify(batch, job, NoticeEvent::Requeued, (None, None), now);
+                }
                 None => {}
             },
             (Control::Hold, _) | (Control::Release, _) => {
@@ -333,6 +434,7 @@ impl Decider {
                 batch
                     .changes
                     .push(state_change(end.job, JobState::Pending, None));
+                self.notify(batch, end.job, NoticeEvent::Requeued, (None, None), now);
             }
             Ok(Applied::Finished(state)) => {
                 let (code, signal) = match end.outcome {
@@ -345,6 +447,8 @@ impl Decider {
                     *exit_signal = signal;
                 }
                 batch.changes.push(change);
+                let event = NoticeEvent::of_end(state.name());
+                self.notify(batch, end.job, event, (code, signal), now);
                 self.array_row(batch, end.job, now);
                 self.forget_if_over(end.job, now);
             }
@@ -366,6 +470,8 @@ impl Decider {
                 batch
                     .changes
                     .push(ended(parent, v.state.name(), now, None, None));
+                let event = NoticeEvent::of_end(v.state.name());
+                self.notify(batch, parent, event, (None, None), now);
                 self.meta.remove(&job.job);
             }
         }
@@ -403,6 +509,7 @@ impl Decider {
             _ => return,
         };
         self.decided(batch, decisions, now);
+        self.time_marks_due(batch, now);
     }
 
     /// Carry out what the cluster decided: starts, cancels, kills.
@@ -415,6 +522,8 @@ impl Decider {
                         .changes
                         .push(JobChange::Started(Box::new(start.clone())));
                     batch.launches.push((job, allocation, start));
+                    self.notify(batch, job, NoticeEvent::Began, (None, None), now);
+                    self.arm_time_marks(job, now);
                 }
                 Decision::Cancel { job, reason } => {
                     let (state, message) = match reason {
@@ -432,6 +541,13 @@ impl Decider {
                         *r = Some(reason.name().to_string());
                     }
                     batch.changes.push(change);
+                    let event =
+                        if matches!(reason, scheduler::PendingReason::DependencyNeverSatisfied) {
+                            NoticeEvent::InvalidDependency
+                        } else {
+                            NoticeEvent::Ended
+                        };
+                    self.notify(batch, job, event, (None, None), now);
                     self.forget_if_over(job, now);
                 }
                 Decision::TimeLimit { job } => batch.signals.push((job, StepSignal::TimeLimit)),
@@ -443,6 +559,12 @@ impl Decider {
                         JobState::NodeFail
                     };
                     batch.changes.push(state_change(job, state, None));
+                    let event = if requeued {
+                        NoticeEvent::Requeued
+                    } else {
+                        NoticeEvent::Failed
+                    };
+                    self.notify(batch, job, event, (None, None), now);
                 }
             }
         }

@@ -247,6 +247,12 @@ async fn start_step(
         image,
         mounts,
         hidden: settings.hidden.clone(),
+        signal: request.signal.map(|s| launch::EarlySignal {
+            signal: s.signal,
+            batch_only: s.batch_only,
+            seconds_before: u64::from(s.seconds_before),
+        }),
+        append_output: request.open_mode == Some(scheduler::OpenMode::Append),
     };
     let dir = launch::prepare(&settings.spool_dir, &spec)
         .map_err(|e| format!("preparing the step failed: {e}"))?;

@@ -592,3 +592,60 @@ fn draining_a_node_is_logged_and_answered_once_durable() {
         Some(Err(SchedError::Conflict(_)))
     ));
 }
+
+#[test]
+fn a_job_that_asks_for_mail_gets_one_notice_per_event_it_names() {
+    let mut d = decider();
+    let script = "#!/bin/bash\n#SBATCH -J train -t 10\n#SBATCH --mail-type=BEGIN,FAIL,TIME_LIMIT_50\n#SBATCH --mail-user=bob\nsleep 600\n";
+    let job = submit(&mut d, "ada", script, T0);
+    let began = pass(&mut d, T0 + 2);
+    match &began.notices[..] {
+        [n] => {
+            assert_eq!(
+                (n.event, n.job.as_str(), n.name.as_str()),
+                (NoticeEvent::Began, "1", "train")
+            );
+            assert_eq!(
+                (n.user.as_str(), n.mail_user.as_deref()),
+                ("ada", Some("bob"))
+            );
+            assert_eq!(n.seconds, Some(2));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Half the ten-minute limit: one notice, once.
+    assert!(pass(&mut d, T0 + 200).notices.is_empty());
+    let half = pass(&mut d, T0 + 302);
+    assert_eq!(half.notices.len(), 1);
+    assert_eq!(half.notices[0].event, NoticeEvent::TimeLimit(50));
+    assert!(pass(&mut d, T0 + 303).notices.is_empty());
+    let end = step_end(&mut d, job, JobOutcome::Exited(3), false, T0 + 400);
+    match &end.notices[..] {
+        [n] => {
+            assert_eq!(n.event, NoticeEvent::Failed);
+            assert_eq!((n.state.as_str(), n.exit_code), ("FAILED", Some(3)));
+            assert_eq!(n.seconds, Some(398));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn without_mail_type_or_for_an_event_not_named_there_is_no_notice() {
+    let mut d = decider();
+    let job = submit(&mut d, "ada", SLEEP, T0);
+    assert!(pass(&mut d, T0 + 1).notices.is_empty());
+    assert!(step_end(&mut d, job, JobOutcome::Exited(0), false, T0 + 5)
+        .notices
+        .is_empty());
+    let job = submit(
+        &mut d,
+        "ada",
+        "#!/bin/bash\n#SBATCH --mail-type=FAIL\ntrue\n",
+        T0,
+    );
+    assert!(pass(&mut d, T0 + 6).notices.is_empty());
+    assert!(step_end(&mut d, job, JobOutcome::Exited(0), false, T0 + 9)
+        .notices
+        .is_empty());
+}
