@@ -198,3 +198,36 @@ async fn sbatch_wait_exits_with_the_jobs_exit_code_and_reads_input_variables() {
     assert_eq!(job["name"], "from-env");
     assert_eq!(job["state"], "FAILED");
 }
+
+#[tokio::test]
+async fn get_user_env_starts_the_job_from_the_login_environment() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20505).await;
+    let profile = alice.home.join(".bash_profile");
+    std::fs::write(&profile, "export FROM_LOGIN=yes\nexport BOTH=login\n").expect("profile");
+    std::os::unix::fs::chown(&profile, Some(alice.uid), Some(alice.uid)).expect("chown");
+    let script = "#!/bin/bash\n#SBATCH --get-user-env\necho \"login=$FROM_LOGIN both=$BOTH\"\n";
+    let res = c
+        .submit(
+            &alice,
+            json!({"script": script, "working_directory": alice.home,
+                   "environment": {"BOTH": "submitted"}}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let id = res.json::<Value>().await.expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    c.wait_for(&alice, &id, &["COMPLETED"], Duration::from_secs(60))
+        .await;
+    assert_eq!(c.output(&alice, &id).trim(), "login=yes both=submitted");
+
+    // Without it the login shell is not read.
+    let plain = c
+        .sbatch(&alice, "#!/bin/bash\necho \"login=$FROM_LOGIN\"\n")
+        .await;
+    c.wait_for(&alice, &plain, &["COMPLETED"], Duration::from_secs(60))
+        .await;
+    assert_eq!(c.output(&alice, &plain).trim(), "login=");
+}

@@ -15,6 +15,7 @@
 mod actor;
 mod decide;
 mod event;
+mod login_env;
 mod steps;
 
 use scheduler::ClusterConfig;

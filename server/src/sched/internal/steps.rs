@@ -170,7 +170,7 @@ async fn start_step(
     )?;
     let request: JobRequest =
         serde_json::from_str(&row.request).map_err(|e| format!("bad stored request: {e}"))?;
-    let submitted: BTreeMap<String, String> =
+    let mut submitted: BTreeMap<String, String> =
         serde_json::from_str(&row.environment).unwrap_or_default();
     let (uid, gid, groups, home) = if settings.drop_privileges {
         let id = match early.filter(|_| row.user_name == user) {
@@ -186,6 +186,27 @@ async fn start_step(
         let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
         (uid, gid, Vec::new(), home)
     };
+    // `--get-user-env` (ignored with `--export=NONE`, as Slurm ignores it): the
+    // login environment under what was submitted.
+    let export_all = request.export.as_ref().is_none_or(|e| e.all);
+    if request.get_user_env && export_all && settings.drop_privileges {
+        let who = crate::privilege::Identity {
+            user: row.user_name.clone(),
+            uid,
+            gid,
+            groups: groups.clone(),
+            home: home.clone(),
+        };
+        match super::login_env::login_environment(&who).await {
+            Ok(mut login) => {
+                login.append(&mut submitted);
+                submitted = login;
+            }
+            Err(e) => {
+                tracing::warn!(%job, error = %e, "--get-user-env: the login environment could not be read")
+            }
+        }
+    }
     let node = allocation
         .nodes
         .first()
