@@ -263,6 +263,9 @@ pub fn request_body(
         "environment": environment,
         "working_directory": working_directory,
     });
+    if !cl.script_args.is_empty() {
+        body["arguments"] = json!(cl.script_args);
+    }
     match (&cl.wrap, script) {
         (Some(wrap), _) => body["wrap"] = Value::String(wrap.clone()),
         (None, Some(script)) => body["script"] = Value::String(script),
@@ -421,17 +424,6 @@ pub async fn run(args: SbatchArgs) -> anyhow::Result<()> {
     if cl.version {
         println!("atrium sbatch {}", env!("CARGO_PKG_VERSION"));
         return Ok(());
-    }
-    if !cl.script_args.is_empty() {
-        return Err(SlurmError::new(
-            CMD,
-            format!(
-                "arguments after the script ({}) are not passed to batch scripts by this portal; \
-                 give them to the script through --export or the environment",
-                cl.script_args.join(" ")
-            ),
-        )
-        .into());
     }
     cl.add_environment(|name| std::env::var(name).ok());
     let script = read_script(&cl)?;

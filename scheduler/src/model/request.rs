@@ -88,6 +88,9 @@ pub struct JobRequest {
     pub get_user_env: bool,
     /// Options accepted that mean nothing on this site, as Slurm ignores them.
     pub ignored: Vec<IgnoredOption>,
+    /// The batch script's arguments (`sbatch script ARGS`): not an option, kept
+    /// with the request so that every run of the job gets them.
+    pub arguments: Vec<String>,
 }
 
 /// `--signal`: which signal, to whom, how long before the time limit.

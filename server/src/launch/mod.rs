@@ -79,6 +79,9 @@ pub struct StepSpec {
     /// truncated when the step starts, as Slurm's default `truncate`).
     #[serde(default)]
     pub append_output: bool,
+    /// The script's arguments (`sbatch script ARGS`).
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 /// `--signal=[B:]SIG@TIME`: what the supervisor sends before the time limit.

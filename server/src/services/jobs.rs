@@ -42,6 +42,9 @@ pub struct SubmitJob {
     pub environment: BTreeMap<String, String>,
     /// Where the job is submitted from (`SLURM_SUBMIT_DIR`); default: the home.
     pub working_directory: Option<String>,
+    /// The script's arguments (`sbatch script ARGS`: `$1`, `$2` … in the script).
+    #[serde(default)]
+    pub arguments: Vec<String>,
 }
 
 /// A job or array task. Fields without a value are left out.
@@ -275,7 +278,7 @@ impl Jobs {
         caller: &Principal,
         body: SubmitJob,
     ) -> Result<(Owner, submission::Submission, std::path::PathBuf), ServiceError> {
-        let sub = submission::build_for(
+        let mut sub = submission::build_for(
             self.scheduler.option_judge(),
             body.script.as_deref(),
             body.wrap.as_deref(),
@@ -285,6 +288,7 @@ impl Jobs {
             &self.config.jobs.submission_limits(),
         )
         .map_err(refused)?;
+        submission::set_arguments(&mut sub, body.arguments).map_err(refused)?;
         let facts = self
             .identities
             .owner_facts(caller.user_id, &caller.username)

@@ -231,3 +231,39 @@ async fn get_user_env_starts_the_job_from_the_login_environment() {
         .await;
     assert_eq!(c.output(&alice, &plain).trim(), "login=");
 }
+
+#[tokio::test]
+async fn the_script_gets_the_arguments_given_after_it() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20506).await;
+    std::fs::write(
+        alice.home.join("args.sh"),
+        "#!/bin/bash\necho \"$# [$1] [$2]\"\n",
+    )
+    .expect("script");
+    let mut cmd = client(&c, &alice.token, &alice.home, &atrium_bin());
+    cmd.args([
+        "sbatch",
+        "--parsable",
+        "args.sh",
+        "config.yaml",
+        "two words",
+    ]);
+    let (ok, id, err) = run(cmd);
+    assert!(ok, "{err}");
+    let id = id.trim().to_string();
+    c.wait_for(&alice, &id, &["COMPLETED"], Duration::from_secs(60))
+        .await;
+    assert_eq!(c.output(&alice, &id).trim(), "2 [config.yaml] [two words]");
+    let res = c
+        .submit(
+            &alice,
+            json!({"script": "#!/bin/sh\ntrue\n", "arguments": ["a\u{0}b"]}),
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    assert_eq!(
+        res.json::<Value>().await.expect("json")["field"],
+        "arguments"
+    );
+}

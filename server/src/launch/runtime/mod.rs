@@ -263,14 +263,17 @@ pub(crate) const NVIDIA_CONTROL: &[&str] = &[
     "/dev/nvidia-caps",
 ];
 
-/// The script's command: itself when it has a `#!` line, else `/bin/sh script`.
+/// The script's command: itself when it has a `#!` line, else `/bin/sh script`;
+/// then its arguments (`sbatch script ARGS`).
 fn script_command(spec: &StepSpec, script: &Path) -> Vec<String> {
     let s = script.display().to_string();
-    if spec.script.starts_with("#!") {
+    let mut command = if spec.script.starts_with("#!") {
         vec![s]
     } else {
         vec!["/bin/sh".into(), s]
-    }
+    };
+    command.extend(spec.args.iter().cloned());
+    command
 }
 
 /// A host path made visible in the container, as the runtimes' options need it.
@@ -408,6 +411,7 @@ pub(crate) mod tests {
             hidden: Vec::new(),
             signal: None,
             append_output: false,
+            args: Vec::new(),
         }
     }
 

@@ -274,6 +274,7 @@ async fn start_step(
             seconds_before: u64::from(s.seconds_before),
         }),
         append_output: request.open_mode == Some(scheduler::OpenMode::Append),
+        args: request.arguments.clone(),
     };
     let dir = launch::prepare(&settings.spool_dir, &spec)
         .map_err(|e| format!("preparing the step failed: {e}"))?;

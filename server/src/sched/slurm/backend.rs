@@ -77,6 +77,13 @@ fn sbatch_call(
     workdir: &std::path::Path,
     first: &str,
 ) -> Result<(Vec<String>, Vec<(String, String)>, PathBuf), SchedError> {
+    if !submission.request.arguments.is_empty() {
+        return Err(SchedError::Rejected(
+            "arguments: under Slurm the script is given to sbatch on its standard input, \
+             which takes no arguments; pass them through the environment"
+                .into(),
+        ));
+    }
     if submission.container.is_some() {
         return Err(SchedError::Rejected(
             "container: jobs under Slurm run in the site's own environment; \

@@ -15,6 +15,34 @@ use scheduler::{JobId, JobRequest, ParseError};
 
 use super::step_env::{output_path, PatternValues};
 
+/// Most arguments a batch script may be given.
+pub const MAX_ARGUMENTS: usize = 1024;
+/// Most bytes the arguments may hold together.
+pub const MAX_ARGUMENT_BYTES: usize = 128 * 1024;
+
+/// Gives the script its arguments (`sbatch script ARGS`), bounded in number and
+/// size, without NUL bytes.
+pub fn set_arguments(sub: &mut Submission, arguments: Vec<String>) -> Result<(), SubmissionError> {
+    if arguments.len() > MAX_ARGUMENTS {
+        return Err(field(
+            "arguments",
+            &format!("at most {MAX_ARGUMENTS} arguments are allowed"),
+        ));
+    }
+    let bytes: usize = arguments.iter().map(|a| a.len() + 1).sum();
+    if bytes > MAX_ARGUMENT_BYTES {
+        return Err(field(
+            "arguments",
+            &format!("are {bytes} bytes long; at most {MAX_ARGUMENT_BYTES} are allowed"),
+        ));
+    }
+    if arguments.iter().any(|a| a.contains('\0')) {
+        return Err(field("arguments", "contain a NUL byte"));
+    }
+    sub.request.arguments = arguments;
+    Ok(())
+}
+
 /// Most variables a submission's environment may hold.
 pub const MAX_ENV_VARS: usize = 4096;
 /// Most bytes a submission's environment may hold, names and values together.
@@ -464,7 +492,8 @@ fn merge(base: JobRequest, over: JobRequest) -> JobRequest {
         time_min,
         deadline,
         get_user_env,
-        ignored
+        ignored,
+        arguments
     )
 }
 

@@ -132,6 +132,7 @@ pub async fn submit(
         options: Default::default(),
         environment: Default::default(),
         working_directory: (!working_directory.is_empty()).then(|| working_directory.to_string()),
+        arguments: Vec::new(),
     };
     let (status, message) = match state
         .jobs
