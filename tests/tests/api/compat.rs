@@ -267,3 +267,51 @@ async fn the_script_gets_the_arguments_given_after_it() {
         "arguments"
     );
 }
+
+#[tokio::test]
+async fn licenses_are_counted_site_resources_jobs_wait_for() {
+    let c = JobCluster::start_with(0, "[cluster.licenses]\nscratch = 1\n").await;
+    let alice = c.user("alice", 20507).await;
+    let first = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH -L scratch\nsleep 60\n")
+        .await;
+    c.wait_for(&alice, &first, &["RUNNING"], Duration::from_secs(30))
+        .await;
+    let second = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --licenses=scratch:1\ntrue\n")
+        .await;
+    let waiting = c
+        .wait_for(&alice, &second, &["PENDING"], Duration::from_secs(10))
+        .await;
+    crate::helpers::eventually(
+        "the second job waits for the license",
+        Duration::from_secs(10),
+        || async { c.job(&alice, &second).await["reason"] == "Licenses" },
+    )
+    .await;
+    assert_eq!(waiting["state"], "PENDING");
+    let res = c
+        .submit(
+            &alice,
+            json!({"script": "#!/bin/sh\n#SBATCH -L matlab\ntrue\n"}),
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.expect("json");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("license matlab"),
+        "{body}"
+    );
+    let res = reqwest::Client::new()
+        .delete(c.app.url(&format!("/api/v1/jobs/{first}")))
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .expect("cancel");
+    assert!(res.status().is_success());
+    c.wait_for(&alice, &second, &["COMPLETED"], Duration::from_secs(30))
+        .await;
+}
