@@ -248,3 +248,31 @@ mod tests {
         assert_eq!(find_long("").map(|o| o.long), Err(LookupError::Unknown));
     }
 }
+
+#[cfg(test)]
+mod docs {
+    use super::*;
+
+    /// docs/COMPATIBILITY.md lists every option with what the table says of it.
+    #[test]
+    fn the_compatibility_page_lists_every_option() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/COMPATIBILITY.md");
+        let page = std::fs::read_to_string(path).expect("docs/COMPATIBILITY.md");
+        for o in SBATCH_OPTIONS {
+            let start = format!("| `--{}`", o.long);
+            let row = page
+                .lines()
+                .find(|l| l.starts_with(&start))
+                .unwrap_or_else(|| panic!("--{} is not listed", o.long));
+            let status = match o.support {
+                Support::Implemented => "| implemented |",
+                Support::Client => "| implemented by `atrium sbatch` |",
+                Support::Ignored(_) => "| accepted, ignored |",
+                Support::Refused(_) => "| refused |",
+            };
+            assert!(row.contains(status), "--{}: {row}", o.long);
+        }
+        let rows = page.lines().filter(|l| l.starts_with("| `--")).count();
+        assert_eq!(rows, SBATCH_OPTIONS.len(), "the page lists options the table has not");
+    }
+}
