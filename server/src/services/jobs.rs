@@ -14,11 +14,12 @@ use scheduler::{JobId, JobState, JobView, Owner, SqueueFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::job_steps::{step_info, JobSteps, StepInfo};
 use super::{Audit, ServiceError};
 use crate::auth::Principal;
 use crate::config::Config;
 use crate::identities::Identities;
-use crate::sched::{submission, Requester, SchedError, Scheduler};
+use crate::sched::{submission, JobTokens, Requester, SchedError, Scheduler};
 use crate::store::{JobFilter, JobRecord, Store, StoreError};
 use crate::util::rfc3339;
 use std::sync::Arc;
@@ -107,6 +108,9 @@ pub struct JobInfo {
     /// What became of it: the run recorded, or why nothing was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub benchmark_note: Option<String>,
+    /// Its steps (`srun` inside it), listed with ended jobs as `sacct` shows them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepInfo>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -182,6 +186,7 @@ pub struct Jobs {
     scheduler: Scheduler,
     identities: Identities,
     audit: Audit,
+    steps: JobSteps,
 }
 
 impl Jobs {
@@ -191,14 +196,40 @@ impl Jobs {
         scheduler: Scheduler,
         identities: Identities,
         audit: Audit,
+        tokens: JobTokens,
     ) -> Jobs {
         Jobs {
             config,
-            store,
+            store: store.clone(),
             scheduler,
             identities,
             audit,
+            steps: JobSteps::new(store, tokens),
         }
+    }
+
+    /// The steps of jobs: what a running job's `srun` records with its token.
+    pub fn steps(&self) -> &JobSteps {
+        &self.steps
+    }
+
+    /// Give each job of `jobs` its steps (one query for the page).
+    async fn attach_steps(&self, jobs: &mut [JobInfo]) -> Result<(), ServiceError> {
+        let key = |j: &JobInfo| (j.job_id as i64, j.array_task_id.map_or(-1, i64::from));
+        let keys: Vec<(i64, i64)> = jobs.iter().map(key).collect();
+        let steps = self.steps.of_jobs(&keys).await?;
+        if steps.is_empty() {
+            return Ok(());
+        }
+        for job in jobs.iter_mut() {
+            let k = key(job);
+            job.steps = steps
+                .iter()
+                .filter(|s| (s.job_id, s.task) == k)
+                .map(|s| step_info(&job.id, &job.state, s))
+                .collect();
+        }
+        Ok(())
     }
 
     /// Submit `body` as `caller`.
@@ -290,8 +321,10 @@ impl Jobs {
             offset: ((page - 1) * per_page) as i64,
         };
         let (rows, total) = self.store.list_jobs(&filter).await?;
+        let mut jobs: Vec<JobInfo> = rows.iter().map(from_record).collect();
+        self.attach_steps(&mut jobs).await?;
         Ok(JobList {
-            jobs: rows.iter().map(from_record).collect(),
+            jobs,
             total: total as u64,
             page,
             per_page,
@@ -351,6 +384,12 @@ impl Jobs {
     /// The scheduler's live view merged with the row's details; the row alone once the
     /// scheduler has forgotten the job.
     pub async fn show(&self, caller: &Principal, job: JobId) -> Result<JobInfo, ServiceError> {
+        let mut info = self.show_job(caller, job).await?;
+        self.attach_steps(std::slice::from_mut(&mut info)).await?;
+        Ok(info)
+    }
+
+    async fn show_job(&self, caller: &Principal, job: JobId) -> Result<JobInfo, ServiceError> {
         let view = match self.scheduler.job(&requester(caller), job).await {
             Ok(v) => Some(v),
             Err(SchedError::NotFound) => None,
@@ -508,6 +547,7 @@ pub fn from_view(v: JobView) -> JobInfo {
         restarts: v.restarts,
         benchmark: None,
         benchmark_note: None,
+        steps: Vec::new(),
     }
 }
 
@@ -566,5 +606,6 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         restarts: 0,
         benchmark: r.benchmark.clone(),
         benchmark_note: r.benchmark_note.clone(),
+        steps: Vec::new(),
     }
 }

@@ -19,7 +19,7 @@ mod steps;
 use scheduler::ClusterConfig;
 use tokio::sync::mpsc;
 
-pub use steps::LaunchSettings;
+pub use steps::{JobPortal, LaunchSettings};
 
 use super::handle::Scheduler;
 use crate::store::Store;

@@ -172,6 +172,7 @@ mod tests {
             restarts: 0,
             benchmark: None,
             benchmark_note: None,
+            steps: Vec::new(),
         }
     }
 
