@@ -288,3 +288,37 @@ async fn srun_forwards_signals_to_its_tasks_and_kills_the_rest_on_a_bad_exit() {
     assert_eq!(states, ["CANCELLED", "FAILED"], "{job}");
     assert_eq!(job["steps"][1]["exit_code"], 7, "{job}");
 }
+
+#[tokio::test]
+async fn srun_steps_are_numbered_and_recorded_on_postgres_too() {
+    let db = atrium_tests::support::fresh_database()
+        .await
+        .expect("postgres database");
+    let c = JobCluster::start_on(0, Some(db.url.clone())).await;
+    let alice = c.user("alice", 20704).await;
+    let script = "#!/bin/bash\n#SBATCH -n 2\nsrun true\nsrun -n 1 bash -c 'exit 5'\nexit 0\n";
+    let id = c.sbatch(&alice, script).await;
+    let (job, out) = finished(&c, &alice, &id).await;
+    assert_eq!(job["state"], "COMPLETED", "{job}\n{out}");
+    let steps: Vec<(String, String, i64, i64)> = job["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap_or("").to_string(),
+                s["state"].as_str().unwrap_or("").to_string(),
+                s["exit_code"].as_i64().unwrap_or(-1),
+                s["ntasks"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (format!("{id}.0"), "COMPLETED".to_string(), 0, 2),
+            (format!("{id}.1"), "FAILED".to_string(), 5, 1),
+        ],
+        "{job}"
+    );
+}
