@@ -410,6 +410,25 @@ impl Portal {
         Ok(())
     }
 
+    /// `POST /jobs/{id}/{action}`: `hold`, `release` or `requeue`.
+    pub async fn act(&self, id: &str, action: &str) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(self.http.post(self.url(&format!("/jobs/{id}/{action}"))))
+            .await?;
+        Ok(())
+    }
+
+    /// `POST /jobs/{job}/self/requeue`: a running job requeues itself (job token).
+    pub async fn requeue_itself(&self, job: &str) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(
+                self.http
+                    .post(self.url(&format!("/jobs/{job}/self/requeue"))),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// `GET /partitions`.
     pub async fn partitions(&self) -> Result<Vec<PartitionInfo>, CallError> {
         let got: Partitions = self.call(self.http.get(self.url("/partitions"))).await?;

@@ -1,7 +1,8 @@
 //! The Slurm-style command line client: `atrium sbatch|squeue|sinfo|scancel|sacct`,
-//! and inside a job `srun` and `scontrol show hostnames` (also reachable through
-//! symlinks named after those commands) talking to a portal's `/api/v1` with a
-//! personal token (`srun`: with its job's token). Owns: argument handling, the HTTP
+//! `scontrol` (`show hostnames`, `requeue|hold|release`) and inside a job `srun`
+//! (also reachable through symlinks named after those commands) talking to a
+//! portal's `/api/v1` with a personal token (a job's own steps and requeue: with its
+//! job token). Owns: argument handling, the HTTP
 //! calls ([`api`]), Slurm's text output ([`format`]), which command a program's name
 //! means ([`dispatch_argv0`]) and Slurm's way of reporting failures ([`SlurmError`]).
 //! Must not touch the database or the configuration file: everything goes through

@@ -1,11 +1,13 @@
-//! `scontrol show hostnames [LIST]` inside a job: one host name per line, from
-//! `LIST` or `SLURM_JOB_NODELIST` (DDP scripts find `MASTER_ADDR` so). Other
-//! `scontrol` commands are refused with a message saying what to use instead.
-//! Must not touch: the portal (nothing here needs it).
+//! `scontrol` inside a job: `show hostnames [LIST]`, one host name per line from
+//! `LIST` or `SLURM_JOB_NODELIST` (DDP scripts find `MASTER_ADDR` so), and
+//! `requeue|hold|release ID[,ID…]`: a job's own requeue (`scontrol requeue
+//! $SLURM_JOB_ID`, as checkpointing scripts do) with the job's token, any other with
+//! the user's token as `scancel` would. Other commands are refused with a message.
+//! Must not touch: anything of the server.
 
 use clap::Args;
 
-use super::{print_lines, SlurmError};
+use super::{connect, failed, print_lines, split_list, SlurmError};
 
 const CMD: &str = "scontrol";
 /// The most host names one list expands to (as sbatch's `--nodelist`).
@@ -65,8 +67,29 @@ pub fn expand_hostlist(list: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-pub fn run(args: ScontrolArgs) -> anyhow::Result<()> {
+/// `requeue`, `hold` or `release` of `ids`: the job's own requeue with its token,
+/// the rest with the user's.
+async fn act(action: &str, ids: &str) -> anyhow::Result<()> {
+    let var = |k: &str| std::env::var(k).ok();
+    let own = super::srun::job_id(&var);
+    for id in split_list(ids) {
+        if action == "requeue" && own.as_deref() == Some(id.as_str()) {
+            if let Some(portal) = super::srun::job_portal(&var) {
+                let portal = portal.map_err(|e| SlurmError::new(CMD, e))?;
+                portal.requeue_itself(&id).await.map_err(failed(CMD))?;
+                continue;
+            }
+        }
+        connect(CMD)?.act(&id, action).await.map_err(failed(CMD))?;
+    }
+    Ok(())
+}
+
+pub async fn run(args: ScontrolArgs) -> anyhow::Result<()> {
     let words: Vec<&str> = args.args.iter().map(String::as_str).collect();
+    if let [action @ ("requeue" | "hold" | "release"), ids] = words.as_slice() {
+        return act(action, ids).await;
+    }
     match words.as_slice() {
         ["show", "hostnames" | "hostname"] | ["show", "hostnames" | "hostname", _] => {
             let list = match words.get(2) {
@@ -81,7 +104,7 @@ pub fn run(args: ScontrolArgs) -> anyhow::Result<()> {
         }
         _ => Err(SlurmError::new(
             CMD,
-            "only `scontrol show hostnames [LIST]` is available inside an atrium job; use squeue, scancel or the portal's API for the rest",
+            "atrium's scontrol knows `show hostnames [LIST]` and `requeue|hold|release ID`; use squeue, scancel or the portal's API for the rest",
         )
         .into()),
     }

@@ -46,7 +46,7 @@ impl std::error::Error for StepExit {}
 
 /// The job this srun runs in as the portal names it: `123`, or `123_4` for an
 /// array task.
-fn job_id(var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+pub(crate) fn job_id(var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     let job = var("SLURM_JOB_ID")?;
     Some(match var("SLURM_ARRAY_TASK_ID") {
         Some(task) => format!("{job}_{task}"),
@@ -55,7 +55,7 @@ fn job_id(var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
 }
 
 /// The portal, as the job reaches it, with the job's token; `None` without one.
-fn job_portal(var: &dyn Fn(&str) -> Option<String>) -> Option<Result<Portal, String>> {
+pub(crate) fn job_portal(var: &dyn Fn(&str) -> Option<String>) -> Option<Result<Portal, String>> {
     let token = var("ATRIUM_JOB_TOKEN").filter(|t| !t.is_empty())?;
     let url = var("ATRIUM_URL").filter(|u| !u.is_empty())?;
     let settings = Settings {

@@ -1,7 +1,8 @@
 //! Job steps: what a running job's `srun` records (its start, its end) and what
 //! `sacct` lists (`JOBID.0`, `JOBID.1` …, with the job's rows).
 //!
-//! Owns: the job token's reach (one job, while it runs, its own steps only: the
+//! Owns: the job token's reach (one job, while it runs, its own steps and its own
+//! requeue (`Jobs::requeue_itself`) only: the
 //! token is checked here and nowhere else), the bounds on what a step reports (each
 //! refusal names its field and changes nothing), and how a step that never reported
 //! its end shows once its job is over (CANCELLED: it ended with the job).
@@ -173,9 +174,14 @@ impl JobSteps {
         JobSteps { store, tokens }
     }
 
-    /// The running job `job` when `token` is its job token: the one check of a job
-    /// token. A wrong token and an unknown job are told apart from nothing else.
-    async fn job_of_token(&self, job: JobId, token: &str) -> Result<(), ServiceError> {
+    /// The owner of the running job `job` when `token` is its job token: the one
+    /// check of a job token. A wrong token and an unknown job are told apart from
+    /// nothing else.
+    pub(super) async fn job_of_token(
+        &self,
+        job: JobId,
+        token: &str,
+    ) -> Result<String, ServiceError> {
         if !self.tokens.verify(job, token) {
             return Err(ServiceError::Forbidden(format!(
                 "Atrium-Job-Token: not the token of job {job}"
@@ -192,7 +198,7 @@ impl JobSteps {
                 row.state
             )));
         }
-        Ok(())
+        Ok(row.user_name)
     }
 
     /// Record a step of `job` that starts, for the job itself (its `token`); its

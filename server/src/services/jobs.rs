@@ -213,6 +213,17 @@ impl Jobs {
         &self.steps
     }
 
+    /// Requeue a running job at its own request (`scontrol requeue $SLURM_JOB_ID`
+    /// in its script), with its job token: as its owner would, nothing more.
+    pub async fn requeue_itself(&self, job: JobId, token: &str) -> Result<(), ServiceError> {
+        let owner = self.steps.job_of_token(job, token).await?;
+        let who = Requester {
+            user: owner,
+            admin: false,
+        };
+        Ok(self.scheduler.requeue(&who, job).await?)
+    }
+
     /// Give each job of `jobs` its steps (one query for the page).
     async fn attach_steps(&self, jobs: &mut [JobInfo]) -> Result<(), ServiceError> {
         let key = |j: &JobInfo| (j.job_id as i64, j.array_task_id.map_or(-1, i64::from));

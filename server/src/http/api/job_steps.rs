@@ -1,5 +1,6 @@
-//! `/api/v1/jobs/{id}/steps`: a running job's `srun` records its steps with the
-//! job's token (`Atrium-Job-Token`, from `ATRIUM_JOB_TOKEN`), never a user's. The
+//! `/api/v1/jobs/{id}/steps` and `/api/v1/jobs/{id}/self/requeue`: a running job's
+//! `srun` records its steps, and its `scontrol requeue` requeues it, with the job's
+//! token (`Atrium-Job-Token`, from `ATRIUM_JOB_TOKEN`), never a user's. The
 //! token's reach is the jobs service's rule (`services::job_steps`); these handlers
 //! parse, call it and answer.
 
@@ -60,5 +61,20 @@ pub async fn end(
         .steps()
         .end(job, step, job_token(&req)?, body.into_inner())
         .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Requeue a running job at its own request (its `scontrol requeue`).
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/self/requeue",
+    params(("Atrium-Job-Token" = String, Header, description = "the job's token (ATRIUM_JOB_TOKEN)")),
+    responses((status = 204), (status = 403, description = "not this job's token"),
+        (status = 409, description = "the job is not running or cannot be requeued")))]
+pub async fn requeue_itself(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let job = parse_id(&id)?;
+    state.jobs.requeue_itself(job, job_token(&req)?).await?;
     Ok(HttpResponse::NoContent().finish())
 }
