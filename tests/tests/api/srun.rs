@@ -22,6 +22,23 @@ fn tagged(out: &str, tag: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A job's steps as (id, state, exit code, tasks).
+fn steps_of(job: &Value) -> Vec<(String, String, i64, i64)> {
+    job["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap_or("").to_string(),
+                s["state"].as_str().unwrap_or("").to_string(),
+                s["exit_code"].as_i64().unwrap_or(-1),
+                s["ntasks"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect()
+}
+
 async fn finished(c: &JobCluster, user: &JobUser, id: &str) -> (Value, String) {
     let job = c.wait_for(user, id, ENDED, Duration::from_secs(90)).await;
     (job, c.output(user, id))
@@ -92,22 +109,12 @@ async fn srun_runs_tasks_with_their_ranks_and_gpus_and_sacct_shows_the_steps() {
 
     // The steps, through the API and sacct.
     let steps = job["steps"].as_array().expect("steps");
-    let summary: Vec<(String, String, i64)> = steps
-        .iter()
-        .map(|s| {
-            (
-                s["id"].as_str().unwrap_or("").to_string(),
-                s["state"].as_str().unwrap_or("").to_string(),
-                s["exit_code"].as_i64().unwrap_or(-1),
-            )
-        })
-        .collect();
     assert_eq!(
-        summary,
+        steps_of(&job),
         [
-            (format!("{id}.0"), "COMPLETED".to_string(), 0),
-            (format!("{id}.1"), "COMPLETED".to_string(), 0),
-            (format!("{id}.2"), "FAILED".to_string(), 4),
+            (format!("{id}.0"), "COMPLETED".to_string(), 0, 4),
+            (format!("{id}.1"), "COMPLETED".to_string(), 0, 4),
+            (format!("{id}.2"), "FAILED".to_string(), 4, 3),
         ],
         "{job}"
     );
@@ -207,6 +214,15 @@ async fn srun_job_tokens_reach_only_their_own_running_job() {
             "{body}"
         );
     }
+    // Nor can it requeue another job.
+    let res = reqwest::Client::new()
+        .post(c.app.url(&format!("/api/v1/jobs/{b}/self/requeue")))
+        .header("Atrium-Job-Token", &token)
+        .send()
+        .await
+        .expect("requeue");
+    assert_eq!(res.status(), 403);
+    assert_eq!(c.job(&alice, &b).await["state"], "RUNNING");
     // Out of bounds: a 400 naming the field.
     for (body, field) in [
         (json!({"name": "x", "ntasks": 0}), "ntasks"),
@@ -300,25 +316,33 @@ async fn srun_steps_are_numbered_and_recorded_on_postgres_too() {
     let id = c.sbatch(&alice, script).await;
     let (job, out) = finished(&c, &alice, &id).await;
     assert_eq!(job["state"], "COMPLETED", "{job}\n{out}");
-    let steps: Vec<(String, String, i64, i64)> = job["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .map(|s| {
-            (
-                s["id"].as_str().unwrap_or("").to_string(),
-                s["state"].as_str().unwrap_or("").to_string(),
-                s["exit_code"].as_i64().unwrap_or(-1),
-                s["ntasks"].as_i64().unwrap_or(-1),
-            )
-        })
-        .collect();
     assert_eq!(
-        steps,
+        steps_of(&job),
         [
             (format!("{id}.0"), "COMPLETED".to_string(), 0, 2),
             (format!("{id}.1"), "FAILED".to_string(), 5, 1),
         ],
         "{job}"
     );
+}
+
+const REQUEUES_ITSELF: &str = r#"#!/bin/bash
+if [ ! -e "$HOME/requeued" ]; then
+    touch "$HOME/requeued"
+    scontrol requeue "$SLURM_JOB_ID" || echo "REQUEUE FAILED $?"
+    sleep 60
+fi
+echo "FINISHED"
+"#;
+
+#[tokio::test]
+async fn srun_scontrol_requeue_of_its_own_job_runs_it_again() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20705).await;
+    let id = c.sbatch(&alice, REQUEUES_ITSELF).await;
+    let (job, out) = finished(&c, &alice, &id).await;
+    assert_eq!(job["state"], "COMPLETED", "{job}\n{out}");
+    assert!(alice.home.join("requeued").exists());
+    assert!(!out.contains("REQUEUE FAILED"), "{out}");
+    assert!(out.contains("FINISHED"), "{out}");
 }
