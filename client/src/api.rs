@@ -41,6 +41,8 @@ pub struct JobInfo {
     pub end_time: Option<String>,
     /// Seconds; `None`: unlimited.
     pub time_limit: Option<u64>,
+    /// Its steps (`srun` inside it), oldest first.
+    pub steps: Vec<StepInfo>,
 }
 
 #[cfg(test)]
@@ -248,6 +250,27 @@ pub struct Portal {
     /// `ATRIUM_URL`, for messages.
     origin: String,
     token: String,
+    /// The token is a job's (`ATRIUM_JOB_TOKEN`, sent as `Atrium-Job-Token`), not a
+    /// user's.
+    job_token: bool,
+}
+
+/// A step as the portal recorded it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct StepInfo {
+    /// `123.0`.
+    pub id: String,
+    pub step_id: u32,
+    pub name: String,
+    pub state: String,
+    pub ntasks: u32,
+    pub gpus: String,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    pub start_time: String,
+    pub end_time: Option<String>,
+    pub time_used: u64,
 }
 
 impl Portal {
@@ -284,14 +307,59 @@ impl Portal {
             base: format!("{}/api/v1", settings.url),
             origin: settings.url.clone(),
             token: settings.token.clone(),
+            job_token: false,
         })
+    }
+
+    /// A client that acts for a running job with its token (`settings.token` is
+    /// `ATRIUM_JOB_TOKEN`): it may record that job's steps and nothing else.
+    pub fn for_job(settings: &Settings) -> Result<Portal, CallError> {
+        let mut portal = Portal::new(settings)?;
+        portal.job_token = true;
+        Ok(portal)
+    }
+
+    /// `POST /jobs/{job}/steps`: a step starts; its number.
+    pub async fn start_step(
+        &self,
+        job: &str,
+        body: &serde_json::Value,
+    ) -> Result<StepInfo, CallError> {
+        self.call(
+            self.http
+                .post(self.url(&format!("/jobs/{job}/steps")))
+                .json(body),
+        )
+        .await
+    }
+
+    /// `PUT /jobs/{job}/steps/{step}`: how the step ended.
+    pub async fn end_step(
+        &self,
+        job: &str,
+        step: u32,
+        body: &serde_json::Value,
+    ) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(
+                self.http
+                    .put(self.url(&format!("/jobs/{job}/steps/{step}")))
+                    .json(body),
+            )
+            .await?;
+        Ok(())
     }
 
     async fn call<T: DeserializeOwned>(
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
-        let response = request.bearer_auth(&self.token).send().await.map_err(|e| {
+        let request = if self.job_token {
+            request.header("Atrium-Job-Token", &self.token)
+        } else {
+            request.bearer_auth(&self.token)
+        };
+        let response = request.send().await.map_err(|e| {
             // The innermost cause says what went wrong (refused, timed out, TLS).
             let mut cause: &dyn std::error::Error = &e;
             while let Some(inner) = cause.source() {
@@ -313,7 +381,9 @@ impl Portal {
                 message: error_message(status.as_u16(), &String::from_utf8_lossy(&body)),
             });
         }
-        serde_json::from_slice(&body)
+        // An empty answer (204) reads as JSON's null.
+        let body: &[u8] = if body.is_empty() { b"null" } else { &body };
+        serde_json::from_slice(body)
             .map_err(|e| CallError::local(format!("unexpected answer from the portal: {e}")))
     }
 
@@ -375,6 +445,25 @@ impl Portal {
     pub async fn cancel(&self, id: &str) -> Result<(), CallError> {
         let _: serde_json::Value = self
             .call(self.http.delete(self.url(&format!("/jobs/{id}"))))
+            .await?;
+        Ok(())
+    }
+
+    /// `POST /jobs/{id}/{action}`: `hold`, `release` or `requeue`.
+    pub async fn act(&self, id: &str, action: &str) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(self.http.post(self.url(&format!("/jobs/{id}/{action}"))))
+            .await?;
+        Ok(())
+    }
+
+    /// `POST /jobs/{job}/self/requeue`: a running job requeues itself (job token).
+    pub async fn requeue_itself(&self, job: &str) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(
+                self.http
+                    .post(self.url(&format!("/jobs/{job}/self/requeue"))),
+            )
             .await?;
         Ok(())
     }

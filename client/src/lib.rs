@@ -1,6 +1,8 @@
-//! The Slurm-style command line client: `atrium sbatch|squeue|sinfo|scancel|sacct`
+//! The Slurm-style command line client: `atrium sbatch|squeue|sinfo|scancel|sacct`,
+//! `scontrol` (`show hostnames`, `requeue|hold|release`) and inside a job `srun`
 //! (also reachable through symlinks named after those commands) talking to a
-//! portal's `/api/v1` with a personal token. Owns: argument handling, the HTTP
+//! portal's `/api/v1` with a personal token (a job's own steps and requeue: with its
+//! job token). Owns: argument handling, the HTTP
 //! calls ([`api`]), Slurm's text output ([`format`]), which command a program's name
 //! means ([`dispatch_argv0`]) and Slurm's way of reporting failures ([`SlurmError`]).
 //! Must not touch the database or the configuration file: everything goes through
@@ -14,8 +16,10 @@ pub mod sacct;
 pub mod sacct_fields;
 pub mod sbatch;
 pub mod scancel;
+pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
+pub mod srun;
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
@@ -23,7 +27,9 @@ use std::path::Path;
 use api::{CallError, Portal, Settings};
 
 /// The commands a symlink to `atrium` may be named after.
-pub const SLURM_COMMANDS: [&str; 5] = ["sbatch", "squeue", "sinfo", "scancel", "sacct"];
+pub const SLURM_COMMANDS: [&str; 7] = [
+    "sbatch", "squeue", "sinfo", "scancel", "sacct", "srun", "scontrol",
+];
 
 /// The Slurm command a program run as `program` (its `argv[0]`: a path or a name)
 /// is, when its file name is one of [`SLURM_COMMANDS`].

@@ -4,7 +4,7 @@
 use clap::Args;
 use jiff::{civil, Timestamp, Zoned};
 
-use super::api::JobInfo;
+use super::api::{JobInfo, StepInfo};
 use super::sacct_fields::{header, line, parse_format, Layout, DEFAULT_FORMAT};
 use super::squeue::job_matches;
 use super::{connect, failed, print_lines, split_list, SlurmError};
@@ -48,7 +48,7 @@ pub struct SacctArgs {
     /// Every user's jobs (administrators).
     #[arg(short = 'a', long)]
     pub allusers: bool,
-    /// Allocations only, no steps (atrium records no steps: always so).
+    /// Allocations only, without their steps (`JOBID.0` …).
     #[arg(short = 'X', long)]
     pub allocations: bool,
     /// Leave out the header lines.
@@ -161,6 +161,27 @@ impl Selection {
     }
 }
 
+/// A step's line as `sacct` prints it under its job: its own id (`17.0`), name,
+/// state, exit code and times; its job's user, account and node; no partition.
+pub fn step_row(job: &JobInfo, step: &StepInfo) -> JobInfo {
+    JobInfo {
+        id: step.id.clone(),
+        display_id: step.id.clone(),
+        name: step.name.clone(),
+        partition: String::new(),
+        state: step.state.clone(),
+        exit_code: step.exit_code,
+        signal: step.signal,
+        start_time: Some(step.start_time.clone()),
+        end_time: step.end_time.clone(),
+        time_used: step.time_used,
+        time_limit: None,
+        cpus: Some(u64::from(step.ntasks)),
+        steps: Vec::new(),
+        ..job.clone()
+    }
+}
+
 pub async fn run(args: SacctArgs) -> anyhow::Result<()> {
     let fields = parse_format(args.format.as_deref().unwrap_or(DEFAULT_FORMAT))
         .map_err(|e| SlurmError::new(CMD, e))?;
@@ -187,10 +208,19 @@ pub async fn run(args: SacctArgs) -> anyhow::Result<()> {
         header(&fields, layout)
     };
     let tz = now.time_zone().clone();
-    let lines = jobs
+    let rows: Vec<JobInfo> = jobs
         .iter()
         .filter(|j| selection.keeps(j))
-        .map(|j| line(&fields, j, &tz, layout));
+        .flat_map(|j| {
+            let steps = if args.allocations {
+                &[][..]
+            } else {
+                &j.steps[..]
+            };
+            std::iter::once(j.clone()).chain(steps.iter().map(|s| step_row(j, s)))
+        })
+        .collect();
+    let lines = rows.iter().map(|j| line(&fields, j, &tz, layout));
     print_lines(header.into_iter().chain(lines))?;
     Ok(())
 }
@@ -281,6 +311,26 @@ mod tests {
             ..SacctArgs::default()
         };
         assert!(Selection::of(&bad, &now()).is_err());
+    }
+
+    #[test]
+    fn steps_print_under_their_job() {
+        let job = JobInfo::sample("COMPLETED", "CD");
+        let step = StepInfo {
+            id: "17.1".into(),
+            step_id: 1,
+            name: "python3".into(),
+            state: "FAILED".into(),
+            ntasks: 4,
+            exit_code: Some(3),
+            start_time: "2025-03-10T14:00:00Z".into(),
+            ..StepInfo::default()
+        };
+        let row = step_row(&job, &step);
+        assert_eq!((row.id.as_str(), row.name.as_str()), ("17.1", "python3"));
+        assert_eq!((row.state.as_str(), row.exit_code), ("FAILED", Some(3)));
+        assert_eq!((row.user.as_str(), row.partition.as_str()), ("alice", ""));
+        assert_eq!(row.cpus, Some(4));
     }
 
     #[test]

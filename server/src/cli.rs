@@ -84,6 +84,12 @@ pub enum Command {
     Scancel(atrium_client::scancel::ScancelArgs),
     /// Show accounting records of jobs (like Slurm's sacct).
     Sacct(atrium_client::sacct::SacctArgs),
+    /// Inside a job: run tasks of a job step (like Slurm's srun).
+    #[command(disable_help_flag = true)]
+    Srun(atrium_client::srun::SrunArgs),
+    /// `show hostnames`, `requeue|hold|release ID` (like Slurm's scontrol).
+    #[command(disable_help_flag = true)]
+    Scontrol(atrium_client::scontrol::ScontrolArgs),
     /// Work with the site's Slurm (`[scheduler] backend = "slurm"`).
     #[command(subcommand)]
     Slurm(SlurmCommand),
@@ -234,6 +240,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sinfo(args) => atrium_client::sinfo::run(args).await,
         Command::Scancel(args) => atrium_client::scancel::run(args).await,
         Command::Sacct(args) => atrium_client::sacct::run(args).await,
+        Command::Srun(args) => atrium_client::srun::run(args).await,
+        Command::Scontrol(args) => atrium_client::scontrol::run(args).await,
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
         Command::Step(StepCommand::AsUser) => crate::privilege::as_user_main(),

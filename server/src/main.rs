@@ -1,6 +1,6 @@
 //! The `atrium` binary: parse the command line and hand over to the library. Run
-//! through a symlink named `sbatch`, `squeue`, `sinfo`, `scancel` or `sacct`, it is
-//! `atrium <that command>`.
+//! through a symlink named `sbatch`, `squeue`, `sinfo`, `scancel`, `sacct`, `srun` or
+//! `scontrol`, it is `atrium <that command>`.
 
 use clap::Parser;
 
@@ -67,6 +67,10 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(atrium::cli::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
+            if let Some(exit) = e.downcast_ref::<atrium_client::srun::StepExit>() {
+                // srun said what failed; its status is its tasks'.
+                return std::process::ExitCode::from(exit.0);
+            }
             match e.downcast_ref::<atrium_client::SlurmError>() {
                 // Already in Slurm's words: `sbatch: error: …`.
                 Some(slurm) => eprintln!("{slurm}"),

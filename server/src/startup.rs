@@ -158,15 +158,24 @@ impl Application {
             .into_iter()
             .filter_map(|d| std::fs::canonicalize(d).ok())
             .collect();
+        let exe = std::env::current_exe().context("locating the atrium binary")?;
+        let bin_dir = crate::launch::ensure_step_commands(&spool_dir, &exe)
+            .with_context(|| format!("creating the step commands in {}", spool_dir.display()))?;
+        let portal = crate::sched::JobPortal {
+            bin_dir,
+            url: job_facing_url(config.public_url.as_deref(), scheme, listener.local_addr()?),
+            tokens: crate::sched::JobTokens::new(&secret),
+        };
         let settings = LaunchSettings {
             spool_dir,
-            exe: std::env::current_exe().context("locating the atrium binary")?,
+            exe,
             runtime,
             kill_grace_secs: config.jobs.kill_grace_seconds,
             drop_privileges: as_root,
             cluster_name: config.jobs.cluster_name.clone(),
             mounts: crate::launch::storage_mounts(&config.storage),
             hidden,
+            portal: Some(portal),
         };
         let jobs_runtime = settings.runtime.clone();
         let spool = settings.spool_dir.clone();
@@ -214,6 +223,7 @@ impl Application {
             scheduler.clone(),
             identities.clone(),
             audit.clone(),
+            crate::sched::JobTokens::new(&secret),
         );
         let accounts = crate::services::Accounts::new(
             store.clone(),
@@ -293,6 +303,24 @@ impl Application {
         tracing::info!("atrium stopped");
         Ok(result?)
     }
+}
+
+/// The portal's address as a job on this machine reaches it (`ATRIUM_URL` in jobs):
+/// the listener itself over plain HTTP (loopback when it listens on every address);
+/// with TLS the public URL, whose name the certificate holds.
+fn job_facing_url(public_url: Option<&str>, scheme: &str, addr: std::net::SocketAddr) -> String {
+    if scheme == "https" {
+        if let Some(url) = public_url {
+            return url.trim_end_matches('/').to_string();
+        }
+        return format!("https://localhost:{}", addr.port());
+    }
+    let ip = match addr.ip() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("{scheme}://{}", std::net::SocketAddr::new(ip, addr.port()))
 }
 
 /// A rustls server configuration from PEM files (ring provider, TLS 1.2 and 1.3).

@@ -310,6 +310,28 @@ pub fn ensure_spool(spool: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(spool, std::fs::Permissions::from_mode(0o711))
 }
 
+/// The commands a job runs inside its allocation (`srun`, `scontrol`): symbolic
+/// links to the `atrium` binary, which acts as the command its name says.
+pub const STEP_COMMANDS: [&str; 2] = ["srun", "scontrol"];
+
+/// Create `<spool>/bin` (0755, root) with [`STEP_COMMANDS`] as links to `exe`, put
+/// first on every job's `PATH`; returns the directory. Links to another binary (an
+/// earlier installation) are replaced.
+pub fn ensure_step_commands(spool: &Path, exe: &Path) -> std::io::Result<PathBuf> {
+    let dir = spool.join("bin");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+    for name in STEP_COMMANDS {
+        let link = dir.join(name);
+        if std::fs::read_link(&link).is_ok_and(|target| target == exe) {
+            continue;
+        }
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(exe, &link)?;
+    }
+    Ok(dir)
+}
+
 /// Write `path` whole or not at all (a temporary file renamed over it). Only `durable`
 /// writes wait for the disk: a step's spec, script and start state matter only while
 /// the machine is up (a power loss ends the step with them), but its exit status must

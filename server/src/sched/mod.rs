@@ -10,10 +10,12 @@ mod handle;
 pub mod host;
 pub mod internal;
 pub mod inventory;
+pub mod job_token;
 pub mod slurm;
 pub mod step_env;
 pub mod submission;
 
 pub use handle::{OptionJudge, Requester, SchedError, Scheduler};
-pub use internal::LaunchSettings;
+pub use internal::{JobPortal, LaunchSettings};
+pub use job_token::JobTokens;
 pub use submission::{Submission, SubmissionError};

@@ -10,7 +10,12 @@ use scheduler::parse::limits::PATH_MAX;
 use scheduler::{JobId, JobRequest, NodeAllocation};
 
 /// Environment variable names a job may not set: they are the portal's to give.
-const RESERVED_PREFIXES: &[&str] = &["SLURM_", "SLURMD_", "CUDA_VISIBLE_DEVICES"];
+const RESERVED_PREFIXES: &[&str] = &[
+    "SLURM_",
+    "SLURMD_",
+    "CUDA_VISIBLE_DEVICES",
+    "ATRIUM_JOB_TOKEN",
+];
 
 /// What the output patterns are expanded with.
 pub struct PatternValues<'a> {
@@ -221,6 +226,36 @@ pub fn environment(
     env.into_iter().collect()
 }
 
+/// What a job's `srun` needs: the directory of the step commands, the portal's
+/// address as the job reaches it, and the job's token.
+pub struct StepTools<'a> {
+    pub bin_dir: &'a Path,
+    pub portal_url: &'a str,
+    pub token: &'a str,
+}
+
+/// Put the step commands first on the job's `PATH` (inside an internal job, `srun`
+/// is atrium's whatever else the user's `PATH` holds) and give the job the portal's
+/// address (`ATRIUM_URL`) and its token (`ATRIUM_JOB_TOKEN`). Applied last, over a
+/// container's own variables.
+pub fn add_step_tools(env: &mut Vec<(String, String)>, tools: &StepTools<'_>) {
+    let bin = tools.bin_dir.display().to_string();
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let path = if path.is_empty() {
+        bin
+    } else {
+        format!("{bin}:{path}")
+    };
+    env.retain(|(k, _)| !matches!(k.as_str(), "PATH" | "ATRIUM_URL" | "ATRIUM_JOB_TOKEN"));
+    env.push(("PATH".into(), path));
+    env.push(("ATRIUM_URL".into(), tools.portal_url.into()));
+    env.push(("ATRIUM_JOB_TOKEN".into(), tools.token.into()));
+}
+
 /// Physical GPU indices of an allocation on one node (whole GPUs, MIG parents,
 /// shard parents), each once, for `SLURM_JOB_GPUS` and device access.
 pub fn gpu_indices(node: &NodeAllocation) -> Vec<u32> {
@@ -316,5 +351,47 @@ mod tests {
         let none = scheduler::parse_args(&["--export=NONE"]).expect("export");
         let env: BTreeMap<_, _> = environment(&none, &submitted, &cx).into_iter().collect();
         assert!(!env.contains_key("FOO"));
+    }
+
+    #[test]
+    fn srun_comes_first_on_the_path_with_the_portal_and_the_jobs_token() {
+        let mut env = vec![
+            ("PATH".to_string(), "/opt/conda/bin:/usr/bin".to_string()),
+            ("ATRIUM_URL".to_string(), "https://elsewhere".to_string()),
+        ];
+        let tools = StepTools {
+            bin_dir: Path::new("/var/spool/atrium/bin"),
+            portal_url: "http://127.0.0.1:8000",
+            token: "abc",
+        };
+        add_step_tools(&mut env, &tools);
+        let env: BTreeMap<_, _> = env.into_iter().collect();
+        assert_eq!(env["PATH"], "/var/spool/atrium/bin:/opt/conda/bin:/usr/bin");
+        assert_eq!(env["ATRIUM_URL"], "http://127.0.0.1:8000");
+        assert_eq!(env["ATRIUM_JOB_TOKEN"], "abc");
+        let submitted = BTreeMap::from([("ATRIUM_JOB_TOKEN".to_string(), "forged".to_string())]);
+        let node = NodeAllocation {
+            node: "head".into(),
+            cpus: 1,
+            memory_mb: 1,
+            slices: Vec::new(),
+        };
+        let cx = StepContext {
+            job: JobId::new(5),
+            name: "n",
+            user: "alice",
+            uid: 1,
+            gid: 1,
+            home: Path::new("/home/alice"),
+            account: "alice",
+            partition: "gpu",
+            submit_dir: Path::new("/home/alice"),
+            cluster_name: "atrium",
+            ntasks: 1,
+            time_limit_secs: None,
+            node: &node,
+        };
+        let env = environment(&JobRequest::default(), &submitted, &cx);
+        assert!(env.iter().all(|(k, _)| k != "ATRIUM_JOB_TOKEN"), "{env:?}");
     }
 }

@@ -14,11 +14,12 @@ use scheduler::{JobId, JobState, JobView, Owner, SqueueFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::job_steps::{step_info, JobSteps, StepInfo};
 use super::{Audit, ServiceError};
 use crate::auth::Principal;
 use crate::config::Config;
 use crate::identities::Identities;
-use crate::sched::{submission, OptionJudge, Requester, SchedError, Scheduler};
+use crate::sched::{submission, JobTokens, OptionJudge, Requester, SchedError, Scheduler};
 use crate::store::{JobFilter, JobRecord, Store, StoreError};
 use crate::util::rfc3339;
 use std::sync::Arc;
@@ -115,6 +116,9 @@ pub struct JobInfo {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[schema(value_type = Vec<Object>)]
     pub ignored: Vec<scheduler::IgnoredOption>,
+    /// Its steps (`srun` inside it), listed with ended jobs as `sacct` shows them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepInfo>,
 }
 
 /// What a submission would do (`sbatch --test-only`, `?dry_run=true`): nothing is
@@ -218,6 +222,7 @@ pub struct Jobs {
     scheduler: Scheduler,
     identities: Identities,
     audit: Audit,
+    steps: JobSteps,
 }
 
 impl Jobs {
@@ -227,14 +232,51 @@ impl Jobs {
         scheduler: Scheduler,
         identities: Identities,
         audit: Audit,
+        tokens: JobTokens,
     ) -> Jobs {
         Jobs {
             config,
-            store,
+            store: store.clone(),
             scheduler,
             identities,
             audit,
+            steps: JobSteps::new(store, tokens),
         }
+    }
+
+    /// The steps of jobs: what a running job's `srun` records with its token.
+    pub fn steps(&self) -> &JobSteps {
+        &self.steps
+    }
+
+    /// Requeue a running job at its own request (`scontrol requeue $SLURM_JOB_ID`
+    /// in its script), with its job token: as its owner would, nothing more.
+    pub async fn requeue_itself(&self, job: JobId, token: &str) -> Result<(), ServiceError> {
+        let owner = self.steps.job_of_token(job, token).await?;
+        let who = Requester {
+            user: owner,
+            admin: false,
+        };
+        Ok(self.scheduler.requeue(&who, job).await?)
+    }
+
+    /// Give each job of `jobs` its steps (one query for the page).
+    async fn attach_steps(&self, jobs: &mut [JobInfo]) -> Result<(), ServiceError> {
+        let key = |j: &JobInfo| (j.job_id as i64, j.array_task_id.map_or(-1, i64::from));
+        let keys: Vec<(i64, i64)> = jobs.iter().map(key).collect();
+        let steps = self.steps.of_jobs(&keys).await?;
+        if steps.is_empty() {
+            return Ok(());
+        }
+        for job in jobs.iter_mut() {
+            let k = key(job);
+            job.steps = steps
+                .iter()
+                .filter(|s| (s.job_id, s.task) == k)
+                .map(|s| step_info(&job.id, &job.state, s))
+                .collect();
+        }
+        Ok(())
     }
 
     /// Submit `body` as `caller`.
@@ -364,8 +406,10 @@ impl Jobs {
             offset: ((page - 1) * per_page) as i64,
         };
         let (rows, total) = self.store.list_jobs(&filter).await?;
+        let mut jobs: Vec<JobInfo> = rows.iter().map(from_record).collect();
+        self.attach_steps(&mut jobs).await?;
         Ok(JobList {
-            jobs: rows.iter().map(from_record).collect(),
+            jobs,
             total: total as u64,
             page,
             per_page,
@@ -425,6 +469,12 @@ impl Jobs {
     /// The scheduler's live view merged with the row's details; the row alone once the
     /// scheduler has forgotten the job.
     pub async fn show(&self, caller: &Principal, job: JobId) -> Result<JobInfo, ServiceError> {
+        let mut info = self.show_job(caller, job).await?;
+        self.attach_steps(std::slice::from_mut(&mut info)).await?;
+        Ok(info)
+    }
+
+    async fn show_job(&self, caller: &Principal, job: JobId) -> Result<JobInfo, ServiceError> {
         let view = match self.scheduler.job(&requester(caller), job).await {
             Ok(v) => Some(v),
             Err(SchedError::NotFound) => None,
@@ -584,6 +634,7 @@ pub fn from_view(v: JobView) -> JobInfo {
         benchmark: None,
         benchmark_note: None,
         ignored: Vec::new(),
+        steps: Vec::new(),
     }
 }
 
@@ -645,5 +696,6 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         ignored: serde_json::from_str::<scheduler::JobRequest>(&r.request)
             .map(|q| q.ignored)
             .unwrap_or_default(),
+        steps: Vec::new(),
     }
 }

@@ -13,6 +13,7 @@ mod logins;
 mod memberships;
 mod quotas;
 mod sql;
+mod steps;
 mod tokens;
 mod users;
 
@@ -34,6 +35,7 @@ pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
 pub use logins::LoginSession;
 pub use quotas::QuotaRecord;
+pub use steps::{NewStep, StepEnd, StepRecord};
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
 pub use users::{Group, NewUser, PosixIdentity, Revoked, User};
 

@@ -24,5 +24,6 @@ mod quotas;
 mod sessions;
 mod slurm;
 mod slurm_cli;
+mod srun;
 mod tls;
 mod tokens;

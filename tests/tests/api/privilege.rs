@@ -285,12 +285,13 @@ async fn snoop(runtime: &str) {
         "the job listed the data dir:\n{out}"
     );
     if runtime == "bubblewrap" {
-        // Only its own step's directory is there, for its script.
+        // Only its own step's directory is there, for its script, and the step
+        // commands (`srun`, `scontrol`: links to the portal's binary).
         let seen: Vec<&str> = out
             .lines()
             .filter_map(|l| l.strip_prefix("spool "))
             .collect();
-        assert_eq!(seen, [id.as_str()], "the job saw the spool:\n{out}");
+        assert_eq!(seen, [id.as_str(), "bin"], "the job saw the spool:\n{out}");
     }
 
     // The portal's files are its own: the data directory 0700, the database 0600.

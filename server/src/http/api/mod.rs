@@ -6,6 +6,7 @@ pub mod benchmark_charts;
 pub mod benchmarks;
 mod cluster;
 pub mod groups;
+pub mod job_steps;
 pub mod jobs;
 mod login;
 mod me;
@@ -42,6 +43,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::get().to(jobs::get))
         .route("/jobs/{id}", web::delete().to(jobs::cancel))
         .route("/jobs/{id}/output", web::get().to(output::get))
+        .route("/jobs/{id}/steps", web::post().to(job_steps::start))
+        .route("/jobs/{id}/steps/{step}", web::put().to(job_steps::end))
+        .route(
+            "/jobs/{id}/self/requeue",
+            web::post().to(job_steps::requeue_itself),
+        )
         .route("/jobs/{id}/{action}", web::post().to(jobs::act))
         .route("/sessions", web::post().to(sessions::start))
         .route("/sessions", web::get().to(sessions::list))
@@ -83,6 +90,7 @@ pub use crate::util::rfc3339;
 #[openapi(
     info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes, usage accounting, benchmark runs and sizing advice of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
+          job_steps::start, job_steps::end, job_steps::requeue_itself,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
           sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
@@ -91,6 +99,7 @@ pub use crate::util::rfc3339;
           benchmarks::list, benchmarks::get, benchmarks::delete, benchmark_charts::scaling,
           benchmark_charts::storage, sizing::get, sizing::reference_rows),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::DryRun, jobs::JobInfo, jobs::JobList, jobs::Done,
+                       job_steps::StartStep, job_steps::EndStep, job_steps::StepInfo,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,

@@ -21,7 +21,7 @@ mod steps;
 use scheduler::ClusterConfig;
 use tokio::sync::mpsc;
 
-pub use steps::LaunchSettings;
+pub use steps::{JobPortal, LaunchSettings};
 
 use super::handle::{OptionJudge, Scheduler};
 use crate::notifications::Notifier;

@@ -34,6 +34,17 @@ pub struct LaunchSettings {
     pub mounts: Vec<launch::Mount>,
     /// The portal's directories, hidden from steps (`StepSpec::hidden`).
     pub hidden: Vec<PathBuf>,
+    /// How jobs reach the portal to record their steps (`srun`); `None`: they do not.
+    pub portal: Option<JobPortal>,
+}
+
+/// What a job's `srun` is given: the step commands' directory (`<spool>/bin`), the
+/// portal's address as a job reaches it, and the key its job token is derived with.
+#[derive(Debug, Clone)]
+pub struct JobPortal {
+    pub bin_dir: PathBuf,
+    pub url: String,
+    pub tokens: crate::sched::JobTokens,
 }
 
 /// A signal for a step, relayed to its supervisor.
@@ -247,6 +258,23 @@ async fn start_step(
         }
         None => (settings.runtime.clone(), None),
     };
+    if let Some(portal) = &settings.portal {
+        let token = portal.tokens.token(job);
+        let tools = step_env::StepTools {
+            bin_dir: &portal.bin_dir,
+            portal_url: &portal.url,
+            token: &token,
+        };
+        step_env::add_step_tools(&mut env, &tools);
+        // The step commands and the binary they link to, inside a container too.
+        for path in [&portal.bin_dir, &settings.exe] {
+            mounts.push(launch::Mount {
+                source: path.clone(),
+                target: path.clone(),
+                read_only: true,
+            });
+        }
+    }
     let spec = StepSpec {
         job: job.to_string(),
         user: row.user_name.clone(),

@@ -176,6 +176,7 @@ mod tests {
                 option: "--threads-per-core=1".into(),
                 reason: "nodes are described by their CPUs".into(),
             }],
+            steps: Vec::new(),
         }
     }
 
