@@ -273,6 +273,10 @@ mod docs {
             assert!(row.contains(status), "--{}: {row}", o.long);
         }
         let rows = page.lines().filter(|l| l.starts_with("| `--")).count();
-        assert_eq!(rows, SBATCH_OPTIONS.len(), "the page lists options the table has not");
+        assert_eq!(
+            rows,
+            SBATCH_OPTIONS.len(),
+            "the page lists options the table has not"
+        );
     }
 }

@@ -123,3 +123,28 @@ async fn wait_output(c: &JobCluster, user: &JobUser, id: &str, text: &str) {
         );
     }
 }
+
+#[tokio::test]
+async fn a_checkpointing_job_requeues_itself_from_its_signal_trap_and_keeps_its_output() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20704).await;
+    // The pattern of checkpointing scripts: save on USR1, requeue, resume.
+    let script = "#!/bin/bash\n\
+        #SBATCH -J ckpt -t 0:20 --signal=B:USR1@5 --open-mode=append --requeue\n\
+        if [ -e \"$HOME/ckpt-$SLURM_JOB_ID\" ]; then echo resumed; exit 0; fi\n\
+        trap 'echo checkpoint saved; touch \"$HOME/ckpt-$SLURM_JOB_ID\"; scontrol requeue \"$SLURM_JOB_ID\"; exit 0' USR1\n\
+        echo training\n\
+        sleep 120 & wait\n";
+    let id = c.sbatch(&alice, script).await;
+    crate::helpers::eventually(
+        "the job to run a second time",
+        Duration::from_secs(90),
+        || async { c.output(&alice, &id).contains("resumed") },
+    )
+    .await;
+    let job = c.wait_ended(&alice, &id, Duration::from_secs(60)).await;
+    assert_eq!(job["state"], "COMPLETED", "{job}");
+    let out = c.output(&alice, &id);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, ["training", "checkpoint saved", "resumed"], "{out}");
+}
