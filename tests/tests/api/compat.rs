@@ -315,3 +315,21 @@ async fn licenses_are_counted_site_resources_jobs_wait_for() {
     c.wait_for(&alice, &second, &["COMPLETED"], Duration::from_secs(30))
         .await;
 }
+
+#[tokio::test]
+async fn mem_0_gets_all_of_the_nodes_memory() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20508).await;
+    let id = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\n#SBATCH --mem=0\necho \"mem=$SLURM_MEM_PER_NODE\"\n",
+        )
+        .await;
+    let job = c
+        .wait_for(&alice, &id, &["COMPLETED"], Duration::from_secs(60))
+        .await;
+    // The test node has 64000 MB (cluster_config).
+    assert_eq!(c.output(&alice, &id).trim(), "mem=64000");
+    assert_eq!(job["memory_mb"], 64000, "{job}");
+}
