@@ -426,10 +426,10 @@ fn check_ignored(long: &str, value: Option<&str>) -> Result<(), String> {
         }
     };
     match long {
-        "cores-per-socket" | "sockets-per-node" | "threads-per-core" | "core-spec"
-        | "thread-spec" | "mincpus" | "ntasks-per-core" | "ntasks-per-socket" => {
-            count_or_zero(v).map(drop)
-        }
+        // Slurm reads these with parse_int(positive): 0 is refused, as for -c.
+        "cores-per-socket" | "sockets-per-node" | "threads-per-core" | "thread-spec"
+        | "mincpus" | "ntasks-per-core" | "ntasks-per-socket" => positive(v).map(drop),
+        "core-spec" => count_or_zero(v).map(drop),
         "wait-all-nodes" | "oom-kill-step" => one_of(&["0", "1"]),
         "kill-on-invalid-dep" => one_of(&["yes", "no"]),
         "no-kill" => one_of(&["off"]),
@@ -452,7 +452,7 @@ fn check_ignored(long: &str, value: Option<&str>) -> Result<(), String> {
         }
         "switches" => {
             let (n, time) = v.split_once('@').unwrap_or((v, ""));
-            count_or_zero(n)?;
+            positive(n)?;
             if !time.is_empty() {
                 time.parse::<TimeLimit>()?;
             }
@@ -547,7 +547,13 @@ fn apply(
         "cpus-per-task" => req.cpus_per_task = Some(positive(v)?),
         "cpus-per-gpu" => req.cpus_per_gpu = Some(positive(v)?),
         "mem" => req.memory = Some(MemoryRequest::PerNode(values::memory_mb(v)?)),
-        "mem-per-cpu" => req.memory = Some(MemoryRequest::PerCpu(values::positive_memory_mb(v)?)),
+        // slurmctld maps --mem-per-cpu=0 to --mem=0: all of each node's memory.
+        "mem-per-cpu" => {
+            req.memory = Some(match values::memory_mb(v)? {
+                0 => MemoryRequest::PerNode(0),
+                mb => MemoryRequest::PerCpu(mb),
+            })
+        }
         "mem-per-gpu" => req.memory = Some(MemoryRequest::PerGpu(values::positive_memory_mb(v)?)),
         "gres" => gpu(req, values::gres(v)?)?,
         "gpus" => gpu(req, values::gpus(v, GpuPer::Job)?)?,
@@ -585,15 +591,19 @@ fn apply(
         "begin" => req.begin = Some(v.parse::<BeginTime>()?),
         "deadline" => req.deadline = Some(v.parse::<BeginTime>()?),
         "exclusive" => {
-            if let Some(mode) = value {
-                if !["user", "mcs", "topo"]
-                    .iter()
-                    .any(|m| m.eq_ignore_ascii_case(mode))
-                {
-                    return Err(format!("expected user, mcs or topo, got \"{mode}\""));
-                }
+            // Slurm's modes: `exclusive` is the flag alone, `oversubscribe` shares
+            // the nodes (as without the option), `topo` came in 25.x.
+            let mode = value.unwrap_or("exclusive");
+            let is = |m: &str| m.eq_ignore_ascii_case(mode);
+            if !["exclusive", "oversubscribe", "user", "mcs", "topo"]
+                .iter()
+                .any(|m| is(m))
+            {
+                return Err(format!(
+                    "expected exclusive, oversubscribe, user, mcs or topo, got \"{mode}\""
+                ));
             }
-            req.exclusive = true;
+            req.exclusive = !is("oversubscribe");
         }
         "nodelist" => req.nodelist = expand_hostlist(v)?,
         "exclude" => req.exclude = expand_hostlist(v)?,

@@ -93,7 +93,7 @@ pub static SBATCH_OPTIONS: &[SbatchOption] = &[
     opt!("distribution", Some('m'), Val, "<block|cyclic|arbitrary|plane=size>[:…]", Ignored("srun starts a job's tasks in order of their rank"), "SBATCH_DISTRIBUTION"),
     opt!("error", Some('e'), Val, "<filename pattern>", Implemented, "SBATCH_ERROR"),
     opt!("exclude", Some('x'), Val, "<node list>", Implemented),
-    opt!("exclusive", None, Opt, "[=user|mcs|topo]", Implemented, "SBATCH_EXCLUSIVE"),
+    opt!("exclusive", None, Opt, "[=user|mcs|topo|oversubscribe]", Implemented, "SBATCH_EXCLUSIVE"),
     opt!("export", None, Val, "ALL|NONE|[ALL,]<variables>", Implemented, "SBATCH_EXPORT"),
     opt!("export-file", None, Val, "<file>|<fd>", Ignored("give the variables with --export")),
     opt!("extra", None, Val, "<string>", Ignored("nodes have no extra data to match")),

@@ -196,7 +196,7 @@ fn memory_forms() {
         one("#SBATCH --mem=0").memory,
         Some(MemoryRequest::PerNode(0))
     );
-    assert!(err("#SBATCH --mem-per-cpu=0").message.contains("positive"));
+    assert!(err("#SBATCH --mem-per-gpu=0").message.contains("positive"));
     assert!(err("#SBATCH --mem=12B").message.contains("expected a size"));
 }
 
@@ -699,4 +699,49 @@ fn read_for_slurm_skips_what_this_parser_refuses_but_keeps_the_bounds() {
         "c".repeat(limits::MAX_DIRECTIVE_BYTES)
     );
     assert!(read_submission::<&str>(&script(&[&long]), &[], &ParseLimits::default()).is_err());
+}
+
+/// Disagreements with Slurm 22.05 found by the differential test (issue 22).
+#[test]
+fn what_slurm_refuses_or_accepts_is_refused_or_accepted_here() {
+    // --exclusive's modes in slurm_opt.c: exclusive, oversubscribe, user, mcs.
+    assert!(parse_args(&["--exclusive=exclusive"]).unwrap().exclusive);
+    assert!(parse_args(&["--exclusive=USER"]).unwrap().exclusive);
+    assert!(
+        !parse_args(&["--exclusive=oversubscribe"])
+            .unwrap()
+            .exclusive
+    );
+    let e = parse_args(&["--exclusive=bogus"]).unwrap_err();
+    assert_eq!(e.field, "exclusive");
+    // Topology counts are read with parse_int(positive): 0 is refused; only
+    // --core-spec may be 0.
+    for word in [
+        "--threads-per-core=0",
+        "--cores-per-socket=0",
+        "--sockets-per-node=0",
+        "--mincpus=0",
+        "--ntasks-per-core=0",
+        "--thread-spec=0",
+        "--switches=0",
+    ] {
+        assert!(parse_args(&[word]).is_err(), "{word}");
+    }
+    assert!(parse_args(&["--core-spec=0"]).is_ok());
+    assert!(parse_args(&["--threads-per-core=1"]).is_ok());
+    // slurmctld maps --mem-per-cpu=0 to --mem=0 (all of each node's memory).
+    assert_eq!(
+        parse_args(&["--mem-per-cpu=0"]).unwrap().memory,
+        Some(MemoryRequest::PerNode(0))
+    );
+    // A GPU type alone is one GPU of it, as gpu:a100 is in --gres.
+    for word in ["--gpus=a100", "--gpus-per-node=1g.10gb"] {
+        let g = parse_args(&[word]).unwrap().gpus.unwrap();
+        assert_eq!(g.count, 1, "{word}");
+        assert!(
+            matches!(g.kind, SliceKind::Gpu { r#type: Some(_) }),
+            "{word}"
+        );
+    }
+    assert!(parse_args(&["--gpus=0"]).is_err());
 }

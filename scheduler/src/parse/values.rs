@@ -95,12 +95,16 @@ pub(crate) fn gres(s: &str) -> Result<GpuRequest, String> {
 
 pub(crate) const GPUS_EXPECTED: &str = "[type:]count";
 
-/// `-G/--gpus` and `--gpus-per-node`: `[type:]count`.
+/// `-G/--gpus` and `--gpus-per-node`: `[type:]count`, or a type alone for one GPU
+/// of it (`--gpus=a100`), as Slurm reads `gpu:a100` in `--gres`.
 pub(crate) fn gpus(s: &str, per: GpuPer) -> Result<GpuRequest, String> {
     let bad = || format!("expected {GPUS_EXPECTED}, got \"{s}\"");
     let (ty, c) = match s.rsplit_once(':') {
         Some((t, c)) if type_name(t) => (Some(t.to_string()), c),
         Some(_) => return Err(bad()),
+        None if type_name(s) && !s.bytes().all(|b| b.is_ascii_digit()) => {
+            (Some(s.to_string()), "1")
+        }
         None => (None, s),
     };
     let n = count(c).ok_or_else(bad)?;

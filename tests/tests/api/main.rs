@@ -7,6 +7,7 @@ mod benchmarks;
 mod browser;
 mod cli;
 mod compat;
+mod differential;
 mod helpers;
 mod homes;
 mod hostile;

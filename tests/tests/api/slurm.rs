@@ -51,27 +51,27 @@ pub async fn user(c: &JobCluster, slurm: &Slurm, name: &str, uid: u32) -> JobUse
     u
 }
 
-/// `sbatch` run by `user` outside the portal (a job of 60 s, its output discarded):
-/// its id.
-async fn sbatch_by_hand(slurm: &Slurm, user: &JobUser, args: &[&str]) -> String {
+/// Slurm's own `sbatch`, to be run by `user` outside the portal: in their home,
+/// with only the fixture's environment.
+pub fn sbatch_as(slurm: &Slurm, user: &JobUser) -> tokio::process::Command {
     let uid = user.uid.to_string();
-    let out = tokio::process::Command::new("setpriv")
-        .args([
-            "--reuid",
-            &uid,
-            "--regid",
-            &uid,
-            "--clear-groups",
-            "--",
-            "sbatch",
-        ])
-        .args(["--parsable", "--output=/dev/null", "--wrap=sleep 60"])
-        .args(args)
+    let mut cmd = tokio::process::Command::new("setpriv");
+    cmd.args(["--reuid", &uid, "--regid", &uid, "--clear-groups", "--"])
+        .arg("sbatch")
         .current_dir(&user.home)
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", &user.home)
-        .envs(slurm.env())
+        .envs(slurm.env());
+    cmd
+}
+
+/// `sbatch` run by `user` outside the portal (a job of 60 s, its output discarded):
+/// its id.
+async fn sbatch_by_hand(slurm: &Slurm, user: &JobUser, args: &[&str]) -> String {
+    let out = sbatch_as(slurm, user)
+        .args(["--parsable", "--output=/dev/null", "--wrap=sleep 60"])
+        .args(args)
         .output()
         .await
         .expect("sbatch by hand");
