@@ -542,16 +542,16 @@ mod tests {
         assert!(cl.parsable && cl.wait && cl.test_only && cl.quiet);
         assert_eq!(cl.wrap.as_deref(), Some("nvidia-smi"));
         assert!(cl.options.is_empty());
-        let e = CommandLine::parse(&words(&["--bogus"])).unwrap_err();
+        let e = CommandLine::parse(&words(&["--bogus"])).expect_err("refused");
         assert_eq!(
             e.to_string(),
             "sbatch: error: unrecognized option '--bogus'"
         );
-        let e = CommandLine::parse(&words(&["--mem-per=1G"])).unwrap_err();
+        let e = CommandLine::parse(&words(&["--mem-per=1G"])).expect_err("refused");
         assert!(e.to_string().contains("ambiguous"), "{e}");
-        let e = CommandLine::parse(&words(&["-t"])).unwrap_err();
+        let e = CommandLine::parse(&words(&["-t"])).expect_err("refused");
         assert!(e.to_string().contains("requires an argument"), "{e}");
-        let e = CommandLine::parse(&words(&["--hold=1"])).unwrap_err();
+        let e = CommandLine::parse(&words(&["--hold=1"])).expect_err("refused");
         assert!(e.to_string().contains("doesn't allow an argument"), "{e}");
     }
 
