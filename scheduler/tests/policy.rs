@@ -806,7 +806,7 @@ fn licenses_are_counted_site_resources() {
     let e = cl
         .submit(req("#SBATCH -L matlab\n"), &alice(), 60)
         .unwrap_err();
-    assert!(e.to_string().contains("license matlab"), "{e}");
+    assert!(e.to_string().contains("no such license \"matlab\""), "{e}");
     let e = cl
         .submit(req("#SBATCH -L scratch:3\n"), &alice(), 60)
         .unwrap_err();
@@ -870,4 +870,34 @@ fn time_min_lets_backfill_start_a_job_with_a_shorter_limit() {
     };
     assert!((30 * 60..=60 * 60).contains(&limit), "{limit}");
     assert!(limit >= 59 * 60, "the longest limit that fits: {limit}");
+}
+
+#[test]
+fn a_list_of_partitions_runs_in_the_first_that_can_hold_the_job() {
+    let mut cfg = cluster(1, 1);
+    let mut short = cfg.partitions[0].clone();
+    short.name = "debug".into();
+    short.default = false;
+    short.max_time_secs = Some(3600);
+    cfg.partitions.insert(0, short);
+    let mut cl = Cluster::new(cfg).unwrap();
+    let fits = cl
+        .submit(req("#SBATCH -p debug,gpu -t 30\n"), &alice(), 0)
+        .unwrap();
+    let long = cl
+        .submit(req("#SBATCH -p debug,gpu -t 600\n"), &alice(), 0)
+        .unwrap();
+    assert_eq!(cl.job(fits, 0).unwrap().partition, "debug");
+    assert_eq!(
+        cl.job(long, 0).unwrap().partition,
+        "gpu",
+        "over debug's limit"
+    );
+    let e = cl
+        .submit(req("#SBATCH -p nowhere,debug -t 600\n"), &alice(), 0)
+        .unwrap_err();
+    assert!(
+        matches!(e, SubmitError::UnknownPartition(ref p) if p == "nowhere"),
+        "{e}"
+    );
 }

@@ -19,12 +19,12 @@ impl Cluster {
             let Some(&total) = self.cfg.licenses.get(&l.name) else {
                 let known: Vec<&str> = self.cfg.licenses.keys().map(String::as_str).collect();
                 return Err(SubmitError::Invalid(format!(
-                    "license {} is not one of this cluster's ({})",
+                    "no such license \"{}\" ({})",
                     l.name,
                     if known.is_empty() {
-                        "it has none".to_string()
+                        "this cluster has none".to_string()
                     } else {
-                        known.join(", ")
+                        format!("this cluster has {}", known.join(", "))
                     }
                 )));
             };

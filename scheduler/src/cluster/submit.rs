@@ -43,27 +43,6 @@ impl Cluster {
         if self.job_number_used(job) {
             return Err(SubmitError::DuplicateId(id));
         }
-        // Partition and permissions.
-        let pi = match &req.partition {
-            Some(p) => self
-                .cfg
-                .partitions
-                .iter()
-                .position(|x| x.name == *p)
-                .ok_or_else(|| SubmitError::UnknownPartition(p.clone()))?,
-            None => self
-                .cfg
-                .partitions
-                .iter()
-                .position(|x| x.default)
-                .ok_or(SubmitError::NoDefaultPartition)?,
-        };
-        let part = &self.cfg.partitions[pi];
-        if !part.allowed_groups.is_empty()
-            && !part.allowed_groups.iter().any(|g| owner.groups.contains(g))
-        {
-            return Err(SubmitError::PartitionNotAllowed(part.name.clone()));
-        }
         let account = match &req.account {
             Some(a) if *a != owner.account && !owner.other_accounts.contains(a) => {
                 return Err(SubmitError::AccountNotAllowed(a.clone()))
@@ -92,8 +71,7 @@ impl Cluster {
                 ));
             }
         }
-        let shape_id = self.resolve_shape(&req, pi)?;
-        let part = &self.cfg.partitions[pi];
+        let shape_id = self.choose_partition(&req, owner)?;
         let shape = &self.shapes[shape_id as usize];
         let time = shape.key.time;
         let gpu_milli = shape.gpu_milli;
@@ -104,17 +82,6 @@ impl Cluster {
             ));
         }
         let fmt_t = |t: Option<u64>| t.map_or("UNLIMITED".to_string(), format_duration);
-        if self.cfg.enforce_partition_limits {
-            if let Some(max) = part.max_time_secs {
-                if time.is_none_or(|t| t > max) {
-                    return Err(SubmitError::TimeLimitTooLong {
-                        requested: fmt_t(time),
-                        limit: format_duration(max),
-                        scope: format!("partition {}", part.name),
-                    });
-                }
-            }
-        }
         if let Some(dep) = &req.dependency {
             self.dependency_known(dep)
                 .map_err(SubmitError::InvalidDependency)?;
@@ -298,6 +265,72 @@ impl Cluster {
     }
 
     /// Turns a request into an interned shape; rejects what no node could hold.
+    /// The partition a job runs in, and its shape there: the one it names, or the
+    /// first of a comma-separated list (`-p gpu,debug`) that it may use and that can
+    /// hold it within its time limit; the default partition when it names none. When
+    /// none of a list will do, the first one's refusal.
+    fn choose_partition(&mut self, req: &JobRequest, owner: &Owner) -> Result<u32, SubmitError> {
+        let names: Vec<String> = match &req.partition {
+            Some(p) => p.split(',').map(str::to_string).collect(),
+            None => {
+                let default = self
+                    .cfg
+                    .partitions
+                    .iter()
+                    .find(|x| x.default)
+                    .ok_or(SubmitError::NoDefaultPartition)?;
+                vec![default.name.clone()]
+            }
+        };
+        let mut first_error = None;
+        for name in &names {
+            match self.admit_on(req, owner, name) {
+                Ok(shape) => return Ok(shape),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_error.unwrap_or(SubmitError::NoDefaultPartition))
+    }
+
+    /// The shape of `req` in partition `name`, if the owner may use it and it can
+    /// hold the job within its time limit.
+    fn admit_on(
+        &mut self,
+        req: &JobRequest,
+        owner: &Owner,
+        name: &str,
+    ) -> Result<u32, SubmitError> {
+        let pi = self
+            .cfg
+            .partitions
+            .iter()
+            .position(|x| x.name == name)
+            .ok_or_else(|| SubmitError::UnknownPartition(name.to_string()))?;
+        let part = &self.cfg.partitions[pi];
+        if !part.allowed_groups.is_empty()
+            && !part.allowed_groups.iter().any(|g| owner.groups.contains(g))
+        {
+            return Err(SubmitError::PartitionNotAllowed(part.name.clone()));
+        }
+        let shape_id = self.resolve_shape(req, pi)?;
+        let part = &self.cfg.partitions[pi];
+        let time = self.shapes[shape_id as usize].key.time;
+        if self.cfg.enforce_partition_limits {
+            if let Some(max) = part.max_time_secs {
+                if time.is_none_or(|t| t > max) {
+                    return Err(SubmitError::TimeLimitTooLong {
+                        requested: time.map_or("UNLIMITED".to_string(), format_duration),
+                        limit: format_duration(max),
+                        scope: format!("partition {}", part.name),
+                    });
+                }
+            }
+        }
+        Ok(shape_id)
+    }
+
     fn resolve_shape(&mut self, req: &JobRequest, pi: usize) -> Result<u32, SubmitError> {
         let invalid = |m: String| SubmitError::Invalid(m);
         let part = &self.cfg.partitions[pi];

@@ -302,7 +302,7 @@ async fn licenses_are_counted_site_resources_jobs_wait_for() {
         body["message"]
             .as_str()
             .unwrap_or("")
-            .contains("license matlab"),
+            .contains("no such license \"matlab\""),
         "{body}"
     );
     let res = reqwest::Client::new()

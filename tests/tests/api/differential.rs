@@ -49,15 +49,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "Slurm records a dependency on a job it does not know without checking (the job then \
          waits for ever); atrium refuses a dependency on a job that does not exist",
     ),
-    (
-        "gen --partition=gpu,debug",
-        "Slurm takes a list of partitions and starts the job in the first that can run it; \
-         atrium's scheduler takes one partition (not yet done: a scheduler change)",
-    ),
-    (
-        "partition-list.sh",
-        "--partition=gpu,debug, as gen --partition=gpu,debug",
-    ),
 ];
 
 fn known_difference(case: &str) -> Option<&'static str> {
@@ -151,6 +142,7 @@ const ATRIUM_SITE_FIELDS: &[&str] = &[
 /// the cluster does not have.
 const ATRIUM_SITE_REFUSALS: &[&str] = &[
     "no such partition",
+    "no such license",
     "not allowed to use partition",
     "not allowed to charge account",
     "no such qos",
