@@ -247,6 +247,10 @@ data_dir = "$work/atrium/data"
 filter = "warn"
 [jobs]
 spool_dir = "$work/atrium/spool"
+# wrk's 10 s of submissions leave tens of thousands of held jobs: above the
+# default MaxJobCount (10,000) and per-user default (5,000).
+max_job_count = 10000000
+max_submitted_jobs_per_user = 0
 [accounts]
 home_root = "$work/atrium/home"
 [cluster]

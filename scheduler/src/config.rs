@@ -30,6 +30,14 @@ pub struct ClusterConfig {
     /// `Licenses=`): how many of each exist.
     #[serde(default)]
     pub licenses: BTreeMap<String, u32>,
+    /// Most jobs pending and running at once, array tasks one each (Slurm's
+    /// `MaxJobCount`); `None`: no limit.
+    #[serde(default)]
+    pub max_job_count: Option<u64>,
+    /// Pending plus running jobs a user may have when no quota says otherwise;
+    /// `None`: no default.
+    #[serde(default)]
+    pub default_max_submitted_jobs: Option<u32>,
 }
 
 impl Default for ClusterConfig {
@@ -46,6 +54,8 @@ impl Default for ClusterConfig {
             kill_invalid_dependencies: true,
             requeue_on_node_failure: true,
             licenses: BTreeMap::new(),
+            max_job_count: None,
+            default_max_submitted_jobs: None,
         }
     }
 }

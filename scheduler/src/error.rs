@@ -40,6 +40,13 @@ pub enum SubmitError {
     },
     #[error("invalid dependency: {0}")]
     InvalidDependency(String),
+    /// The cluster holds its most jobs (Slurm's `MaxJobCount`): try again when some
+    /// have ended.
+    #[error(
+        "the cluster holds its most jobs, {limit} pending and running (MaxJobCount); \
+         submit again when some have ended"
+    )]
+    TooManyJobs { limit: u64 },
 }
 
 /// Why an operation on an existing job or node was refused.

@@ -901,3 +901,32 @@ fn a_list_of_partitions_runs_in_the_first_that_can_hold_the_job() {
         "{e}"
     );
 }
+
+#[test]
+fn max_job_count_and_a_default_per_user_limit_refuse_submissions() {
+    let mut cfg = cluster(1, 0);
+    cfg.max_job_count = Some(5);
+    cfg.default_max_submitted_jobs = Some(3);
+    let mut cl = Cluster::new(cfg).unwrap();
+    let bob = Owner::user("bob");
+    for _ in 0..3 {
+        cl.submit(req("#SBATCH -H\n"), &alice(), 0).unwrap();
+    }
+    let e = cl.submit(req("#SBATCH -H\n"), &alice(), 0).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SubmitError::LimitExceeded {
+                reason: "AssocMaxSubmitJobLimit",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    cl.submit(req("#SBATCH -H\n"), &bob, 0).unwrap();
+    // An array counts its tasks.
+    let e = cl.submit(req("#SBATCH -H -a 0-1\n"), &bob, 0).unwrap_err();
+    assert_eq!(e, SubmitError::TooManyJobs { limit: 5 });
+    assert!(e.to_string().contains("MaxJobCount"), "{e}");
+    cl.submit(req("#SBATCH -H\n"), &bob, 0).unwrap();
+}

@@ -187,7 +187,7 @@ impl Application {
             let notifier = crate::notifications::Notifier::start(&config.notify)?;
             crate::sched::internal::start(
                 store.clone(),
-                inventory.cluster.clone(),
+                config.jobs.admission(inventory.cluster.clone()),
                 settings,
                 notifier,
             )

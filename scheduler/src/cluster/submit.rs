@@ -90,6 +90,11 @@ impl Cluster {
             Some(b) => Some(b.resolve(now).map_err(SubmitError::Invalid)?),
             None => None,
         };
+        if let Some(limit) = self.cfg.max_job_count {
+            if self.jobs_known().saturating_add(tasks) > limit {
+                return Err(SubmitError::TooManyJobs { limit });
+            }
+        }
         // Owner and limits that make the job impossible.
         let owner_id = self.intern_owner(owner, account);
         for &e in &self.owners[owner_id as usize].entities {
@@ -133,7 +138,11 @@ impl Cluster {
                     });
                 }
             }
-            if let Some(max) = l.max_submitted_jobs {
+            let default_max = match ent.kind {
+                EntityKind::User => self.cfg.default_max_submitted_jobs,
+                _ => None,
+            };
+            if let Some(max) = l.max_submitted_jobs.or(default_max) {
                 if u64::from(ent.usage.submitted) + tasks > u64::from(max) {
                     return Err(SubmitError::LimitExceeded {
                         reason: "AssocMaxSubmitJobLimit",
@@ -557,6 +566,17 @@ fn fmt_gpus(milli: u64) -> String {
         (milli / 1000).to_string()
     } else {
         format!("{:.3}", milli as f64 / 1000.0)
+    }
+}
+
+impl Cluster {
+    /// Jobs pending and running, array tasks one each: what `MaxJobCount` counts.
+    fn jobs_known(&self) -> u64 {
+        self.entities
+            .iter()
+            .filter(|e| e.kind == EntityKind::User)
+            .map(|e| u64::from(e.usage.submitted))
+            .sum()
     }
 }
 

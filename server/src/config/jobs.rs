@@ -35,6 +35,12 @@ pub struct JobsConfig {
     pub max_script_bytes: usize,
     /// Slurm's `MaxArraySize`: array task indices must be below it (1 to 4000001).
     pub max_array_size: u32,
+    /// Slurm's `MaxJobCount`: most jobs pending and running at once (array tasks one
+    /// each); a submission over it is refused with 429 until some have ended.
+    pub max_job_count: u64,
+    /// Most jobs pending and running per user where no quota sets
+    /// `max_submitted_jobs`; 0: no default.
+    pub max_submitted_jobs_per_user: u32,
 }
 
 impl Default for JobsConfig {
@@ -46,9 +52,16 @@ impl Default for JobsConfig {
             cluster_name: "atrium".into(),
             max_script_bytes: DEFAULT_MAX_SCRIPT_BYTES,
             max_array_size: MaxArraySize::DEFAULT.get(),
+            max_job_count: DEFAULT_MAX_JOB_COUNT,
+            max_submitted_jobs_per_user: DEFAULT_MAX_SUBMITTED_JOBS_PER_USER,
         }
     }
 }
+
+/// Slurm's default `MaxJobCount`.
+pub const DEFAULT_MAX_JOB_COUNT: u64 = 10_000;
+/// Half of it: one user cannot fill the queue alone.
+pub const DEFAULT_MAX_SUBMITTED_JOBS_PER_USER: u32 = 5_000;
 
 impl JobsConfig {
     /// The bounds submissions are checked against. An out-of-range
@@ -62,8 +75,24 @@ impl JobsConfig {
         }
     }
 
+    /// The admission limits the internal scheduler applies.
+    pub fn admission(&self, cluster: scheduler::ClusterConfig) -> scheduler::ClusterConfig {
+        scheduler::ClusterConfig {
+            max_job_count: Some(self.max_job_count),
+            default_max_submitted_jobs: (self.max_submitted_jobs_per_user > 0)
+                .then_some(self.max_submitted_jobs_per_user),
+            ..cluster
+        }
+    }
+
     pub(super) fn check(&self, problem: &mut impl FnMut(&str, String)) {
         one_of(problem, "jobs.runtime", &self.runtime, RUNTIMES);
+        if self.max_job_count == 0 {
+            problem(
+                "jobs.max_job_count",
+                "must be at least 1 (Slurm's MaxJobCount)".into(),
+            );
+        }
         if let Err(e) = MaxArraySize::new(self.max_array_size) {
             problem("jobs.max_array_size", e);
         }

@@ -43,6 +43,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("too many failed attempts; try again in {} s", .retry_after.as_secs())]
     TooManyRequests { retry_after: Duration },
+    /// The queue holds its most jobs (`MaxJobCount`): 429, try again later.
+    #[error("{0}")]
+    QueueFull(String),
     #[error("{0}")]
     Unavailable(String),
     /// Too much unauthenticated work in progress (password checks): try again shortly.
@@ -89,6 +92,7 @@ impl ApiError {
             Self::InvalidCredentials => "invalid_credentials",
             Self::Forbidden(_) => "forbidden",
             Self::QuotaExceeded(_) => "quota_exceeded",
+            Self::QueueFull(_) => "queue_full",
             Self::NotFound => "not_found",
             Self::Conflict(_) => "conflict",
             Self::PayloadTooLarge { .. } => "payload_too_large",
@@ -112,7 +116,7 @@ impl ResponseError for ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::TooManyRequests { .. } | Self::QueueFull(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::DirectoryUnavailable | Self::Busy { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -139,6 +143,9 @@ impl ResponseError for ApiError {
             }
             Self::TooManyRequests { retry_after } | Self::Busy { retry_after } => {
                 response.insert_header((header::RETRY_AFTER, retry_after.as_secs().to_string()));
+            }
+            Self::QueueFull(_) => {
+                response.insert_header((header::RETRY_AFTER, "60"));
             }
             Self::Unauthorized => {
                 response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
@@ -189,6 +196,7 @@ impl From<crate::services::ServiceError> for ApiError {
             E::Conflict(m) => Self::Conflict(m),
             E::QuotaExceeded(m) => Self::QuotaExceeded(m),
             E::Unavailable(m) => Self::Unavailable(m),
+            E::Full(m) => Self::QueueFull(m),
             E::Store(e) => e.into(),
             E::Internal(cause) => Self::Internal(cause),
         }

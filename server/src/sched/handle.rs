@@ -58,6 +58,9 @@ pub enum SchedError {
     Conflict(String),
     #[error("the scheduler is not available")]
     Unavailable,
+    /// The queue is at its limit (`MaxJobCount`): try again later.
+    #[error("{0}")]
+    Full(String),
 }
 
 pub(in crate::sched) type Reply<T> = oneshot::Sender<Result<T, SchedError>>;

@@ -60,6 +60,9 @@ pub enum ServiceError {
     QuotaExceeded(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The queue is at its limit: try again when jobs have ended.
+    #[error("{0}")]
+    Full(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Something that should not happen; the cause goes to the log only.
@@ -80,6 +83,7 @@ impl From<SchedError> for ServiceError {
             SchedError::Rejected(m) => Self::BadRequest(m),
             SchedError::Conflict(m) => Self::Conflict(m),
             SchedError::Unavailable => Self::Unavailable("the scheduler is not available".into()),
+            SchedError::Full(m) => Self::Full(m),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod accounting;
 mod admin;
+mod admission;
 mod benchmarks;
 mod browser;
 mod cli;

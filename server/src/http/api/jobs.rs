@@ -30,7 +30,7 @@ pub struct SubmitQuery {
 
 /// Submit a job, or with `dry_run=true` answer what it would do.
 #[utoipa::path(post, path = "/api/v1/jobs", request_body = SubmitJob, params(SubmitQuery),
-    responses((status = 201, body = Submitted), (status = 200, body = DryRun, description = "dry_run=true: what would happen; nothing stored"), (status = 400, description = "invalid directive or field, or a job that can never run")))]
+    responses((status = 201, body = Submitted), (status = 200, body = DryRun, description = "dry_run=true: what would happen; nothing stored"), (status = 400, description = "invalid directive or field, or a job that can never run"), (status = 429, description = "the queue holds its most jobs (jobs.max_job_count, Slurm's MaxJobCount); retry after Retry-After seconds")))]
 pub async fn submit(
     caller: Principal,
     state: web::Data<AppState>,

@@ -315,6 +315,9 @@ impl Decider {
                     });
                 }));
             }
+            Err(e @ ApplyError::Submit(scheduler::SubmitError::TooManyJobs { .. })) => {
+                let _ = reply.send(Err(SchedError::Full(e.to_string())));
+            }
             Err(e) => {
                 let _ = reply.send(Err(SchedError::Rejected(e.to_string())));
             }
