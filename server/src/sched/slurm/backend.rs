@@ -14,7 +14,7 @@ use scheduler::{JobId, JobView, NodeCommand, Owner, SqueueFilter, TimeLimit};
 use tokio::sync::Notify;
 
 use super::cli::{CliError, SlurmCli};
-use super::parse::{self, ArrayTask, SlurmNode, SlurmPartition, SqueueRow};
+use super::parse::{self, SlurmNode, SlurmPartition, SqueueRow};
 use super::reconcile::{self, Change, Entry};
 use super::{lock, Shared, SlurmSettings};
 use crate::privilege::Identity;
@@ -138,6 +138,8 @@ impl Backend {
     ) -> Result<JobId, SchedError> {
         let user = self.identity(&owner.user).await?;
         let (args, env, cwd) = sbatch_call(&submission, &workdir, "--parsable")?;
+        // Until the row and the entry exist, the poll does not adopt this job.
+        let _in_flight = super::InFlight::start(&self.state);
         let out = self
             .settings
             .cli
@@ -384,15 +386,8 @@ impl Backend {
                     rows.iter().map(|r| r.job_id.as_str()).collect();
                 s.not_adopted.retain(|id| listed.contains(id.as_str()));
             }
-            rows.iter()
-                .filter(|r| r.comment == "atrium" && r.array_task == ArrayTask::None)
-                .filter(|r| !s.not_adopted.contains(&r.job_id))
-                .filter(|r| {
-                    r.job_id
-                        .parse::<u64>()
-                        .is_ok_and(|id| !s.jobs.contains_key(&JobId::new(id)))
-                })
-                .collect()
+            let earliest = s.submitting.values().min().copied();
+            reconcile::adoption_candidates(rows, &s.jobs, &s.not_adopted, earliest)
         };
         for row in candidates {
             match self.adopt_one(row).await {

@@ -77,6 +77,37 @@ struct State {
     /// Slurm ids carrying atrium's comment that are not to be adopted (their row exists,
     /// or their user is not atrium's): asked about once.
     not_adopted: HashSet<String>,
+    /// When each `sbatch` still being recorded started (Unix seconds), by a number
+    /// of its own: a job Slurm lists from then on may be one of them, and is not
+    /// adopted until they are recorded.
+    submitting: std::collections::BTreeMap<u64, i64>,
+    next_submission: u64,
+}
+
+/// A submission in flight between `sbatch` and its row: while it lives, jobs Slurm
+/// lists from its start on are not adopted (one of them may be this one).
+struct InFlight {
+    state: Shared,
+    number: u64,
+}
+
+impl InFlight {
+    fn start(state: &Shared) -> InFlight {
+        let mut s = lock(state);
+        let number = s.next_submission;
+        s.next_submission += 1;
+        s.submitting.insert(number, now_secs());
+        InFlight {
+            state: state.clone(),
+            number,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        lock(&self.state).submitting.remove(&self.number);
+    }
 }
 
 type Shared = Arc<Mutex<State>>;

@@ -633,5 +633,33 @@ pub(super) fn sacct_changes(jobs: &Jobs, out: &str, now: i64) -> Vec<Change> {
     changes
 }
 
+/// The jobs to adopt: Slurm's rows that carry atrium's comment, are not array
+/// tasks, have no entry and were not refused before; and, while submissions are
+/// in flight (`earliest_in_flight`: when the first of them started, Unix seconds),
+/// only those Slurm had before then: a later one may be a submission whose row is
+/// being written, which adopting would race.
+pub(super) fn adoption_candidates<'a>(
+    rows: &'a [SqueueRow],
+    jobs: &Jobs,
+    not_adopted: &HashSet<String>,
+    earliest_in_flight: Option<i64>,
+) -> Vec<&'a SqueueRow> {
+    rows.iter()
+        .filter(|r| r.comment == "atrium" && r.array_task == ArrayTask::None)
+        .filter(|r| !not_adopted.contains(&r.job_id))
+        .filter(|r| {
+            r.job_id
+                .parse::<u64>()
+                .is_ok_and(|id| !jobs.contains_key(&JobId::new(id)))
+        })
+        .filter(|r| match (earliest_in_flight, r.submit_time) {
+            (None, _) => true,
+            // Slurm's times are whole seconds: a second of margin.
+            (Some(start), Some(submitted)) => submitted < start - 1,
+            (Some(_), None) => false,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

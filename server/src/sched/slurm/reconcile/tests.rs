@@ -565,3 +565,29 @@ fn an_array_whose_last_task_just_started_is_not_over() {
     poll(&mut jobs, &[task(1, "RUNNING")], T0 + 7);
     assert!(!jobs[&JobId::new(20)].view.state.is_terminal());
 }
+
+#[test]
+fn jobs_submitted_while_a_submission_is_recorded_are_not_adopted_yet() {
+    let known = jobs_of(vec![record(7)]);
+    let mut orphan = row(8, "PENDING");
+    orphan.submit_time = Some(T0 - 60);
+    let mut recent = row(9, "PENDING");
+    recent.submit_time = Some(T0 + 5);
+    let mut foreign = row(10, "PENDING");
+    foreign.comment = String::new();
+    let rows = vec![row(7, "PENDING"), orphan, recent, foreign];
+    let ids = |got: Vec<&SqueueRow>| got.iter().map(|r| r.job_id.clone()).collect::<Vec<_>>();
+    let none = HashSet::new();
+    // Nothing in flight: every orphan with the comment.
+    assert_eq!(
+        ids(adoption_candidates(&rows, &known, &none, None)),
+        ["8", "9"]
+    );
+    // A submission started at T0: job 9 may be it; job 8 was there before.
+    assert_eq!(
+        ids(adoption_candidates(&rows, &known, &none, Some(T0))),
+        ["8"]
+    );
+    let refused = HashSet::from(["8".to_string()]);
+    assert!(adoption_candidates(&rows, &known, &refused, Some(T0)).is_empty());
+}
