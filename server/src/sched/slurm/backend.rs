@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use scheduler::{JobId, JobView, NodeCommand, Owner, SqueueFilter, TimeLimit};
 use tokio::sync::Notify;
@@ -513,13 +513,31 @@ impl Backend {
 
 pub(super) async fn poll_loop(backend: Arc<Backend>) {
     let mut last_nodes: Option<Instant> = None;
+    // Until then, polls come every SETTLE_POLL: a job just submitted or acted on
+    // usually changes state within a second (Slurm starts it, or ends it).
+    let mut settle_until: Option<Instant> = None;
     loop {
         if last_nodes.is_none_or(|t| t.elapsed() >= backend.settings.nodes_interval) {
             backend.refresh_nodes().await;
             last_nodes = Some(Instant::now());
         }
         backend.poll().await;
-        // Wake early after a submission or a control so that pages catch up at once.
-        let _ = tokio::time::timeout(backend.settings.poll_interval, backend.wake.notified()).await;
+        let interval = match settle_until {
+            Some(t) if Instant::now() < t => SETTLE_POLL.min(backend.settings.poll_interval),
+            _ => backend.settings.poll_interval,
+        };
+        // Wake early after a submission or a control so that pages catch up at once,
+        // then poll often for a while so that its next state shows within a second.
+        if tokio::time::timeout(interval, backend.wake.notified())
+            .await
+            .is_ok()
+        {
+            settle_until = Some(Instant::now() + SETTLE_WINDOW);
+        }
     }
 }
+
+/// How often the poll runs while a job just submitted or acted on settles.
+const SETTLE_POLL: Duration = Duration::from_millis(250);
+/// How long after a submission or a control the poll runs every [`SETTLE_POLL`].
+const SETTLE_WINDOW: Duration = Duration::from_secs(3);
