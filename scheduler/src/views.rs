@@ -191,35 +191,55 @@ impl Cluster {
     /// `squeue`: jobs in id order. An array's pending tasks are one line; started
     /// tasks have their own lines. By default only pending and running jobs.
     pub fn squeue(&self, filter: &SqueueFilter, now: Time) -> Vec<JobView> {
-        self.jobs
-            .values()
-            .filter(|j| {
-                let visible = if j.is_array_parent() {
-                    j.array.as_ref().is_some_and(|a| !a.pending.is_empty())
-                        && j.state == JobState::Pending
-                        || (filter.include_finished && j.state.is_terminal())
-                } else {
-                    filter.include_finished || !j.state.is_terminal()
-                };
-                let state = if j.is_array_parent() {
-                    JobState::Pending
-                } else {
-                    j.state
-                };
-                visible
-                    && (filter.states.is_empty() || filter.states.contains(&state))
-                    && filter
-                        .user
-                        .as_ref()
-                        .is_none_or(|u| self.owners[j.owner as usize].owner.user == *u)
-                    && filter.partition.as_ref().is_none_or(|p| {
-                        self.cfg.partitions[self.shapes[j.shape as usize].key.partition as usize]
-                            .name
-                            == *p
-                    })
-            })
-            .map(|j| self.view(j, now))
-            .collect()
+        self.matching(filter).map(|j| self.view(j, now)).collect()
+    }
+
+    /// One page of [`Cluster::squeue`]: `limit` lines from `offset`, and how many
+    /// lines there are in all. Only the page's lines are built.
+    pub fn squeue_page(
+        &self,
+        filter: &SqueueFilter,
+        offset: usize,
+        limit: usize,
+        now: Time,
+    ) -> (Vec<JobView>, u64) {
+        let mut total = 0u64;
+        let mut page = Vec::with_capacity(limit.min(10_000));
+        for j in self.matching(filter) {
+            if total >= offset as u64 && page.len() < limit {
+                page.push(self.view(j, now));
+            }
+            total += 1;
+        }
+        (page, total)
+    }
+
+    /// The jobs `squeue` lists for `filter`, in id order.
+    fn matching<'a>(&'a self, filter: &'a SqueueFilter) -> impl Iterator<Item = &'a Job> + 'a {
+        self.jobs.values().filter(move |j| {
+            let visible = if j.is_array_parent() {
+                j.array.as_ref().is_some_and(|a| !a.pending.is_empty())
+                    && j.state == JobState::Pending
+                    || (filter.include_finished && j.state.is_terminal())
+            } else {
+                filter.include_finished || !j.state.is_terminal()
+            };
+            let state = if j.is_array_parent() {
+                JobState::Pending
+            } else {
+                j.state
+            };
+            visible
+                && (filter.states.is_empty() || filter.states.contains(&state))
+                && filter
+                    .user
+                    .as_ref()
+                    .is_none_or(|u| self.owners[j.owner as usize].owner.user == *u)
+                && filter.partition.as_ref().is_none_or(|p| {
+                    self.cfg.partitions[self.shapes[j.shape as usize].key.partition as usize].name
+                        == *p
+                })
+        })
     }
 
     fn slice_usage(&self, nodes: &[u32]) -> Vec<SliceUsage> {

@@ -930,3 +930,21 @@ fn max_job_count_and_a_default_per_user_limit_refuse_submissions() {
     assert!(e.to_string().contains("MaxJobCount"), "{e}");
     cl.submit(req("#SBATCH -H\n"), &bob, 0).unwrap();
 }
+
+#[test]
+fn a_page_of_squeue_builds_only_its_lines_and_counts_all() {
+    let mut cl = Cluster::new(cluster(1, 0)).unwrap();
+    let ids: Vec<JobId> = (0..25)
+        .map(|_| cl.submit(req("#SBATCH -H\n"), &alice(), 0).unwrap())
+        .collect();
+    let all = cl.squeue(&SqueueFilter::default(), 0);
+    let (page, total) = cl.squeue_page(&SqueueFilter::default(), 10, 10, 0);
+    assert_eq!(total, 25);
+    assert_eq!(page, all[10..20].to_vec());
+    assert_eq!(page[0].id, ids[10]);
+    let (last, _) = cl.squeue_page(&SqueueFilter::default(), 20, 10, 0);
+    assert_eq!(last.len(), 5);
+    let (none, total) = cl.squeue_page(&SqueueFilter::default(), 100, 10, 0);
+    assert!(none.is_empty());
+    assert_eq!(total, 25);
+}

@@ -95,6 +95,13 @@ pub(in crate::sched) enum Command {
         filter: SqueueFilter,
         reply: Reply<Vec<JobView>>,
     },
+    /// One page of `Squeue` and how many lines there are in all.
+    SqueuePage {
+        filter: SqueueFilter,
+        offset: usize,
+        limit: usize,
+        reply: Reply<(Vec<JobView>, u64)>,
+    },
     Nodes {
         reply: Reply<(Vec<NodeView>, Vec<PartitionView>)>,
     },
@@ -247,6 +254,23 @@ impl Scheduler {
     /// Jobs as `squeue` lists them.
     pub async fn squeue(&self, filter: SqueueFilter) -> Result<Vec<JobView>, SchedError> {
         self.ask(|reply| Command::Squeue { filter, reply }).await
+    }
+
+    /// One page of [`Self::squeue`] (`limit` lines from `offset`) and how many lines
+    /// there are in all: only the page is built and sent.
+    pub async fn squeue_page(
+        &self,
+        filter: SqueueFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<JobView>, u64), SchedError> {
+        self.ask(|reply| Command::SqueuePage {
+            filter,
+            offset,
+            limit,
+            reply,
+        })
+        .await
     }
 
     /// Nodes and partitions as `sinfo` shows them.

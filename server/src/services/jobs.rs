@@ -121,6 +121,27 @@ pub struct JobInfo {
     pub steps: Vec<StepInfo>,
 }
 
+/// A page of a queue shown on a page: `per_page` jobs from page `number` (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuePage {
+    pub number: usize,
+    pub per_page: usize,
+}
+
+impl QueuePage {
+    /// The jobs before this page.
+    pub fn offset(self) -> usize {
+        self.number.saturating_sub(1).saturating_mul(self.per_page)
+    }
+
+    /// How many pages `total` jobs fill (at least one).
+    pub fn count(self, total: u64) -> usize {
+        usize::try_from(total.div_ceil(self.per_page.max(1) as u64))
+            .unwrap_or(usize::MAX)
+            .max(1)
+    }
+}
+
 /// What a submission would do (`sbatch --test-only`, `?dry_run=true`): nothing is
 /// stored.
 #[derive(Debug, Serialize, ToSchema)]
@@ -381,15 +402,12 @@ impl Jobs {
                 states,
                 include_finished: false,
             };
-            let jobs = self.scheduler.squeue(filter).await?;
-            let total = jobs.len() as u64;
-            let start = ((page - 1) * per_page) as usize;
-            let jobs = jobs
-                .into_iter()
-                .skip(start)
-                .take(per_page as usize)
-                .map(from_view)
-                .collect();
+            let start = usize::try_from((page - 1).saturating_mul(per_page)).unwrap_or(usize::MAX);
+            let (jobs, total) = self
+                .scheduler
+                .squeue_page(filter, start, per_page as usize)
+                .await?;
+            let jobs = jobs.into_iter().map(from_view).collect();
             return Ok(JobList {
                 jobs,
                 total,
@@ -424,18 +442,21 @@ impl Jobs {
         caller: &Principal,
         all: bool,
         recent: i64,
-    ) -> Result<(Vec<JobInfo>, Vec<JobInfo>), ServiceError> {
+        queue_page: QueuePage,
+    ) -> Result<(Vec<JobInfo>, u64, Vec<JobInfo>), ServiceError> {
         let user = (!(all && caller.is_admin)).then(|| caller.username.clone());
-        let queue = self
+        let (queue, total) = self
             .scheduler
-            .squeue(SqueueFilter {
-                user: user.clone(),
-                ..SqueueFilter::default()
-            })
-            .await?
-            .into_iter()
-            .map(from_view)
-            .collect();
+            .squeue_page(
+                SqueueFilter {
+                    user: user.clone(),
+                    ..SqueueFilter::default()
+                },
+                queue_page.offset(),
+                queue_page.per_page,
+            )
+            .await?;
+        let queue = queue.into_iter().map(from_view).collect();
         let ended = JobFilter {
             user,
             states: JobState::ALL
@@ -449,7 +470,7 @@ impl Jobs {
             offset: 0,
         };
         let (rows, _) = self.store.list_jobs(&ended).await?;
-        Ok((queue, rows.iter().map(from_record).collect()))
+        Ok((queue, total, rows.iter().map(from_record).collect()))
     }
 
     /// The job's row if `caller` may see it.

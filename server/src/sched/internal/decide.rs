@@ -246,6 +246,14 @@ impl Decider {
             Command::Squeue { filter, reply } => {
                 let _ = reply.send(Ok(self.cluster.squeue(&filter, now)));
             }
+            Command::SqueuePage {
+                filter,
+                offset,
+                limit,
+                reply,
+            } => {
+                let _ = reply.send(Ok(self.cluster.squeue_page(&filter, offset, limit, now)));
+            }
             Command::Nodes { reply } => {
                 let _ = reply.send(Ok((self.cluster.nodes(), self.cluster.sinfo())));
             }

@@ -201,6 +201,17 @@ async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
             Command::Squeue { filter, reply } => {
                 let _ = reply.send(Ok(backend.squeue(&filter)));
             }
+            Command::SqueuePage {
+                filter,
+                offset,
+                limit,
+                reply,
+            } => {
+                let all = backend.squeue(&filter);
+                let total = all.len() as u64;
+                let page = all.into_iter().skip(offset).take(limit).collect();
+                let _ = reply.send(Ok((page, total)));
+            }
             Command::Nodes { reply } => {
                 let s = lock(&backend.state);
                 let _ = reply.send(Ok((s.nodes.clone(), s.partitions.clone())));

@@ -7,7 +7,7 @@ use askama::Template;
 
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
-use crate::http::pages::jobs::{parse_id, JobRow};
+use crate::http::pages::jobs::{parse_id, JobRow, PageQuery, Pager};
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::jobs::JobAction;
@@ -20,6 +20,7 @@ const RECENT: i64 = 50;
 struct JobsPage {
     nav: Nav,
     queue: Vec<JobRow>,
+    pager: Pager,
     recent: Vec<JobRow>,
     /// Why the last cancel was refused.
     notice: Option<String>,
@@ -30,19 +31,26 @@ async fn jobs_page(
     admin: &Principal,
     notice: Option<String>,
     status: StatusCode,
+    query: &PageQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let (queue, recent) = state.jobs.board(admin, true, RECENT).await?;
+    let queue_page = query.queue_page();
+    let (queue, total, recent) = state.jobs.board(admin, true, RECENT, queue_page).await?;
     let page = JobsPage {
         nav: Nav::of(admin),
         queue: queue.into_iter().map(JobRow::from).collect(),
+        pager: Pager::new("/admin/jobs", queue_page, total),
         recent: recent.into_iter().map(JobRow::from).collect(),
         notice,
     };
     render(&page, status)
 }
 
-pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    jobs_page(&state, &admin.0, None, StatusCode::OK).await
+pub async fn show(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    query: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    jobs_page(&state, &admin.0, None, StatusCode::OK, &query).await
 }
 
 pub async fn cancel(
@@ -64,7 +72,14 @@ pub async fn cancel(
         Ok(_) => Ok(see_other("/admin/jobs")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
-            jobs_page(&state, &admin, Some(m), StatusCode::CONFLICT).await
+            jobs_page(
+                &state,
+                &admin,
+                Some(m),
+                StatusCode::CONFLICT,
+                &PageQuery { page: None },
+            )
+            .await
         }
         Err(e) => Err(e),
     }
@@ -88,6 +103,14 @@ mod tests {
         let html = JobsPage {
             nav: nav(),
             queue: vec![row("5", "bob", "RUNNING")],
+            pager: Pager::new(
+                "/admin/jobs",
+                crate::services::jobs::QueuePage {
+                    number: 2,
+                    per_page: 1,
+                },
+                3,
+            ),
             recent: vec![row("4", "cy", "COMPLETED")],
             notice: Some("Job 3 is already over".into()),
         }
@@ -101,5 +124,14 @@ mod tests {
         );
         assert!(html.contains("&#60;train&#62;"), "{html}");
         assert!(html.contains("Job 3 is already over"), "{html}");
+        assert!(
+            html.contains("href=\"/admin/jobs?page=1\" rel=\"prev\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("href=\"/admin/jobs?page=3\" rel=\"next\""),
+            "{html}"
+        );
+        assert!(html.contains("Page 2 of 3 (3 jobs)"), "{html}");
     }
 }

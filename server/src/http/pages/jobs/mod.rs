@@ -11,7 +11,45 @@ pub mod queue;
 
 use scheduler::{JobId, TimeLimit};
 
-use crate::services::jobs::JobInfo;
+use crate::services::jobs::{JobInfo, QueuePage};
+
+/// Jobs per page of a queue.
+pub const QUEUE_PAGE: usize = 100;
+
+/// `?page=N` of a queue page (1-based; absent: the first).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    pub page: Option<usize>,
+}
+
+impl PageQuery {
+    pub fn queue_page(&self) -> QueuePage {
+        QueuePage {
+            number: self.page.unwrap_or(1).max(1),
+            per_page: QUEUE_PAGE,
+        }
+    }
+}
+
+/// Links between the pages of a queue.
+pub struct Pager {
+    pub path: &'static str,
+    pub number: usize,
+    pub pages: usize,
+    pub total: u64,
+}
+
+impl Pager {
+    pub fn new(path: &'static str, page: QueuePage, total: u64) -> Pager {
+        Pager {
+            path,
+            number: page.number,
+            pages: page.count(total),
+            total,
+        }
+    }
+}
 
 /// One line of a job table.
 pub struct JobRow {

@@ -5,7 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 
-use super::JobRow;
+use super::{JobRow, PageQuery, Pager};
 use crate::auth::Scope;
 use crate::http::authn::PageUser;
 use crate::http::pages::{render, Nav};
@@ -19,19 +19,26 @@ const RECENT: i64 = 20;
 struct QueuePage {
     nav: Nav,
     queue: Vec<JobRow>,
+    pager: Pager,
     recent: Vec<JobRow>,
 }
 
-pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResponse, ApiError> {
+pub async fn show(
+    state: web::Data<AppState>,
+    user: PageUser,
+    query: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Read)?;
-    let (queue, recent) = state.jobs.board(&me, false, RECENT).await?;
+    let page = query.queue_page();
+    let (queue, total, recent) = state.jobs.board(&me, false, RECENT, page).await?;
     let queue = queue.into_iter().map(JobRow::from).collect();
     let recent = recent.into_iter().map(JobRow::from).collect();
     render(
         &QueuePage {
             nav: Nav::of(&me),
             queue,
+            pager: Pager::new("/jobs", page, total),
             recent,
         },
         StatusCode::OK,
@@ -70,11 +77,23 @@ pub(in crate::http::pages) mod tests {
         }
     }
 
+    fn one_page(total: u64) -> Pager {
+        Pager::new(
+            "/jobs",
+            crate::services::jobs::QueuePage {
+                number: 1,
+                per_page: super::super::QUEUE_PAGE,
+            },
+            total,
+        )
+    }
+
     #[test]
     fn queue_page_lists_both_tables_and_escapes_names() {
         let html = QueuePage {
             nav: nav(),
             queue: vec![row("7", "<script>alert(1)</script>", "PENDING")],
+            pager: one_page(1),
             recent: vec![row("3", "done", "COMPLETED")],
         }
         .render()
@@ -88,6 +107,7 @@ pub(in crate::http::pages) mod tests {
             "{html}"
         );
         assert!(!html.contains("<script>alert"), "{html}");
+        assert!(!html.contains("queue-pages"), "one page: no pager");
     }
 
     #[test]
@@ -95,6 +115,7 @@ pub(in crate::http::pages) mod tests {
         let html = QueuePage {
             nav: nav(),
             queue: vec![],
+            pager: one_page(0),
             recent: vec![],
         }
         .render()
