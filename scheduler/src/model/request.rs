@@ -64,32 +64,45 @@ pub struct JobRequest {
     /// `--nice`: lowers the job's priority by this much (users: >= 0).
     pub nice: Option<i32>,
     /// `--signal=[{R|B}:]SIG[@TIME]`: a signal sent before the time limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<SignalSpec>,
     /// `--open-mode`: append to or truncate the output files (default: truncate).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub open_mode: Option<OpenMode>,
     /// `--mail-type`: the events a notification is sent for.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mail_type: Option<MailTypes>,
     /// `--mail-user`: whom notifications go to (default: the submitting user).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mail_user: Option<String>,
     /// `--gpus-per-task=[type:]N`: GPUs each task gets (the job's GPUs are this
     /// times the tasks, unless GPUs are asked otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus_per_task: Option<u32>,
     /// `--ntasks-per-gpu`: tasks per allocated GPU (the job's tasks, unless `-n`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ntasks_per_gpu: Option<u32>,
     /// `--gpu-bind`: how `srun` binds tasks to GPUs, as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_bind: Option<String>,
     /// `-L/--licenses`: counted site resources (`name[:count]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub licenses: Vec<License>,
     /// `--time-min`: the job may start with any limit from this up to `--time`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub time_min: Option<TimeLimit>,
     /// `--deadline`: the job is cancelled if it cannot end by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<BeginTime>,
     /// `--get-user-env`: the job starts from the user's login environment.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub get_user_env: bool,
     /// Options accepted that mean nothing on this site, as Slurm ignores them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<IgnoredOption>,
     /// The batch script's arguments (`sbatch script ARGS`): not an option, kept
     /// with the request so that every run of the job gets them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<String>,
 }
 
