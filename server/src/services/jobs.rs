@@ -457,19 +457,7 @@ impl Jobs {
             )
             .await?;
         let queue = queue.into_iter().map(from_view).collect();
-        let ended = JobFilter {
-            user,
-            states: JobState::ALL
-                .iter()
-                .filter(|s| s.is_terminal())
-                .map(|s| s.name().to_string())
-                .collect(),
-            partition: None,
-            since: None,
-            limit: recent,
-            offset: 0,
-        };
-        let (rows, _) = self.store.list_jobs(&ended).await?;
+        let rows = self.store.recently_ended(user.as_deref(), recent).await?;
         Ok((queue, total, rows.iter().map(from_record).collect()))
     }
 

@@ -433,6 +433,32 @@ impl Store {
         .collect()
     }
 
+    /// The `limit` jobs (of `user`, or everyone's) that ended last, latest first:
+    /// what the queue pages show under "Recent jobs". An index range
+    /// (`jobs_user_end`, `jobs_end`), whatever the size of the queue.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn recently_ended(&self, user: Option<&str>, limit: i64) -> Result<Vec<JobRecord>> {
+        let by_user = if user.is_some() {
+            "user_name = $2 AND "
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE {by_user}end_time IS NOT NULL \
+             AND NOT (task = -1 AND array_spec IS NOT NULL AND state <> 'PENDING') \
+             ORDER BY end_time DESC, id DESC, task DESC LIMIT $1"
+        );
+        let mut q = sqlx::query(&sql).bind(limit);
+        if let Some(u) = user {
+            q = q.bind(u);
+        }
+        q.fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(job_from_row)
+            .collect()
+    }
+
     /// Job rows matching `filter`, newest first, and how many match in all. The row
     /// of an array that has started tasks is left out (its tasks are listed).
     #[tracing::instrument(skip_all, err)]
