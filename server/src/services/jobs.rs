@@ -500,7 +500,7 @@ impl Jobs {
                 info.message = rec.message;
                 info.benchmark = rec.benchmark;
                 info.benchmark_note = rec.benchmark_note;
-                info.ignored = rec.ignored;
+                info.ignored = ignored_options(&r);
                 if info.reason.is_none() {
                     info.reason = rec.reason;
                 }
@@ -519,7 +519,10 @@ impl Jobs {
                 Ok(info)
             }
             (Some(v), None) => Ok(from_view(v)),
-            (None, Some(r)) => Ok(from_record(&r)),
+            (None, Some(r)) => Ok(JobInfo {
+                ignored: ignored_options(&r),
+                ..from_record(&r)
+            }),
             (None, None) => Err(ServiceError::NotFound),
         }
     }
@@ -647,6 +650,14 @@ pub fn from_view(v: JobView) -> JobInfo {
     }
 }
 
+/// The options the job's stored request records as ignored: read for one job's
+/// page, not for every row of a list (it parses the whole request).
+fn ignored_options(r: &JobRecord) -> Vec<scheduler::IgnoredOption> {
+    serde_json::from_str::<scheduler::JobRequest>(&r.request)
+        .map(|q| q.ignored)
+        .unwrap_or_default()
+}
+
 pub fn from_record(r: &JobRecord) -> JobInfo {
     let job = if r.task >= 0 {
         JobId::task(r.id as u64, r.task as u32)
@@ -702,9 +713,7 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         restarts: 0,
         benchmark: r.benchmark.clone(),
         benchmark_note: r.benchmark_note.clone(),
-        ignored: serde_json::from_str::<scheduler::JobRequest>(&r.request)
-            .map(|q| q.ignored)
-            .unwrap_or_default(),
+        ignored: Vec::new(),
         steps: Vec::new(),
     }
 }
