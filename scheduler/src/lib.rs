@@ -30,8 +30,8 @@ pub use config::{
 pub use error::{ConfigError, OpError, SubmitError};
 pub use model::*;
 pub use parse::{
-    compress_hostlist, parse_args, parse_args_with, parse_script, parse_script_with,
-    parse_submission, read_submission, MaxArraySize, ParseError, ParseLimits,
+    compress_hostlist, expand_hostlist, hostlist_count, parse_args, parse_args_with, parse_script,
+    parse_script_with, parse_submission, read_submission, MaxArraySize, ParseError, ParseLimits,
 };
 pub use policy::limits::LimitUsage;
 pub use snapshot::Snapshot;

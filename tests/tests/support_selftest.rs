@@ -475,3 +475,79 @@ async fn slurm_with_accounting_answers_sacct_for_jobs_squeue_forgot() -> anyhow:
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn slurm_on_three_nodes_runs_a_step_across_two_and_leaves_nothing_behind(
+) -> anyhow::Result<()> {
+    let slurm = Slurm::start(SlurmOptions {
+        cpus: 4,
+        multi_node: true,
+        ..SlurmOptions::default()
+    })
+    .await?;
+    let nodes = slurm
+        .run("sinfo", &["-h", "-N", "-p", "gpu", "-o", "%N|%G|%T"])
+        .await?;
+    let expected: Vec<String> = slurm::CLUSTER_NODES
+        .iter()
+        .map(|n| match n.gres() {
+            g if g.is_empty() => format!("{}|(null)|idle", n.name),
+            g => format!("{}|{g}|idle", n.name),
+        })
+        .collect();
+    assert_eq!(nodes.lines().collect::<Vec<_>>(), expected);
+
+    // Each node is a host of its own: its name, its address.
+    let user = SlurmUser::add(&slurm, "slurmnodes", 20393)?;
+    let out = format!("{}/out-%j.txt", user.home.path().display());
+    let job = user
+        .sbatch(
+            &slurm,
+            &[
+                "-N",
+                "2",
+                "--ntasks-per-node=2",
+                "--gres=gpu:2",
+                "-o",
+                &out,
+                "--wrap",
+                "srun bash -c 'echo $(hostname) $(hostname -I)'",
+            ],
+        )
+        .await?;
+    assert_eq!(
+        finished_job(&slurm, job).await?,
+        ("COMPLETED".to_owned(), 0)
+    );
+    let mut lines: Vec<String> = user
+        .read(&format!("out-{job}.txt"))?
+        .lines()
+        .map(|l| l.trim().to_owned())
+        .collect();
+    lines.sort();
+    let on = |name: &str| {
+        let addr = slurm
+            .node_addr(name)
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        format!("{name} {addr}")
+    };
+    assert_eq!(
+        lines,
+        [on("node1"), on("node1"), on("node2"), on("node2")],
+        "{}",
+        slurm.log("slurmd")
+    );
+
+    let bridge = slurm.bridge().map(str::to_owned).expect("a bridge");
+    let dir = slurm.dir().to_path_buf();
+    drop(slurm);
+    assert!(!dir.exists(), "{} not removed", dir.display());
+    let links = std::fs::read_dir("/sys/class/net")?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.starts_with(&bridge))
+        .collect::<Vec<_>>();
+    assert!(links.is_empty(), "left behind: {links:?}");
+    Ok(())
+}

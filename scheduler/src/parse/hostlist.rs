@@ -89,6 +89,15 @@ pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// How many hosts a node list (`node[1-2],gpu7`) names: none for an empty list, one
+/// for a list that cannot be read (it names a node at least).
+pub fn hostlist_count(s: &str) -> u32 {
+    if s.trim().is_empty() {
+        return 0;
+    }
+    expand_hostlist(s).map_or(1, |names| u32::try_from(names.len()).unwrap_or(u32::MAX))
+}
+
 /// Compresses names into a host list (`node[01-03,07]`), keeping the given order
 /// of prefixes; names without a numeric suffix are listed as they are.
 pub fn compress_hostlist(names: &[&str]) -> String {

@@ -12,7 +12,7 @@ pub mod options;
 mod time;
 mod values;
 
-pub use hostlist::{compress_hostlist, expand_hostlist};
+pub use hostlist::{compress_hostlist, expand_hostlist, hostlist_count};
 pub use limits::{MaxArraySize, ParseLimits};
 pub use time::format_duration;
 pub use values::{expand_pattern, signal_name, PatternContext, MAIL_TYPES};

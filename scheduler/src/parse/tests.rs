@@ -466,6 +466,9 @@ fn hostlists_and_constraints_and_export() {
     for bad in ["", "n[", "n[3-1]", "n[a]", "n]", ",", "n[[1]]"] {
         assert!(expand_hostlist(bad).is_err(), "{bad}");
     }
+    assert_eq!(hostlist_count("n[01-03,07],gpu5"), 5);
+    assert_eq!(hostlist_count(""), 0);
+    assert_eq!(hostlist_count("n["), 1, "unreadable, but a node");
     let c: Constraint = "a&b|c".parse().unwrap();
     assert!(c.matches(&["c".into()]));
     assert!(c.matches(&["a".into(), "b".into()]));

@@ -695,7 +695,7 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         end_time: r.end_time.map(rfc3339),
         time_limit: r.time_limit.map(|t| t.max(0) as u64),
         time_used: (used_ms.max(0) / 1000) as u64,
-        nodes: u32::from(!r.nodelist.is_empty()),
+        nodes: scheduler::hostlist_count(&r.nodelist),
         nodelist: r.nodelist.clone(),
         gres: r.gpus.clone(),
         cpus: (r.start_time.is_some()).then_some(r.cpus.max(0) as u64),

@@ -26,6 +26,7 @@ mod quotas;
 mod sessions;
 mod slurm;
 mod slurm_cli;
+mod slurm_nodes;
 mod srun;
 mod tls;
 mod tokens;

@@ -18,9 +18,9 @@ use crate::jobs::{private_root, JobCluster, JobUser};
 use crate::quotas::{admin_token, cancel, send, set_quota};
 use crate::sessions::{run_code, SessionCluster, KERNEL_DEADLINE};
 
-const RUN: Duration = Duration::from_secs(60);
+pub const RUN: Duration = Duration::from_secs(60);
 
-fn slurm_config(root: &Path, slurm: &Slurm) -> String {
+pub fn slurm_config(root: &Path, slurm: &Slurm) -> String {
     format!(
         "[scheduler]\nbackend = \"slurm\"\n\
          [slurm]\nconf = \"{}\"\npoll_interval = \"300ms\"\nnodes_interval = \"1s\"\n\
@@ -84,7 +84,7 @@ async fn sbatch_by_hand(slurm: &Slurm, user: &JobUser, args: &[&str]) -> String 
 }
 
 /// The output file named in the job, once it holds `text`.
-async fn output_with(job: &Value, text: &str) -> String {
+pub async fn output_with(job: &Value, text: &str) -> String {
     let path = job["stdout"].as_str().expect("stdout path").to_string();
     atrium_tests::support::until(&format!("{path} to hold {text:?}"), RUN, || {
         let path = path.clone();

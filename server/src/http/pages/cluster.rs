@@ -1,6 +1,8 @@
 //! `GET /cluster`: partitions and nodes as `sinfo` shows them, a map of every GPU
 //! slice (free, or which job and user hold it; GPUs `nvidia-smi` did not find are
-//! marked absent), and the pending jobs with their reasons.
+//! marked absent; a drained or down node with its reason), and the pending jobs with
+//! their reasons. Under Slurm the map is drawn from Slurm's nodes: their typed GPUs,
+//! how many are in use, and their state.
 //!
 //! Owns: laying the scheduler's views out for the page. Must not touch: the
 //! scheduler's state (it asks the actor) or the inventory's discovery.
@@ -11,7 +13,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 use scheduler::{
-    ClusterConfig, GpuMode, JobState, JobView, NodeState, SliceId, SliceUsage, SqueueFilter,
+    ClusterConfig, GpuMode, JobState, JobView, NodeState, NodeView, SliceId, SliceUsage,
+    SqueueFilter,
 };
 
 use super::{render, Nav};
@@ -58,13 +61,16 @@ pub struct NodeRow {
 /// One node's GPUs on the map.
 pub struct GpuNode {
     pub name: String,
+    /// `DRAIN`, `DOWN`, or empty when the node takes jobs.
+    pub unavailable: String,
+    /// Why it is drained or down.
+    pub reason: String,
     pub gpus: Vec<GpuCell>,
 }
 
 pub struct GpuCell {
-    pub index: u32,
-    pub model: String,
-    pub memory_mb: u64,
+    /// `GPU 0 · A100 · 80 GB`, or `a100 ×2` for Slurm's GPUs of one type.
+    pub title: String,
     /// `nvidia-smi` found it (a declared GPU it did not find is still scheduled).
     pub present: bool,
     pub slices: Vec<SliceCell>,
@@ -74,6 +80,8 @@ pub struct SliceCell {
     /// `GPU 0`, `1g.10gb`, `shard 3`.
     pub label: String,
     pub holder: Option<Holder>,
+    /// In use by a job the map cannot name (Slurm counts, it does not say which).
+    pub used: bool,
 }
 
 /// The job holding a slice.
@@ -105,13 +113,8 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
     let page = ClusterPage {
         nav: Nav::of(&me),
         partitions: partitions.into_iter().map(partition_row).collect(),
-        nodes: nodes.into_iter().map(node_row).collect(),
-        gpu_map: gpu_map(
-            &state.inventory.cluster,
-            &state.inventory.gpus,
-            &jobs,
-            &may_open,
-        ),
+        nodes: nodes.iter().cloned().map(node_row).collect(),
+        gpu_map: gpu_map_for(&state, &nodes, &jobs, &may_open),
         pending: pending_rows(&jobs, &may_open),
     };
     render(&page, StatusCode::OK)
@@ -168,11 +171,77 @@ pub fn node_row(n: scheduler::NodeView) -> NodeRow {
     }
 }
 
+/// The GPU map of this portal's backend: atrium's own scheduler knows every slice
+/// and its holder ([`gpu_map`]); under Slurm the map shows Slurm's nodes
+/// ([`slurm_gpu_map`]).
+pub fn gpu_map_for(
+    state: &AppState,
+    nodes: &[NodeView],
+    jobs: &[JobView],
+    may_open: &dyn Fn(&str) -> bool,
+) -> Vec<GpuNode> {
+    if state.config.scheduler.backend == "slurm" {
+        slurm_gpu_map(nodes)
+    } else {
+        gpu_map(
+            &state.inventory.cluster,
+            &state.inventory.gpus,
+            nodes,
+            jobs,
+            may_open,
+        )
+    }
+}
+
+/// A drained or down node's state name and reason; empty strings for one that takes jobs.
+fn unavailable(state: &NodeState) -> (String, String) {
+    match state {
+        NodeState::Drain { reason } | NodeState::Down { reason } => {
+            (state.name().to_string(), reason.clone())
+        }
+        _ => (String::new(), String::new()),
+    }
+}
+
+/// Slurm's nodes with GPUs: per node and GPU type, one cell per GPU, the first `used`
+/// of them in use (Slurm's `GresUsed` counts per type; it does not say which job holds
+/// which device).
+pub fn slurm_gpu_map(nodes: &[NodeView]) -> Vec<GpuNode> {
+    nodes
+        .iter()
+        .filter(|n| n.slices.iter().any(|s| s.total > 0))
+        .map(|n| {
+            let (unavailable, reason) = unavailable(&n.state);
+            GpuNode {
+                name: n.name.clone(),
+                unavailable,
+                reason,
+                gpus: n
+                    .slices
+                    .iter()
+                    .map(|s| GpuCell {
+                        title: format!("{} ×{}", s.r#type, s.total),
+                        present: true,
+                        slices: (0..s.total)
+                            .map(|i| SliceCell {
+                                label: format!("{} {i}", s.r#type),
+                                holder: None,
+                                used: i < s.used,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
 /// Every slice of every GPU in the scheduler's configuration, with the running
-/// job (if any) whose allocation lists it.
+/// job (if any) whose allocation lists it, and each node's state from `nodes`.
 pub fn gpu_map(
     cluster: &ClusterConfig,
     status: &[GpuStatus],
+    nodes: &[NodeView],
     jobs: &[JobView],
     may_open: &dyn Fn(&str) -> bool,
 ) -> Vec<GpuNode> {
@@ -188,63 +257,78 @@ pub fn gpu_map(
         .nodes
         .iter()
         .filter(|n| !n.gpus.is_empty())
-        .map(|node| GpuNode {
-            name: node.name.clone(),
-            gpus: node
-                .gpus
+        .map(|node| {
+            let (unavailable, reason) = nodes
                 .iter()
-                .map(|gpu| {
-                    let slices: Vec<(String, SliceId)> = match &gpu.mode {
-                        GpuMode::Whole => vec![(
-                            format!("GPU {}", gpu.index),
-                            SliceId::Gpu { index: gpu.index },
-                        )],
-                        GpuMode::Mig(instances) => instances
-                            .iter()
-                            .map(|m| {
-                                let id = SliceId::Mig {
-                                    gpu: gpu.index,
-                                    profile: m.profile.clone(),
-                                    uuid: m.uuid.clone(),
-                                };
-                                (m.profile.clone(), id)
-                            })
-                            .collect(),
-                        GpuMode::Shards(n) => (0..*n)
-                            .map(|shard| {
-                                (
-                                    format!("shard {shard}"),
-                                    SliceId::Shard {
+                .find(|n| n.name == node.name)
+                .map(|n| unavailable(&n.state))
+                .unwrap_or_default();
+            GpuNode {
+                name: node.name.clone(),
+                unavailable,
+                reason,
+                gpus: node
+                    .gpus
+                    .iter()
+                    .map(|gpu| {
+                        let slices: Vec<(String, SliceId)> = match &gpu.mode {
+                            GpuMode::Whole => vec![(
+                                format!("GPU {}", gpu.index),
+                                SliceId::Gpu { index: gpu.index },
+                            )],
+                            GpuMode::Mig(instances) => instances
+                                .iter()
+                                .map(|m| {
+                                    let id = SliceId::Mig {
                                         gpu: gpu.index,
-                                        shard,
-                                    },
-                                )
-                            })
-                            .collect(),
-                    };
-                    GpuCell {
-                        index: gpu.index,
-                        model: gpu.model.clone(),
-                        memory_mb: gpu.memory_mb,
-                        present: status
-                            .iter()
-                            .find(|s| s.node == node.name && s.index == gpu.index)
-                            .is_none_or(|s| s.present),
-                        slices: slices
-                            .into_iter()
-                            .map(|(label, id)| SliceCell {
-                                label,
-                                holder: held.get(&(node.name.as_str(), &id)).map(|job| Holder {
-                                    id: job.id.to_string(),
-                                    display_id: job.display_id.clone(),
-                                    user: job.user.clone(),
-                                    link: may_open(&job.user),
-                                }),
-                            })
-                            .collect(),
-                    }
-                })
-                .collect(),
+                                        profile: m.profile.clone(),
+                                        uuid: m.uuid.clone(),
+                                    };
+                                    (m.profile.clone(), id)
+                                })
+                                .collect(),
+                            GpuMode::Shards(n) => (0..*n)
+                                .map(|shard| {
+                                    (
+                                        format!("shard {shard}"),
+                                        SliceId::Shard {
+                                            gpu: gpu.index,
+                                            shard,
+                                        },
+                                    )
+                                })
+                                .collect(),
+                        };
+                        GpuCell {
+                            title: format!(
+                                "GPU {} · {} · {} GB",
+                                gpu.index,
+                                gpu.model,
+                                gpu.memory_mb / 1024
+                            ),
+                            present: status
+                                .iter()
+                                .find(|s| s.node == node.name && s.index == gpu.index)
+                                .is_none_or(|s| s.present),
+                            slices: slices
+                                .into_iter()
+                                .map(|(label, id)| SliceCell {
+                                    label,
+                                    holder: held.get(&(node.name.as_str(), &id)).map(|job| {
+                                        Holder {
+                                            id: job.id.to_string(),
+                                            display_id: job.display_id.clone(),
+                                            user: job.user.clone(),
+                                            link: may_open(&job.user),
+                                        }
+                                    }),
+                                    used: false,
+                                })
+                                .collect(),
+                        }
+                    })
+                    .collect(),
+            }
         })
         .collect()
 }
@@ -407,6 +491,7 @@ pub(super) mod tests {
         let map = gpu_map(
             &cluster(),
             &[status(0, true), status(1, true), status(2, false)],
+            &[],
             &jobs(),
             &|u| u == "alice",
         );
@@ -431,6 +516,75 @@ pub(super) mod tests {
         assert!(gpus[0].present && !gpus[2].present);
     }
 
+    fn slurm_node(name: &str, state: NodeState, slices: &[(&str, u32, u32)]) -> NodeView {
+        NodeView {
+            name: name.into(),
+            state,
+            partitions: vec!["gpu".into()],
+            cpus_total: 4,
+            cpus_free: 4,
+            memory_mb_total: 1000,
+            memory_mb_free: 1000,
+            features: Vec::new(),
+            slices: slices
+                .iter()
+                .map(|(t, total, used)| SliceUsage {
+                    r#type: (*t).into(),
+                    total: *total,
+                    used: *used,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn slurm_map_has_a_cell_per_gpu_of_each_type_and_says_which_nodes_take_no_jobs() {
+        let nodes = [
+            slurm_node("node1", NodeState::Mixed, &[("a100", 2, 1)]),
+            slurm_node(
+                "node2",
+                NodeState::Drain {
+                    reason: "fan <broken>".into(),
+                },
+                &[("a100", 2, 0), ("1g.10gb", 2, 2)],
+            ),
+            slurm_node("node3", NodeState::Idle, &[]),
+        ];
+        let map = slurm_gpu_map(&nodes);
+        assert_eq!(
+            map.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+            ["node1", "node2"],
+            "a node without GPUs is left out"
+        );
+        let used = |n: &GpuNode| -> Vec<Vec<bool>> {
+            n.gpus
+                .iter()
+                .map(|g| g.slices.iter().map(|s| s.used).collect())
+                .collect()
+        };
+        assert_eq!(used(&map[0]), [vec![true, false]]);
+        assert_eq!(used(&map[1]), [vec![false, false], vec![true, true]]);
+        assert_eq!(map[1].gpus[1].title, "1g.10gb ×2");
+        assert_eq!(
+            (map[0].unavailable.as_str(), map[1].unavailable.as_str()),
+            ("", "DRAIN")
+        );
+        let html = ClusterPage {
+            nav: nav(),
+            partitions: Vec::new(),
+            nodes: Vec::new(),
+            gpu_map: map,
+            pending: Vec::new(),
+        }
+        .render()
+        .expect("render");
+        assert!(
+            html.contains("node2 · <strong>DRAIN</strong> (fan &#60;broken&#62;)"),
+            "{html}"
+        );
+        assert!(html.contains("1g.10gb 1<br>in use"), "{html}");
+    }
+
     #[test]
     fn cluster_page_renders_map_pending_reasons_escaped() {
         let jobs = jobs();
@@ -449,7 +603,7 @@ pub(super) mod tests {
                 pending: 1,
             }],
             nodes: vec![drained_node()],
-            gpu_map: gpu_map(&cluster(), &[status(2, false)], &jobs, &may_open),
+            gpu_map: gpu_map(&cluster(), &[status(2, false)], &[], &jobs, &may_open),
             pending: pending_rows(&jobs, &may_open),
         }
         .render()

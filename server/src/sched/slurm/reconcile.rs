@@ -418,7 +418,7 @@ pub(super) fn view_of_record(r: &JobRecord, now: i64) -> JobView {
         time_used: r.start_time.map_or(0, |s| {
             (r.end_time.unwrap_or(now * 1000) - s).max(0) as u64 / 1000
         }),
-        nodes: u32::from(!r.nodelist.is_empty()),
+        nodes: scheduler::hostlist_count(&r.nodelist),
         nodelist: r.nodelist.clone(),
         gres: r.gpus.clone(),
         gpu_milli: 0,

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::auth::Principal;
-use crate::http::pages::cluster::{gpu_map, node_row, GpuNode, NodeRow};
+use crate::http::pages::cluster::{gpu_map_for, node_row, GpuNode, NodeRow};
 use crate::http::pages::{not_found_page, render, Nav};
 use crate::http::{ApiError, AppState};
 
@@ -47,13 +47,8 @@ async fn nodes_page(
     let jobs = state.scheduler.squeue(SqueueFilter::default()).await?;
     let page = NodesPage {
         nav: Nav::of(admin),
-        nodes: nodes.into_iter().map(node_row).collect(),
-        gpu_map: gpu_map(
-            &state.inventory.cluster,
-            &state.inventory.gpus,
-            &jobs,
-            &|_| true,
-        ),
+        nodes: nodes.iter().cloned().map(node_row).collect(),
+        gpu_map: gpu_map_for(state, &nodes, &jobs, &|_| true),
         error,
     };
     render(&page, status)

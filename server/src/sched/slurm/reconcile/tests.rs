@@ -591,3 +591,12 @@ fn jobs_submitted_while_a_submission_is_recorded_are_not_adopted_yet() {
     let refused = HashSet::from(["8".to_string()]);
     assert!(adoption_candidates(&rows, &known, &refused, Some(T0)).is_empty());
 }
+
+#[test]
+fn a_recorded_job_counts_every_node_of_its_list() {
+    let mut r = record(7);
+    r.nodelist = "node[1-2],gpu7".into();
+    assert_eq!(view_of_record(&r, 0).nodes, 3);
+    r.nodelist = String::new();
+    assert_eq!(view_of_record(&r, 0).nodes, 0);
+}

@@ -20,6 +20,17 @@
 //!   storage, `ReturnToService=2`, `MinJobAge=600` (finished jobs stay visible to `squeue -t all`
 //!   for ten minutes) and `sched_interval=1`.
 //!
+//! # Several nodes
+//!
+//! With [`SlurmOptions::multi_node`], the cluster has the three compute nodes of
+//! [`CLUSTER_NODES`] instead (`node1` with `gpu:a100:2`, `node2` with `gpu:a100:2` and the
+//! MIG-style `gpu:1g.10gb:2`, `node3` with CPUs only), each its own `slurmd` with its own
+//! hostname, spool (`DIR/spool/slurmd.NODE`), log (`DIR/log/slurmd.NODE.log`) and address, in a
+//! network and UTS namespace of its own on a private bridge (see [`nodes`]). slurmctld listens
+//! on the host's side of the bridge; names resolve through nss_wrapper's `DIR/hosts`;
+//! `SlurmdTimeout=6`, so a node killed with [`Slurm::kill_node`] is marked down within half a
+//! minute. Both partitions hold all three nodes.
+//!
 //! # Accounting
 //!
 //! With [`SlurmOptions::accounting`], the fixture also runs a private MariaDB (`mariadbd` on a
@@ -64,6 +75,10 @@
 //! DIR/log/{slurmctld,slurmd,munged}.log          the daemons' logs (see Slurm::log)
 //! DIR/state, DIR/spool, DIR/run, DIR/dev         slurmctld's state, slurmd's spool, pid files, GPUs
 //! ```
+
+mod nodes;
+
+pub use nodes::{NodeSpec, CLUSTER_NODES};
 
 use super::{free_port, verbose};
 use std::ffi::OsString;
@@ -117,6 +132,9 @@ pub struct SlurmOptions {
     pub cpus: u32,
     /// Run slurmdbd (with MariaDB) and account jobs (see the module docs).
     pub accounting: bool,
+    /// Three compute nodes in namespaces of their own rather than one on loopback (see the
+    /// module docs).
+    pub multi_node: bool,
 }
 
 impl Default for SlurmOptions {
@@ -124,6 +142,7 @@ impl Default for SlurmOptions {
         Self {
             cpus: 8,
             accounting: false,
+            multi_node: false,
         }
     }
 }
@@ -165,6 +184,7 @@ struct Programs {
     munge: PathBuf,
     slurmctld: PathBuf,
     slurmd: PathBuf,
+    unshare: PathBuf,
     kill: PathBuf,
 }
 
@@ -185,7 +205,8 @@ struct Accounting {
 pub struct Slurm {
     // Field order is drop order: the daemons, then the keeper, which kills what is left of the
     // jobs and removes the directory.
-    slurmd: Option<Supervised>,
+    /// One per node; in a multi-node cluster, the process holding the node's namespaces.
+    slurmd: Vec<Supervised>,
     slurmctld: Option<Supervised>,
     slurmdbd: Option<Supervised>,
     mariadb: Option<Supervised>,
@@ -194,7 +215,10 @@ pub struct Slurm {
     accounting: Option<Accounting>,
     dir: PathBuf,
     conf: PathBuf,
+    /// This host's short name: slurmctld's host, and the node of a single-node cluster.
     node: String,
+    /// The bridge of a multi-node cluster.
+    network: Option<nodes::Network>,
     nss_wrapper: PathBuf,
     programs: Programs,
 }
@@ -212,6 +236,7 @@ impl Slurm {
             munge: find_binary("munge", &[])?,
             slurmctld: find_binary("slurmctld", &[])?,
             slurmd: find_binary("slurmd", &[])?,
+            unshare: find_binary("unshare", &[])?,
             kill: find_binary("kill", &[])?,
         };
         let nss_wrapper = NSS_WRAPPER_CANDIDATES
@@ -236,7 +261,7 @@ impl Slurm {
         // From here on the keeper removes `dir`, however this function or the process ends.
 
         let mut slurm = Slurm {
-            slurmd: None,
+            slurmd: Vec::new(),
             slurmctld: None,
             slurmdbd: None,
             mariadb: None,
@@ -246,9 +271,13 @@ impl Slurm {
             conf: dir.join("etc/slurm.conf"),
             dir,
             node,
+            network: None,
             nss_wrapper,
             programs,
         };
+        if opts.multi_node {
+            slurm.network = Some(nodes::Network::create(&slurm.dir).await?);
+        }
         slurm.prepare_dir().await?;
         slurm.start_munged().await?;
         if slurm.accounting.is_some() {
@@ -294,9 +323,53 @@ impl Slurm {
         &self.dir
     }
 
-    /// Name of the one node (this host's short name).
+    /// Name of the one node (this host's short name); the first node of a multi-node cluster.
     pub fn node_name(&self) -> &str {
-        &self.node
+        self.node_names()[0]
+    }
+
+    /// Names of the nodes, in `slurm.conf` order.
+    pub fn node_names(&self) -> Vec<&str> {
+        match self.network {
+            None => vec![self.node.as_str()],
+            Some(_) => CLUSTER_NODES.iter().map(|n| n.name).collect(),
+        }
+    }
+
+    /// The address of node `name` (127.0.0.1 for the one node on loopback).
+    pub fn node_addr(&self, name: &str) -> Option<std::net::Ipv4Addr> {
+        match &self.network {
+            None => (name == self.node).then_some(std::net::Ipv4Addr::LOCALHOST),
+            Some(net) => CLUSTER_NODES
+                .iter()
+                .position(|n| n.name == name)
+                .map(|i| net.node_addr(i)),
+        }
+    }
+
+    /// The bridge of a multi-node cluster, removed with the fixture.
+    pub fn bridge(&self) -> Option<&str> {
+        self.network.as_ref().map(nodes::Network::bridge)
+    }
+
+    /// Kills node `name` of a multi-node cluster as a crash would: its slurmd, slurmstepds and
+    /// jobs get SIGKILL at once; its address stays, refusing connections. slurmctld marks it
+    /// down (`Not responding`) after `SlurmdTimeout`, and its jobs end with `NODE_FAIL` or are
+    /// requeued. Returns how many processes were killed.
+    pub fn kill_node(&self, name: &str) -> anyhow::Result<usize> {
+        anyhow::ensure!(
+            self.network.is_some(),
+            "kill_node needs a multi-node cluster"
+        );
+        let index = CLUSTER_NODES
+            .iter()
+            .position(|n| n.name == name)
+            .with_context(|| format!("no node {name:?}"))?;
+        let holder = self
+            .slurmd
+            .get(index)
+            .with_context(|| format!("node {name} is not running"))?;
+        nodes::kill_namespace(&self.programs.kill, holder.pid())
     }
 
     /// The environment Slurm clients need: `SLURM_CONF`.
@@ -307,7 +380,13 @@ impl Slurm {
     /// `LD_PRELOAD` and `NSS_WRAPPER_*` for processes that should resolve the users added with
     /// [`Slurm::add_user`] (the daemons and jobs have them already).
     pub fn nss_env(&self) -> Vec<(String, String)> {
-        vec![
+        let hosts = self.network.as_ref().map(|_| {
+            (
+                "NSS_WRAPPER_HOSTS".to_owned(),
+                self.dir.join("hosts").display().to_string(),
+            )
+        });
+        let mut env = vec![
             (
                 "LD_PRELOAD".to_owned(),
                 self.nss_wrapper.display().to_string(),
@@ -320,7 +399,9 @@ impl Slurm {
                 "NSS_WRAPPER_GROUP".to_owned(),
                 self.dir.join("group").display().to_string(),
             ),
-        ]
+        ];
+        env.extend(hosts);
+        env
     }
 
     /// Makes user `name` (uid, primary group `gid` named like the user, `home`, `/bin/bash`)
@@ -377,6 +458,26 @@ impl Slurm {
         let Some(daemon) = Daemon::ALL.into_iter().find(|d| d.name() == which) else {
             return format!("<no daemon called {which:?}: slurmctld, slurmd or munged>");
         };
+        if daemon == Daemon::Slurmd && self.network.is_some() {
+            return CLUSTER_NODES
+                .iter()
+                .map(|n| {
+                    let log = self.dir.join(format!("log/slurmd.{}.log", n.name));
+                    let out = self.dir.join(format!("log/slurmd.{}.out", n.name));
+                    let read = |p: &Path| {
+                        std::fs::read(p)
+                            .map(|b| String::from_utf8_lossy(&b).into_owned())
+                            .unwrap_or_default()
+                    };
+                    format!(
+                        "--- {}:\n{}--- its output:\n{}",
+                        n.name,
+                        read(&log),
+                        read(&out)
+                    )
+                })
+                .collect();
+        }
         let log = std::fs::read(self.log_path(daemon))
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
@@ -457,11 +558,14 @@ impl Slurm {
         for sub in [
             "etc", "munge", "log", "run", "state", "spool", "dev", "mysql",
         ] {
-            std::fs::create_dir(dir.join(sub))
+            // `run` exists already in a multi-node cluster (the bridge's teardown).
+            std::fs::create_dir_all(dir.join(sub))
                 .with_context(|| format!("creating {}/{sub}", dir.display()))?;
         }
         // slurmd creates its spool directory itself, but complains first.
-        std::fs::create_dir(self.spool_dir())?;
+        for node in self.node_names() {
+            std::fs::create_dir(dir.join(format!("spool/slurmd.{node}")))?;
+        }
         // Users reach the munge socket, read the configuration and the user files and run the
         // task prolog: all of it is world-readable, only the munge key is not.
         for d in [
@@ -509,14 +613,37 @@ impl Slurm {
             }
         }
         let d = dir.display();
-        std::fs::write(
-            dir.join("etc/gres.conf"),
-            format!(
+        let gres = match &self.network {
+            None => format!(
                 "Name=gpu Type=a100 File={d}/dev/nvidia[0-1]\n\
                  Name=gpu Type=1g.10gb File={d}/dev/nvidia[2-3]\n"
             ),
-        )
-        .context("writing gres.conf")?;
+            Some(_) => {
+                // Each node numbers its own devices from 0.
+                let mut lines = String::new();
+                for node in &CLUSTER_NODES {
+                    let mut first = 0;
+                    for (kind, count) in node.gpus {
+                        let last = first + count - 1;
+                        lines.push_str(&format!(
+                            "NodeName={} Name=gpu Type={kind} File={d}/dev/nvidia[{first}-{last}]\n",
+                            node.name
+                        ));
+                        first += count;
+                    }
+                }
+                lines
+            }
+        };
+        std::fs::write(dir.join("etc/gres.conf"), gres).context("writing gres.conf")?;
+        if let Some(net) = &self.network {
+            let mut hosts = format!("{} {}\n", net.controller_addr(), self.node);
+            for (i, node) in CLUSTER_NODES.iter().enumerate() {
+                hosts.push_str(&format!("{} {}\n", net.node_addr(i), node.name));
+            }
+            std::fs::write(dir.join("hosts"), hosts).context("writing hosts")?;
+            set_mode(&dir.join("hosts"), 0o644)?;
+        }
 
         // Lines "export NAME=VALUE" that a TaskProlog prints go into the task's environment.
         let prolog = dir.join("etc/task-prolog");
@@ -541,6 +668,40 @@ impl Slurm {
         let node = &self.node;
         let cpus = opts.cpus;
         let memory_mb = memory_mb()? * 9 / 10;
+        let (ctld_addr, slurmd_files, nodes) = match &self.network {
+            None => (
+                self.controller_addr(),
+                format!("SlurmdPidFile={d}/run/slurmd.pid\nSlurmdLogFile={d}/log/slurmd.log\n"),
+                format!(
+                    "NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} \
+                     Gres={NODE_GRES} State=UNKNOWN\n"
+                ),
+            ),
+            Some(net) => (
+                self.controller_addr(),
+                format!(
+                    "SlurmdPidFile={d}/run/slurmd.%n.pid\nSlurmdLogFile={d}/log/slurmd.%n.log\n\
+                     # A node that stops answering is down within half a minute.\n\
+                     SlurmdTimeout=6\n"
+                ),
+                CLUSTER_NODES
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        let gres = match n.gres() {
+                            g if g.is_empty() => String::new(),
+                            g => format!(" Gres={g}"),
+                        };
+                        format!(
+                            "NodeName={} NodeAddr={} CPUs={cpus} RealMemory={memory_mb}{gres} \
+                             State=UNKNOWN\n",
+                            n.name,
+                            net.node_addr(i)
+                        )
+                    })
+                    .collect::<String>(),
+            ),
+        };
         let accounting = match &self.accounting {
             None => "\
 # AccountingStorageTRES=gres/gpu needs slurmdbd: slurmctld 22.05 refuses to start without it.
@@ -551,22 +712,23 @@ MinJobAge=600
             Some(a) => format!(
                 "\
 AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=127.0.0.1
+AccountingStorageHost={}
 AccountingStoragePort={}
 AccountingStoragePass={}/munge/munge.socket
 AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/gpu:1g.10gb
 AccountingStorageEnforce=limits
 MinJobAge=2
 ",
+                self.controller_addr(),
                 a.ports.1,
                 self.dir.display()
             ),
         };
         let conf = format!(
             "\
-# Throwaway single-node Slurm written by tests/src/support/slurm.rs.
+# Throwaway Slurm written by tests/src/support/slurm/mod.rs.
 ClusterName={CLUSTER_NAME}
-SlurmctldHost={node}(127.0.0.1)
+SlurmctldHost={node}({ctld_addr})
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
 CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
@@ -578,10 +740,8 @@ CredType=cred/munge
 StateSaveLocation={d}/state
 SlurmdSpoolDir={d}/spool/slurmd.%n
 SlurmctldPidFile={d}/run/slurmctld.pid
-SlurmdPidFile={d}/run/slurmd.pid
 SlurmctldLogFile={d}/log/slurmctld.log
-SlurmdLogFile={d}/log/slurmd.log
-SlurmctldDebug=info
+{slurmd_files}SlurmctldDebug=info
 SlurmdDebug=info
 # Debian has no mail program; the default one makes slurmctld log an error.
 MailProg=/bin/true
@@ -599,8 +759,7 @@ GresTypes=gpu
 JobCompType=jobcomp/none
 ReturnToService=2
 SlurmdParameters=config_overrides
-NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} Gres={NODE_GRES} State=UNKNOWN
-PartitionName={DEFAULT_PARTITION} Default=YES Nodes=ALL MaxTime=INFINITE State=UP
+{nodes}PartitionName={DEFAULT_PARTITION} Default=YES Nodes=ALL MaxTime=INFINITE State=UP
 PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
 "
         );
@@ -697,11 +856,13 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
             format!(
                 "# slurmdbd of the throwaway Slurm (tests/src/support/slurm.rs).\n\
                  AuthType=auth/munge\nAuthInfo=socket={d}/munge/munge.socket\n\
-                 DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={}\nSlurmUser=root\n\
+                 DbdHost=localhost\nDbdAddr={}\nDbdPort={}\nSlurmUser=root\n\
                  LogFile={d}/log/slurmdbd.log\nPidFile={d}/run/slurmdbd.pid\n\
                  StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort={}\n\
                  StorageUser={DB_USER}\nStoragePass={DB_PASSWORD}\nStorageLoc=slurm_acct_db\n",
-                a.ports.1, a.ports.0
+                self.controller_addr(),
+                a.ports.1,
+                a.ports.0
             ),
         )
         .context("writing slurmdbd.conf")?;
@@ -735,23 +896,70 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
         Ok(())
     }
 
-    /// Spawns slurmctld and slurmd and waits until the node is idle; on failure, stops both.
+    /// Spawns slurmctld and the nodes' slurmd and waits until every node is idle; on failure,
+    /// stops them all.
     async fn start_slurm_daemons(&mut self) -> anyhow::Result<()> {
         self.slurmctld = Some(self.spawn_daemon(Daemon::Slurmctld)?);
-        self.slurmd = Some(self.spawn_daemon(Daemon::Slurmd)?);
-        let idle = self
-            .wait_for(
-                "the node to be idle",
-                "sinfo",
-                &["-h", "-o", "%T", "-p", DEFAULT_PARTITION, "-n", &self.node],
-                |state| state.trim() == "idle",
-            )
-            .await;
+        let spawned = match self.network.clone() {
+            None => self.spawn_daemon(Daemon::Slurmd).map(|d| vec![d]),
+            Some(net) => self.spawn_nodes(&net).await,
+        };
+        let idle = match spawned {
+            Ok(daemons) => {
+                self.slurmd = daemons;
+                self.wait_for(
+                    "every node to be idle",
+                    "sinfo",
+                    &["-h", "-N", "-o", "%T", "-p", DEFAULT_PARTITION],
+                    |states| {
+                        let states: Vec<&str> = states.split_whitespace().collect();
+                        !states.is_empty() && states.iter().all(|s| *s == "idle")
+                    },
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
         if idle.is_err() {
-            self.slurmd = None;
+            self.slurmd.clear();
             self.slurmctld = None;
         }
         idle
+    }
+
+    /// The nodes of a multi-node cluster, each in its namespaces with its address (see
+    /// [`nodes`]).
+    async fn spawn_nodes(&self, net: &nodes::Network) -> anyhow::Result<Vec<Supervised>> {
+        let mut started = Vec::new();
+        for (i, node) in CLUSTER_NODES.iter().enumerate() {
+            let ready = self.dir.join(format!("run/{}.network", node.name));
+            let mut spec = SupervisedCommand::new(
+                format!("slurmd of {}", node.name),
+                &self.programs.unshare,
+                self.dir.join(format!("log/slurmd.{}.out", node.name)),
+            )
+            .args(["--net", "--uts", "--", "/bin/sh", "-c", nodes::NODE_SCRIPT])
+            .args(["atrium-slurm-node", node.name])
+            .args([
+                ready.as_os_str(),
+                self.programs.slurmd.as_os_str(),
+                self.conf.as_os_str(),
+            ]);
+            spec.envs = self
+                .nss_env()
+                .into_iter()
+                .chain(self.env())
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect();
+            spec.current_dir = Some(self.dir.join("spool"));
+            let daemon = Supervised::spawn(spec)?;
+            net.attach(daemon.pid(), i)
+                .await
+                .with_context(|| format!("giving {} its network", node.name))?;
+            std::fs::write(&ready, "").context("marking the node's network ready")?;
+            started.push(daemon);
+        }
+        Ok(started)
     }
 
     fn spawn_daemon(&self, daemon: Daemon) -> anyhow::Result<Supervised> {
@@ -871,11 +1079,16 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
             (Daemon::Mariadb, &self.mariadb),
             (Daemon::Slurmdbd, &self.slurmdbd),
             (Daemon::Slurmctld, &self.slurmctld),
-            (Daemon::Slurmd, &self.slurmd),
         ]
         .into_iter()
         .find(|(_, d)| d.as_ref().is_some_and(|d| !d.is_running()))
         .map(|(daemon, _)| daemon.name())
+        .or_else(|| {
+            self.slurmd
+                .iter()
+                .any(|d| !d.is_running())
+                .then_some(Daemon::Slurmd.name())
+        })
     }
 
     /// Whether slurmctld's or slurmd's output since `lens` says its port was taken.
@@ -932,18 +1145,24 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
         }
     }
 
-    fn munge_socket(&self) -> PathBuf {
-        self.dir.join("munge/munge.socket")
+    /// Where slurmctld and slurmdbd listen: 127.0.0.1, or the bridge of a multi-node cluster.
+    /// slurmdbd sends updates (new associations) to slurmctld at the address slurmctld
+    /// connected from, so the two share it.
+    fn controller_addr(&self) -> String {
+        self.network.as_ref().map_or_else(
+            || "127.0.0.1".to_string(),
+            |net| net.controller_addr().to_string(),
+        )
     }
 
-    fn spool_dir(&self) -> PathBuf {
-        self.dir.join(format!("spool/slurmd.{}", self.node))
+    fn munge_socket(&self) -> PathBuf {
+        self.dir.join("munge/munge.socket")
     }
 }
 
 /// The keeper: waits until its lifeline closes (SIGTERM), then SIGKILLs the sessions of the
 /// `slurmstepd`s working in DIR ($1): each job step runs in its own session, away from slurmd's
-/// process group. Its supervisor then removes DIR.
+/// process group; and removes a multi-node cluster's bridge. Its supervisor then removes DIR.
 const KEEPER_SCRIPT: &str = r#"
 dir=$1
 kill_jobs() {
@@ -962,7 +1181,11 @@ kill_jobs() {
         done
     done
 }
-trap 'kill_jobs; exit 0' TERM
+# A multi-node cluster's bridge (slurm/nodes.rs).
+teardown() {
+    [ -f "$dir/run/teardown" ] && sh "$dir/run/teardown" 2>/dev/null
+}
+trap 'kill_jobs; teardown; exit 0' TERM
 sleep infinity &
 wait
 "#;
@@ -1016,10 +1239,16 @@ fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
 }
 
 /// Appends `line` and a newline to `path` in one write, so a reader never sees half of it.
+/// The file's modification time moves on by at least a second: nss_wrapper rereads a file
+/// only when that time differs from when it last read it, in whole seconds, so a daemon that
+/// read the file in the same second would otherwise miss the line.
 fn append_line(path: &Path, line: &str) -> anyhow::Result<()> {
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()))
-        .with_context(|| format!("appending to {}", path.display()))
+    let appended = || -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
+        let before = file.metadata()?.modified()?;
+        file.write_all(format!("{line}\n").as_bytes())?;
+        let next = before + Duration::from_secs(1);
+        file.set_modified(std::time::SystemTime::now().max(next))
+    };
+    appended().with_context(|| format!("appending to {}", path.display()))
 }
