@@ -23,12 +23,13 @@ pub const RUN: Duration = Duration::from_secs(60);
 pub fn slurm_config(root: &Path, slurm: &Slurm) -> String {
     format!(
         "[scheduler]\nbackend = \"slurm\"\n\
-         [slurm]\nconf = \"{}\"\npoll_interval = \"300ms\"\nnodes_interval = \"1s\"\n\
+         [slurm]\nconf = \"{}\"\nbin_dir = \"{}\"\npoll_interval = \"300ms\"\nnodes_interval = \"1s\"\n\
          command_timeout = \"5s\"\nsession_listen = \"127.0.0.1\"\n\
          [jobs]\nspool_dir = \"{}\"\n\
          [cluster]\nnode_name = \"head\"\ncpus = 2\nmemory_mb = 4000\ndiscover_gpus = false\n\
          [accounts]\nhome_root = \"{}\"\n",
         slurm.conf().display(),
+        slurm.bin_dir().display(),
         root.join("spool").display(),
         root.join("home").display()
     )
@@ -176,11 +177,9 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
         quota["gpus_in_use"], 0.142,
         "a 1g slice is 1/7 of a GPU: {usage}"
     );
-    cancel(&c, &ann, &sleeper).await;
-    c.wait_for(&ann, &sleeper, &["CANCELLED"], RUN).await;
-
     // A job with atrium's comment but no row (sbatch answered, the portal never
-    // recorded it): adopted, so ann sees it and can cancel it.
+    // recorded it): adopted, so ann sees it and can cancel it. The poll lists ann's
+    // jobs while it follows one of them (the sleeper); others' only on a sweep.
     let orphan = sbatch_by_hand(&slurm, &ann, &["--comment=atrium", "--job-name=orphan"]).await;
     atrium_tests::support::until("the portal to adopt the job", RUN, || {
         let (c, ann, orphan) = (&c, &ann, &orphan);
@@ -198,6 +197,9 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
     assert_eq!(adopted["name"], "orphan", "{adopted}");
     cancel(&c, &ann, &orphan).await;
     c.wait_for(&ann, &orphan, &["CANCELLED"], RUN).await;
+    cancel(&c, &ann, &sleeper).await;
+    c.wait_for(&ann, &sleeper, &["CANCELLED"], RUN).await;
+
     // Without the comment a job is not atrium's.
     let other = sbatch_by_hand(&slurm, &ann, &["--job-name=other"]).await;
     let res = c

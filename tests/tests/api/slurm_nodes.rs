@@ -198,21 +198,23 @@ async fn a_step_spans_two_nodes_an_array_spreads_and_a_drained_node_shows_on_the
         again["reason"].as_str().is_some_and(|r| !r.is_empty()),
         "Slurm's reason: {again}"
     );
-    let nodes: Value = c
-        .app
-        .get_bearer("/api/v1/nodes", &ann.token)
-        .await
-        .json()
-        .await
-        .expect("json");
-    let node1 = nodes["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .find(|n| n["name"] == "node1")
-        .cloned()
-        .expect("node1");
-    assert!(node1.to_string().contains("Not responding"), "{node1}");
+    let node1 = atrium_tests::support::until("node1 to show Slurm's reason", RUN, || async {
+        let nodes: Value = c
+            .app
+            .get_bearer("/api/v1/nodes", &ann.token)
+            .await
+            .json()
+            .await
+            .ok()?;
+        let node1 = nodes["nodes"]
+            .as_array()?
+            .iter()
+            .find(|n| n["name"] == "node1")?
+            .to_string();
+        node1.contains("Not responding").then_some(node1)
+    })
+    .await;
+    assert!(node1.is_ok(), "{node1:?}\n{}", c.app.log().join("\n"));
 }
 
 #[tokio::test]

@@ -327,25 +327,18 @@ impl Backend {
         s.partitions = partitions;
     }
 
-    /// One poll: `squeue` for every job, `sacct` for those it no longer lists, the
-    /// changes written in one transaction.
-    async fn poll(&self) {
-        let args = vec![
-            "-h".to_string(),
-            "-t".into(),
-            "all".into(),
-            "-O".into(),
-            parse::squeue_format(),
-        ];
-        let out = self.settings.cli.admin("squeue", &args).await;
-        let rows = match out {
-            Ok(out) => out.lines().filter_map(SqueueRow::parse).collect::<Vec<_>>(),
+    /// One poll: `squeue` for atrium's jobs that are not over (see [`Backend::listed`]),
+    /// `sacct` for those it no longer lists, the changes written in one transaction. A
+    /// `sweep` lists the whole queue, for jobs to adopt.
+    async fn poll(&self, sweep: bool) {
+        let rows = match self.listed(sweep).await {
+            Ok(rows) => rows,
             Err(e) => {
                 self.mark_unknown(&e.to_string());
                 return;
             }
         };
-        self.adopt(&rows).await;
+        self.adopt(&rows, sweep).await;
         let (changes, missing) = {
             let s = lock(&self.state);
             reconcile::diff(&s.jobs, &rows, now_secs())
@@ -372,16 +365,64 @@ impl Backend {
         reconcile::apply(&mut s.jobs, changes, &rows, now);
     }
 
+    /// Slurm's rows for the poll. `squeue` asks for every job on the cluster unless it
+    /// names one job or one user; then slurmctld packs only those. So the poll asks
+    /// per user (by uid) for each user with a job atrium follows, [`USER_QUERIES`] at
+    /// most, [`PARALLEL_QUERIES`] at a time; with no such user it asks nothing. With
+    /// more users, or a user without a uid, and on a `sweep`, one call lists them all.
+    async fn listed(&self, sweep: bool) -> Result<Vec<SqueueRow>, CliError> {
+        use futures_util::stream::{self, StreamExt as _, TryStreamExt as _};
+        let users = (!sweep)
+            .then(|| reconcile::followed_users(&lock(&self.state).jobs))
+            .filter(|users| users.len() <= USER_QUERIES);
+        let mut uids = Vec::new();
+        for user in users.iter().flatten() {
+            match self.identity(user).await {
+                Ok(id) => uids.push(Some(id.uid)),
+                Err(_) => {
+                    uids = vec![None];
+                    break;
+                }
+            }
+        }
+        if users.is_none() {
+            uids = vec![None];
+        }
+        let lists: Vec<Vec<SqueueRow>> = stream::iter(uids)
+            .map(|uid| self.squeue_rows(uid))
+            .buffer_unordered(PARALLEL_QUERIES)
+            .try_collect()
+            .await?;
+        Ok(lists.into_iter().flatten().collect())
+    }
+
+    /// `squeue` of every state for user `uid`, or for everyone.
+    async fn squeue_rows(&self, uid: Option<u32>) -> Result<Vec<SqueueRow>, CliError> {
+        let mut args = vec![
+            "-h".to_string(),
+            "-t".into(),
+            "all".into(),
+            "-O".into(),
+            parse::squeue_format(),
+        ];
+        if let Some(uid) = uid {
+            args.push(format!("--user={uid}"));
+        }
+        let out = self.settings.cli.admin("squeue", &args).await?;
+        Ok(out.lines().filter_map(SqueueRow::parse).collect())
+    }
+
     /// Jobs carrying atrium's comment without a row: `sbatch` succeeded and the portal
     /// stopped before it recorded the job, so its user never heard back (or the user
     /// submitted it by hand with the comment). They are adopted, so that the user sees
     /// the job running and can cancel it rather than find a second copy later. Array
-    /// jobs are left to Slurm.
-    async fn adopt(&self, rows: &[SqueueRow]) {
+    /// jobs are left to Slurm. The rows are those of the users the poll follows, and
+    /// on a `sweep` (at start, then every [`SWEEP_INTERVAL`]) the whole queue's.
+    async fn adopt(&self, rows: &[SqueueRow], sweep: bool) {
         let candidates: Vec<&SqueueRow> = {
             let mut s = lock(&self.state);
-            // Forget the ids Slurm no longer lists.
-            if !s.not_adopted.is_empty() {
+            // Forget the ids Slurm no longer lists (only a sweep lists them all).
+            if sweep && !s.not_adopted.is_empty() {
                 let listed: std::collections::HashSet<&str> =
                     rows.iter().map(|r| r.job_id.as_str()).collect();
                 s.not_adopted.retain(|id| listed.contains(id.as_str()));
@@ -513,6 +554,7 @@ impl Backend {
 
 pub(super) async fn poll_loop(backend: Arc<Backend>) {
     let mut last_nodes: Option<Instant> = None;
+    let mut last_sweep: Option<Instant> = None;
     // Until then, polls come every SETTLE_POLL: a job just submitted or acted on
     // usually changes state within a second (Slurm starts it, or ends it).
     let mut settle_until: Option<Instant> = None;
@@ -521,7 +563,11 @@ pub(super) async fn poll_loop(backend: Arc<Backend>) {
             backend.refresh_nodes().await;
             last_nodes = Some(Instant::now());
         }
-        backend.poll().await;
+        let sweep = last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_INTERVAL);
+        if sweep {
+            last_sweep = Some(Instant::now());
+        }
+        backend.poll(sweep).await;
         let interval = match settle_until {
             Some(t) if Instant::now() < t => SETTLE_POLL.min(backend.settings.poll_interval),
             _ => backend.settings.poll_interval,
@@ -536,6 +582,15 @@ pub(super) async fn poll_loop(backend: Arc<Backend>) {
         }
     }
 }
+
+/// How often the poll lists the whole queue (and at start): jobs with atrium's comment
+/// that it has no row for, of users it follows no job of, are adopted then.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
+/// The most users the poll asks `squeue` about one by one; with more, one call lists
+/// the whole queue.
+const USER_QUERIES: usize = 32;
+/// How many of those calls run at once.
+const PARALLEL_QUERIES: usize = 8;
 
 /// How often the poll runs while a job just submitted or acted on settles.
 const SETTLE_POLL: Duration = Duration::from_millis(250);

@@ -134,7 +134,7 @@ pub(super) fn diff(
     }
     let mut missing = Vec::new();
     for (id, e) in jobs {
-        if e.view.state.is_terminal() && e.record.end_time.is_some() || listed.contains(id) {
+        if !followed(e) || listed.contains(id) {
             continue;
         }
         let is_parent_of_array = id.task.is_none() && e.record.array_spec.is_some();
@@ -390,6 +390,20 @@ fn update_record(record: &mut JobRecord, change: &JobChange) {
             record.reason = reason.clone();
         }
     }
+}
+
+/// Whether the poll still follows a job: it is not over, or its end is not recorded.
+/// The poll asks `sacct` about such a job when `squeue` no longer lists it.
+pub(super) fn followed(e: &Entry) -> bool {
+    !(e.view.state.is_terminal() && e.record.end_time.is_some())
+}
+
+/// The users with a job the poll follows, each once.
+pub(super) fn followed_users(jobs: &Jobs) -> std::collections::BTreeSet<String> {
+    jobs.values()
+        .filter(|e| followed(e))
+        .map(|e| e.record.user_name.clone())
+        .collect()
 }
 
 /// The view of a row, before Slurm has said anything about it in this process.

@@ -54,7 +54,10 @@
 //!
 //! `sbatch`, `squeue`, `scontrol`, `sinfo` and `scancel` need only `SLURM_CONF` ([`Slurm::env`]);
 //! add [`Slurm::nss_env`] where they should print the fixture users' names rather than `nobody`.
-//! [`Slurm::run`] runs one as root with both.
+//! [`Slurm::run`] runs one as root with both. A portal under test reaches them through
+//! [`Slurm::bin_dir`] (its `[slurm] bin_dir`): wrappers that run Slurm's commands with the
+//! users of nss_wrapper, as a site's head node resolves its users through its own NSS.
+//! Without it, `squeue -u UID` of a fixture user is refused ("Invalid user").
 //!
 //! # Teardown
 //!
@@ -99,6 +102,11 @@ pub const DEFAULT_PARTITION: &str = "gpu";
 pub const DEBUG_PARTITION: &str = "debug";
 /// The generic resources of the node, as `sinfo -o %G` prints them.
 pub const NODE_GRES: &str = "gpu:a100:2,gpu:1g.10gb:2";
+
+/// The client commands [`Slurm::bin_dir`] holds.
+const CLIENT_COMMANDS: [&str; 9] = [
+    "sbatch", "squeue", "scontrol", "scancel", "sinfo", "sacct", "sacctmgr", "srun", "salloc",
+];
 
 /// Name of the cluster in `slurm.conf`.
 const CLUSTER_NAME: &str = "atriumtest";
@@ -372,6 +380,12 @@ impl Slurm {
         nodes::kill_namespace(&self.programs.kill, holder.pid())
     }
 
+    /// A directory of Slurm's client commands (`squeue`, `sbatch` …) that resolve the users
+    /// added with [`Slurm::add_user`] (see the module docs).
+    pub fn bin_dir(&self) -> PathBuf {
+        self.dir.join("bin")
+    }
+
     /// The environment Slurm clients need: `SLURM_CONF`.
     pub fn env(&self) -> Vec<(String, String)> {
         vec![("SLURM_CONF".to_owned(), self.conf.display().to_string())]
@@ -643,6 +657,31 @@ impl Slurm {
             }
             std::fs::write(dir.join("hosts"), hosts).context("writing hosts")?;
             set_mode(&dir.join("hosts"), 0o644)?;
+        }
+
+        // The client commands a portal under test runs, with the fixture's users.
+        std::fs::create_dir_all(self.bin_dir()).context("creating DIR/bin")?;
+        set_mode(&self.bin_dir(), 0o755)?;
+        let exports: String = self
+            .nss_env()
+            .iter()
+            .map(|(k, v)| format!("export {k}='{v}'\n"))
+            .collect();
+        for command in CLIENT_COMMANDS {
+            let Ok(program) = find_binary(command, &[]) else {
+                continue;
+            };
+            let wrapper = self.bin_dir().join(command);
+            std::fs::write(
+                &wrapper,
+                format!(
+                    "#!/bin/sh\n# Slurm's {command} with the fixture's users (support/slurm).\n\
+                     {exports}exec {} \"$@\"\n",
+                    program.display()
+                ),
+            )
+            .with_context(|| format!("writing {}", wrapper.display()))?;
+            set_mode(&wrapper, 0o755)?;
         }
 
         // Lines "export NAME=VALUE" that a TaskProlog prints go into the task's environment.

@@ -600,3 +600,21 @@ fn a_recorded_job_counts_every_node_of_its_list() {
     r.nodelist = String::new();
     assert_eq!(view_of_record(&r, 0).nodes, 0);
 }
+
+#[test]
+fn the_poll_follows_the_users_of_jobs_not_over_or_whose_end_is_not_recorded() {
+    let pending = record(1);
+    let mut ended = record(2);
+    ended.user_name = "bob".into();
+    ended.state = "COMPLETED".into();
+    ended.end_time = Some(T0 * 1000);
+    let mut unrecorded = record(3);
+    unrecorded.user_name = "cy".into();
+    unrecorded.state = "COMPLETED".into();
+    let jobs = jobs_of(vec![pending, ended, unrecorded]);
+    assert_eq!(
+        followed_users(&jobs).into_iter().collect::<Vec<_>>(),
+        ["ada", "cy"]
+    );
+    assert!(followed_users(&Jobs::new()).is_empty());
+}
