@@ -331,6 +331,7 @@ impl Backend {
     /// `sacct` for those it no longer lists, the changes written in one transaction. A
     /// `sweep` lists the whole queue, for jobs to adopt.
     async fn poll(&self, sweep: bool) {
+        let started = Instant::now();
         let rows = match self.listed(sweep).await {
             Ok(rows) => rows,
             Err(e) => {
@@ -362,7 +363,15 @@ impl Backend {
         let now = now_secs();
         let mut s = lock(&self.state);
         s.unreachable = None;
+        let changed = changes.len();
         reconcile::apply(&mut s.jobs, changes, &rows, now);
+        tracing::debug!(
+            sweep,
+            rows = rows.len(),
+            changed,
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "Slurm poll"
+        );
     }
 
     /// Slurm's rows for the poll. `squeue` asks for every job on the cluster unless it

@@ -694,7 +694,7 @@ impl Slurm {
         std::fs::write(
             &prolog,
             format!(
-                "#!/bin/sh\n# Jobs resolve the fixture's users too (support/slurm.rs).\n{exports}"
+                "#!/bin/sh\n# Jobs resolve the fixture's users too (support/slurm).\n{exports}"
             ),
         )
         .context("writing the task prolog")?;
@@ -893,7 +893,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
         std::fs::write(
             &conf,
             format!(
-                "# slurmdbd of the throwaway Slurm (tests/src/support/slurm.rs).\n\
+                "# slurmdbd of the throwaway Slurm (tests/src/support/slurm).\n\
                  AuthType=auth/munge\nAuthInfo=socket={d}/munge/munge.socket\n\
                  DbdHost=localhost\nDbdAddr={}\nDbdPort={}\nSlurmUser=root\n\
                  LogFile={d}/log/slurmdbd.log\nPidFile={d}/run/slurmdbd.pid\n\
