@@ -29,6 +29,7 @@
 # missing). Everything lives in a temporary directory removed at exit, listens on
 # 127.0.0.1, and is stopped at exit.
 set -euo pipefail
+trap 'echo "slurm_poll.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 case "${1:-}" in
@@ -182,7 +183,9 @@ window() {
         own_ms[$name]=$(awk -v d=$((p1 - p0)) -v hz="$hz" -v n="$n" 'BEGIN {printf "%.1f", d * 1000 / hz / n}')
         child_ms[$name]=$(awk -v d=$((k1 - k0)) -v hz="$hz" -v n="$n" 'BEGIN {printf "%.1f", d * 1000 / hz / n}')
         local walls
-        walls=$(grep -a "Slurm poll" "$log.err" | grep -a "sweep=false" | sed -n 's/.*elapsed_ms=\([0-9.]*\).*/\1/p' | tail -n 20)
+        # Only builds that log their polls ("Slurm poll") give these.
+        walls=$({ grep -a "Slurm poll" "$log.err" || true; } | { grep -a "sweep=false" || true; } \
+            | sed -n 's/.*elapsed_ms=\([0-9.]*\).*/\1/p' | tail -n 20)
         if [[ -n "$walls" ]]; then
             polls_med[$name]=$(median <<<"$walls")
             polls_max[$name]=$(sort -n <<<"$walls" | tail -n 1)

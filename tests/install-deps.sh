@@ -30,10 +30,11 @@ PACKAGES=(
     slapd               # tests/src/support/ldap.rs (slapd, slapadd; modules back_mdb, memberof, refint)
     ldap-utils          # ldapsearch/ldapmodify/ldapwhoami used by support/ldap.rs and its self-test
     openssl             # throwaway CA and server certificate for the LDAP fixture's TLS mode
-    slurm-wlm           # bench/slurm/setup.sh and tests/src/support/slurm.rs (slurmctld, slurmd, sbatch, squeue): the Slurm reference
+    slurm-wlm           # bench/slurm/setup.sh and tests/src/support/slurm (slurmctld, slurmd, sbatch, squeue): the Slurm reference
     munge               # munged and mungekey for that throwaway Slurm's authentication
-    libnss-wrapper      # tests/src/support/slurm.rs: the Slurm daemons and jobs resolve test users not in /etc/passwd
-    slurmdbd            # tests/src/support/slurm.rs with accounting: sacct, AllocTRES with gres/gpu, sacctmgr limits
+    libnss-wrapper      # tests/src/support/slurm: the Slurm daemons and jobs resolve test users (and nodes) not in /etc
+    iproute2            # tests/src/support/slurm/nodes.rs: the three-node cluster's bridge and veth pairs (ip)
+    slurmdbd            # tests/src/support/slurm with accounting: sacct, AllocTRES with gres/gpu, sacctmgr limits
     mariadb-server      # the private MariaDB behind that slurmdbd (mariadbd, mariadb-install-db)
     bubblewrap          # the job container runtime the job tests run (server/src/launch)
     fio                 # server/src/benchmarks/parse: a parser test runs fio; the fio starter benchmark job

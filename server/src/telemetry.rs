@@ -1,5 +1,6 @@
 //! Logging setup: `tracing` to stderr, as text or JSON, filtered by `log.filter`
-//! (or `RUST_LOG` when set).
+//! (or `RUST_LOG` when set). Colours only on a terminal: a log file or journald
+//! gets plain `key=value` fields.
 
 use tracing_subscriber::EnvFilter;
 
@@ -14,6 +15,7 @@ pub fn init(config: &LogConfig) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
     let result = if config.format == "json" {
         builder.json().try_init()

@@ -181,6 +181,8 @@ impl Backend {
         {
             let mut s = lock(&self.state);
             let view = reconcile::view_of_record(&record, now_secs());
+            s.settling
+                .insert(slurm_id.clone(), Instant::now() + SETTLE_WINDOW);
             s.jobs.insert(
                 job,
                 Entry {
@@ -269,6 +271,9 @@ impl Backend {
                 CliError::Refused(m) => SchedError::Conflict(m),
                 other => sched_error(other),
             })?;
+        lock(&self.state)
+            .settling
+            .insert(entry.slurm_id.clone(), Instant::now() + SETTLE_WINDOW);
         self.wake.notify_one();
         Ok(())
     }
@@ -372,6 +377,70 @@ impl Backend {
             elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
             "Slurm poll"
         );
+    }
+
+    /// A poll of the jobs just submitted or acted on alone, each by its id (`squeue -j
+    /// ID`: slurmctld packs that job only), when there are a few; `false` when there
+    /// are none or too many (then the full poll serves). A job drops out once it no
+    /// longer waits, or at the end of its settle window.
+    async fn poll_settling(&self) -> bool {
+        use futures_util::stream::{self, StreamExt as _, TryStreamExt as _};
+        let ids: Vec<String> = {
+            let mut s = lock(&self.state);
+            let now = Instant::now();
+            s.settling.retain(|_, until| *until > now);
+            s.settling.keys().cloned().collect()
+        };
+        if ids.is_empty() || ids.len() > PARALLEL_QUERIES {
+            return false;
+        }
+        let format = parse::squeue_format();
+        let listed: Result<Vec<Vec<SqueueRow>>, CliError> = stream::iter(ids)
+            .map(|id| {
+                let args = vec![
+                    "-h".to_string(),
+                    "-t".into(),
+                    "all".into(),
+                    "-O".into(),
+                    format.clone(),
+                    format!("--jobs={id}"),
+                ];
+                async move {
+                    let out = self.settings.cli.admin("squeue", &args).await?;
+                    Ok::<_, CliError>(out.lines().filter_map(SqueueRow::parse).collect())
+                }
+            })
+            .buffer_unordered(PARALLEL_QUERIES)
+            .try_collect()
+            .await;
+        let Ok(rows) = listed.map(|l| l.into_iter().flatten().collect::<Vec<_>>()) else {
+            // The next full poll says whether Slurm answers.
+            return false;
+        };
+        let changes = reconcile::diff_listed(&lock(&self.state).jobs, &rows, now_secs());
+        let writes: Vec<JobChange> = changes.iter().flat_map(|c| c.writes.clone()).collect();
+        if !writes.is_empty() {
+            if let Err(e) = self.store.commit_scheduler_batch(&[], &writes).await {
+                tracing::error!(error = %e, "recording Slurm's job states failed; trying again");
+                return true;
+            }
+        }
+        let mut s = lock(&self.state);
+        reconcile::apply(&mut s.jobs, changes, &rows, now_secs());
+        // Settled: Slurm started it, or ended it, or lists it no more.
+        let waiting: std::collections::HashSet<&str> = rows
+            .iter()
+            .filter(|r| parse::job_state(&r.state) == scheduler::JobState::Pending)
+            .map(|r| r.job_id.as_str())
+            .collect();
+        let still: Vec<String> = s
+            .settling
+            .keys()
+            .filter(|id| waiting.contains(id.as_str()))
+            .cloned()
+            .collect();
+        s.settling.retain(|id, _| still.contains(id));
+        true
     }
 
     /// Slurm's rows for the poll. `squeue` asks for every job on the cluster unless it
@@ -564,6 +633,7 @@ impl Backend {
 pub(super) async fn poll_loop(backend: Arc<Backend>) {
     let mut last_nodes: Option<Instant> = None;
     let mut last_sweep: Option<Instant> = None;
+    let mut last_poll: Option<Instant> = None;
     // Until then, polls come every SETTLE_POLL: a job just submitted or acted on
     // usually changes state within a second (Slurm starts it, or ends it).
     let mut settle_until: Option<Instant> = None;
@@ -572,13 +642,25 @@ pub(super) async fn poll_loop(backend: Arc<Backend>) {
             backend.refresh_nodes().await;
             last_nodes = Some(Instant::now());
         }
-        let sweep = last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_INTERVAL);
-        if sweep {
-            last_sweep = Some(Instant::now());
+        // Between full polls, a settling job alone is asked about; a full poll comes
+        // every interval, and right after a wake-up.
+        let full_due = last_poll.is_none_or(|t| t.elapsed() >= backend.settings.poll_interval);
+        let settling_only = !full_due && backend.poll_settling().await;
+        if !settling_only {
+            let sweep = last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_INTERVAL);
+            if sweep {
+                last_sweep = Some(Instant::now());
+            }
+            backend.poll(sweep).await;
+            last_poll = Some(Instant::now());
         }
-        backend.poll(sweep).await;
+        let settle = if settling_only {
+            SETTLE_POLL_JOBS
+        } else {
+            SETTLE_POLL
+        };
         let interval = match settle_until {
-            Some(t) if Instant::now() < t => SETTLE_POLL.min(backend.settings.poll_interval),
+            Some(t) if Instant::now() < t => settle.min(backend.settings.poll_interval),
             _ => backend.settings.poll_interval,
         };
         // Wake early after a submission or a control so that pages catch up at once,
@@ -601,7 +683,10 @@ const USER_QUERIES: usize = 32;
 /// How many of those calls run at once.
 const PARALLEL_QUERIES: usize = 8;
 
-/// How often the poll runs while a job just submitted or acted on settles.
+/// How often the poll runs while jobs just submitted or acted on settle.
 const SETTLE_POLL: Duration = Duration::from_millis(250);
+/// The same when those jobs are few: each is asked about alone, which costs Slurm
+/// next to nothing.
+const SETTLE_POLL_JOBS: Duration = Duration::from_millis(100);
 /// How long after a submission or a control the poll runs every [`SETTLE_POLL`].
 const SETTLE_WINDOW: Duration = Duration::from_secs(3);

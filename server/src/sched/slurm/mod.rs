@@ -82,6 +82,9 @@ struct State {
     /// adopted until they are recorded.
     submitting: std::collections::BTreeMap<u64, i64>,
     next_submission: u64,
+    /// Slurm ids of jobs just submitted or acted on, until when they are watched
+    /// closely: their next state (started, ended) shows within [`backend`]'s settle poll.
+    settling: std::collections::HashMap<String, std::time::Instant>,
 }
 
 /// A submission in flight between `sbatch` and its row: while it lives, jobs Slurm

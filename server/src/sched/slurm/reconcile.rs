@@ -86,14 +86,31 @@ fn entry_id(jobs: &Jobs, row: &SqueueRow) -> Option<JobId> {
     })
 }
 
+/// The changes what `squeue` says of some jobs makes, and nothing about the jobs it
+/// does not list: for a listing of chosen jobs (those settling after a submission).
+pub(super) fn diff_listed(jobs: &Jobs, rows: &[SqueueRow], now: i64) -> Vec<Change> {
+    diff_rows(jobs, rows, now).0
+}
+
 /// Compare what `squeue` says with the rows: the changes, and the open rows it does
 /// not list (to ask `sacct`). `now` ends an array whose tasks are all over, and a
-/// job Slurm says ended without saying when.
+/// job Slurm says ended without saying when. `rows` must list every job the poll
+/// follows (see [`followed`]) that Slurm still knows.
 pub(super) fn diff(
     jobs: &Jobs,
     rows: &[SqueueRow],
     now: i64,
 ) -> (Vec<Change>, Vec<(JobId, String)>) {
+    let (mut changes, listed, arrays_pending) = diff_rows(jobs, rows, now);
+    let missing = unlisted(jobs, &listed, &arrays_pending, &mut changes, now);
+    (changes, missing)
+}
+
+type Listed = (Vec<Change>, HashSet<JobId>, HashSet<u64>);
+
+/// The changes of the rows listed, which jobs they list, and which arrays still have
+/// tasks waiting.
+fn diff_rows(jobs: &Jobs, rows: &[SqueueRow], now: i64) -> Listed {
     let mut changes = Vec::new();
     let mut listed = HashSet::new();
     let mut arrays_pending = HashSet::new();
@@ -132,6 +149,18 @@ pub(super) fn diff(
             });
         }
     }
+    (changes, listed, arrays_pending)
+}
+
+/// The followed jobs `squeue` did not list: those to ask `sacct` about, and the end of
+/// each array whose tasks are all over (added to `changes`).
+fn unlisted(
+    jobs: &Jobs,
+    listed: &HashSet<JobId>,
+    arrays_pending: &HashSet<u64>,
+    changes: &mut Vec<Change>,
+    now: i64,
+) -> Vec<(JobId, String)> {
     let mut missing = Vec::new();
     for (id, e) in jobs {
         if !followed(e) || listed.contains(id) {
@@ -202,7 +231,7 @@ pub(super) fn diff(
             missing.push((*id, e.slurm_id.clone()));
         }
     }
-    (changes, missing)
+    missing
 }
 
 fn changes_end(changes: &[Change], id: JobId) -> bool {

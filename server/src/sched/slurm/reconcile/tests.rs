@@ -618,3 +618,31 @@ fn the_poll_follows_the_users_of_jobs_not_over_or_whose_end_is_not_recorded() {
     );
     assert!(followed_users(&Jobs::new()).is_empty());
 }
+
+/// A listing of chosen jobs (those settling) says nothing of the jobs it leaves out:
+/// an array whose known tasks are all over is not ended by it, nor is a job asked of
+/// `sacct`, as a full listing would.
+#[test]
+fn a_listing_of_chosen_jobs_leaves_the_others_as_they_are() {
+    let array = JobRecord {
+        array_spec: Some("0-3".into()),
+        state: "RUNNING".into(),
+        ..record(20)
+    };
+    let mut task = record(20);
+    task.task = 0;
+    task.state = "COMPLETED".into();
+    task.end_time = Some(T0 * 1000);
+    let mut jobs = jobs_of(vec![array, task, record(30)]);
+    jobs.values_mut()
+        .filter(|e| e.record.state == "COMPLETED")
+        .for_each(|e| e.view.state = JobState::Completed);
+    let settled = diff_listed(&jobs, &[running(30, T0)], T0 + 1);
+    assert_eq!(settled.len(), 1, "only the job listed changes");
+    assert_eq!(settled[0].view.state, JobState::Running);
+    let (full, missing) = diff(&jobs, &[running(30, T0)], T0 + 1);
+    assert!(
+        full.len() > 1 || !missing.is_empty(),
+        "a full listing that leaves the array out ends it or asks sacct"
+    );
+}
