@@ -1,5 +1,5 @@
 //! Many users (issue 23): 200 of the fixture directory's 2,000 generated users log in at
-//! once, each to their own account.
+//! once, each to their own account; administrators list the accounts a page at a time.
 
 use atrium_tests::support::ldap::{Slapd, SlapdOptions, BASE_DN};
 use atrium_tests::support::many_users;
@@ -91,4 +91,65 @@ async fn two_hundred_directory_users_log_in_at_once_each_to_their_own_account() 
     }
     let ldap_accounts = list.lines().filter(|l| l.contains(" ldap ")).count();
     assert_eq!(ldap_accounts, AT_ONCE as usize, "{list}");
+
+    // The administrators' list of accounts comes a page at a time: 201 accounts (the
+    // local admin and the 200), by name.
+    let password = app.admin_password.clone().expect("admin password");
+    let admin = app.login("admin", &password).await;
+    let token = app.create_token(&admin, "admin", &["read", "admin"]).await;
+    let listed = |path: &'static str| {
+        let (app, token) = (&app, &token);
+        async move {
+            let res = app.get_bearer(path, token).await;
+            assert_eq!(res.status(), 200, "{path}");
+            res.json::<Value>().await.expect("json")
+        }
+    };
+    let first = listed("/api/v1/admin/users").await;
+    assert_eq!(first["total"], 201, "{first}");
+    assert_eq!(
+        (&first["page"], &first["per_page"]),
+        (&1.into(), &100.into())
+    );
+    let names = |page: &Value| -> Vec<String> {
+        page["users"]
+            .as_array()
+            .expect("users")
+            .iter()
+            .map(|u| u["username"].as_str().expect("username").to_string())
+            .collect()
+    };
+    assert_eq!(names(&first).len(), 100);
+    assert_eq!(names(&first)[0], "admin");
+    let third = listed("/api/v1/admin/users?page=3&per_page=80").await;
+    let last_names = names(&third);
+    assert_eq!(last_names.len(), 41, "201 - 160: {third}");
+    assert_eq!(last_names.last().map(String::as_str), Some("user2000"));
+    assert_eq!(third["users"][0]["source"], "ldap", "{third}");
+    let all = listed("/api/v1/admin/users?per_page=5000").await;
+    assert_eq!(all["per_page"], 1000, "at most 1000 a page: {all}");
+    assert_eq!(names(&all).len(), 201);
+
+    let html = admin
+        .get(app.url("/admin/users?page=2"))
+        .send()
+        .await
+        .expect("users page")
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("Page 2 of 3 (201 users)"), "{html}");
+    assert_eq!(html.matches("<tr id=\"user-").count(), 100, "{html}");
+    let overview = admin
+        .get(app.url("/admin"))
+        .send()
+        .await
+        .expect("overview")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        overview.contains("201 (1 administrators, 0 disabled)"),
+        "{overview}"
+    );
 }
