@@ -8,12 +8,16 @@
 # client's logins, as alice. Then many users at once: MANY_CONNECTIONS (200) connections
 # logging in as the directory's MANY_USERS (2,000) generated users (user0001 …, see
 # tests/src/support/many_users.rs), round-robin (each request the next user), logins/s,
-# p50/p95/p99, every answer checked (200), the accounts created and the portal's RSS.
+# p50/p95/p99, every answer checked (200): first each user once (their first login, which
+# creates the account; curl --parallel, bench/lib/first_logins.sh), then for
+# DURATION_SECONDS with every user known (wrk, Lua); the accounts
+# created and the portal's RSS. Homes are not created (accounts.create_homes = false).
 # --many-only runs that part alone. Each login is a full one: bind as the user, read their
 # entry and groups, refresh (or, at a user's first login, create) the user row and its
 # memberships, start a browser session (database insert).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/first_logins.sh
 duration=10
 many_only=false
 for arg in "$@"; do
@@ -51,6 +55,10 @@ listen = "127.0.0.1:0"
 data_dir = "$work/var"
 [log]
 filter = "warn"
+[accounts]
+# As root the portal would make each user's home in /home at their first login (the
+# directory says /home/<user>): not on this machine. JupyterHub makes none either.
+create_homes = false
 [auth.rate_limit]
 per_user = 1000000
 per_address = 1000000
@@ -119,11 +127,13 @@ done = function(summary, latency, requests)
 end
 LUA
 rss() { awk '/^VmRSS/ {printf "%.1f MiB", $2 / 1024}' "/proc/$atrium/status"; }
-echo "== $MANY_CONNECTIONS clients, $MANY_USERS distinct users round-robin, ${duration}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+accounts() { env -u ATRIUM_CONFIG "$atrium_bin" --config "$work/atrium.toml" user list | grep -c '^user[0-9]' || true; }
 echo "portal RSS before: $(rss)"
+echo "== first logins: each of the $MANY_USERS users once (accounts created), $MANY_CONNECTIONS clients (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+first_logins "$base/api/v1/login" "$MANY_CONNECTIONS" "$MANY_USERS" json
+echo "accounts from the directory: $(accounts) (of $MANY_USERS users)"
+echo "== returning users: $MANY_CONNECTIONS clients, $MANY_USERS users round-robin, ${duration}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 wrk -t2 -c"$MANY_CONNECTIONS" -d"${duration}s" --timeout 10s -s "$work/many.lua" "$base/api/v1/login" | grep -E "Requests/sec|p50|p95|p99|non2xx|responses"
 echo "portal RSS after: $(rss)"
-accounts=$(env -u ATRIUM_CONFIG "$atrium_bin" --config "$work/atrium.toml" user list | grep -c '^user[0-9]' || true)
-echo "accounts from the directory: $accounts (of $MANY_USERS users)"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) cores, $(. /etc/os-release; echo "$PRETTY_NAME"), slapd $(dpkg-query -W -f='${Version}' slapd)"

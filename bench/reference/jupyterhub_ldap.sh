@@ -6,8 +6,9 @@
 #   bench/reference/jupyterhub_ldap.sh [DURATION_SECONDS] [--many-only]
 #
 # As bench/ldap_login.sh: 8 clients and 1 client as alice, then MANY_CONNECTIONS (200)
-# connections logging in as the MANY_USERS (2,000) generated directory users round-robin
-# (--many-only: that part alone), with the hub's RSS before and after.
+# connections logging in as the MANY_USERS (2,000) generated directory users: each once
+# (their first login, which creates the hub's user; curl --parallel), then round-robin for
+# DURATION_SECONDS (wrk, Lua); --many-only: that part alone. The hub's RSS before and after.
 #
 # The virtual environment lives outside the repository, in
 # ${XDG_CACHE_HOME:-$HOME/.cache}/atrium-bench/jupyterhub-venv (created on first use, reused
@@ -24,6 +25,7 @@
 # reported as "other".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. bench/lib/first_logins.sh
 duration=10
 many_only=false
 for arg in "$@"; do
@@ -217,12 +219,15 @@ done = function(summary, latency, requests)
 end
 LUA
 rss() { awk '/^VmRSS/ {printf "%.1f MiB", $2 / 1024}' "/proc/$hub/status"; }
-echo "== $MANY_CONNECTIONS clients, $MANY_USERS distinct users round-robin, ${duration}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+accounts() { "$venv/bin/python" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM users WHERE name LIKE ?", ("user%",)).fetchone()[0])' "$work/var/jupyterhub.sqlite"; }
 echo "hub RSS before: $(rss)"
+echo "== first logins: each of the $MANY_USERS users once (users created), $MANY_CONNECTIONS clients (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+FORM_SUFFIX="&_xsrf=$xsrf_enc" first_logins "$base/hub/login" "$MANY_CONNECTIONS" "$MANY_USERS" form \
+  "header = \"Cookie: _xsrf=$xsrf_cookie\"" "user-agent = \"$ua\"" "max-time = 120"
+echo "hub users created: $(accounts) (of $MANY_USERS users)"
+echo "== returning users: $MANY_CONNECTIONS clients, $MANY_USERS users round-robin, ${duration}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 wrk -t2 -c"$MANY_CONNECTIONS" -d"${duration}s" --timeout 10s -s "$work/many.lua" "$base/hub/login" | grep -E "Requests/sec|p50|p95|p99|non2xx|responses"
 echo "hub RSS after: $(rss)"
-accounts=$("$venv/bin/python" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM users WHERE name LIKE ?", ("user%",)).fetchone()[0])' "$work/var/jupyterhub.sqlite")
-echo "hub users created: $accounts (of $MANY_USERS users)"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) cores, $(. /etc/os-release; echo "$PRETTY_NAME"), slapd $(dpkg-query -W -f='${Version}' slapd)"
 echo "$versions"
