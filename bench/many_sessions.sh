@@ -7,7 +7,7 @@
 # (CHP 5.3.0, JupyterHub's proxy) with the same SESSIONS routes, each to a bench-upstream of
 # its own on TCP (CHP cannot reach unix sockets).
 #
-#   bench/many_sessions.sh
+#   bench/many_sessions.sh [--help]
 #
 # Reports, medians over ROUNDS rounds (CHP then atrium in each): requests/s, p50 and p99
 # with wrk -t WRK_THREADS -c CONNECTIONS for WRK_SECONDS s; every answer must be a 200.
@@ -27,6 +27,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
+for arg in "$@"; do
+    case $arg in
+        -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "many_sessions.sh: unknown argument: $arg (try --help)" >&2; exit 2 ;;
+    esac
+done
 
 SESSIONS=${SESSIONS:-100}
 USERS=${USERS:-10}
