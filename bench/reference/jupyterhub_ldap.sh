@@ -3,7 +3,12 @@
 # same test directory (target/debug/fixture-slapd, OpenLDAP on loopback) and with the same
 # wrk settings as bench/ldap_login.sh, so that the two can be compared in one run.
 #
-#   bench/reference/jupyterhub_ldap.sh [DURATION_SECONDS]
+#   bench/reference/jupyterhub_ldap.sh [DURATION_SECONDS] [--many-only]
+#
+# As bench/ldap_login.sh: 8 clients and 1 client as alice, then MANY_CONNECTIONS (200)
+# connections logging in as the MANY_USERS (2,000) generated directory users: each once
+# (their first login, which creates the hub's user; curl --parallel), then round-robin for
+# DURATION_SECONDS (wrk, Lua); --many-only: that part alone. The hub's RSS before and after.
 #
 # The virtual environment lives outside the repository, in
 # ${XDG_CACHE_HOME:-$HOME/.cache}/atrium-bench/jupyterhub-venv (created on first use, reused
@@ -20,7 +25,17 @@
 # reported as "other".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-duration=${1:-10}
+. bench/lib/first_logins.sh
+duration=10
+many_only=false
+for arg in "$@"; do
+  case $arg in
+    --many-only) many_only=true ;;
+    *) duration=$arg ;;
+  esac
+done
+MANY_CONNECTIONS=${MANY_CONNECTIONS:-200}
+MANY_USERS=${MANY_USERS:-2000}
 JUPYTERHUB_VERSION=6.1.1
 LDAPAUTHENTICATOR_VERSION=2.0.2
 command -v wrk >/dev/null || { echo "wrk is missing: tests/install-deps.sh installs it" >&2; exit 1; }
@@ -156,10 +171,64 @@ done = function(summary, latency, requests)
 end
 LUA
 
-echo "== 8 clients, ${duration}s"
-wrk -t2 -c8 -d"${duration}s" -s "$work/login.lua" "$base/hub/login" | grep -E "Requests/sec|p50|p95|p99|non2xx|responses"
-echo "== 1 client, ${duration}s"
-wrk -t1 -c1 -d"${duration}s" -s "$work/login.lua" "$base/hub/login" | grep -E "Requests/sec|p50|p95|p99|non2xx|responses"
+if ! $many_only; then
+  echo "== 8 clients, ${duration}s"
+  wrk -t2 -c8 -d"${duration}s" -s "$work/login.lua" "$base/hub/login" | grep -E "Requests/sec|p50|p95|p99|non2xx|responses"
+  echo "== 1 client, ${duration}s"
+  wrk -t1 -c1 -d"${duration}s" -s "$work/login.lua" "$base/hub/login" | grep -E "Requests/sec|p50|p95|p99|non2xx|responses"
+fi
+
+# Many users, round-robin as in bench/ldap_login.sh (2 threads, each every second user);
+# the _xsrf token is tied to the client's address and User-Agent, not to a user, so one
+# serves every login.
+ok=$(login "username=user0001&password=user0001-secret&_xsrf=$xsrf_enc")
+case "$ok" in 302\ *"/hub/"*) ;; *) echo "user0001 did not log in: $ok" >&2; exit 1 ;; esac
+cat >"$work/many.lua" <<LUA
+local users, nthreads = $MANY_USERS, 2
+local xsrf = "$xsrf_enc"
+wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
+wrk.headers["Cookie"] = "_xsrf=$xsrf_cookie"
+wrk.headers["User-Agent"] = "$ua"
+LUA
+cat >>"$work/many.lua" <<'LUA'
+local threads, index = {}, 0
+setup = function(thread)
+  index = index + 1
+  thread:set("next_user", index - 1)
+  table.insert(threads, thread)
+end
+init = function(args) ok302 = 0; other = 0 end
+request = function()
+  local name = string.format("user%04d", next_user % users + 1)
+  next_user = next_user + nthreads
+  return wrk.format("POST", "/hub/login", nil,
+    "username=" .. name .. "&password=" .. name .. "-secret&_xsrf=" .. xsrf)
+end
+response = function(status, headers, body)
+  local location = headers["Location"] or headers["location"] or ""
+  if status == 302 and string.sub(location, 1, 5) == "/hub/" then ok302 = ok302 + 1 else other = other + 1 end
+end
+done = function(summary, latency, requests)
+  local ok, bad = 0, 0
+  for _, t in ipairs(threads) do ok = ok + t:get("ok302"); bad = bad + t:get("other") end
+  io.write(string.format("non2xx=%d errors=%d\n", summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+  io.write(string.format("responses: 302_to_hub=%d other=%d\n", ok, bad))
+  for _, p in pairs({50, 95, 99}) do
+    io.write(string.format("p%d=%.2fms\n", p, latency:percentile(p) / 1000))
+  end
+end
+LUA
+rss() { awk '/^VmRSS/ {printf "%.1f MiB", $2 / 1024}' "/proc/$hub/status"; }
+accounts() { "$venv/bin/python" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM users WHERE name LIKE ?", ("user%",)).fetchone()[0])' "$work/var/jupyterhub.sqlite"; }
+echo "hub RSS before: $(rss)"
+echo "== first logins: each of the $MANY_USERS users once (users created), $MANY_CONNECTIONS clients (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+FORM_SUFFIX="&_xsrf=$xsrf_enc" first_logins "$base/hub/login" "$MANY_CONNECTIONS" "$MANY_USERS" form \
+  "header = \"Cookie: _xsrf=$xsrf_cookie\"" "user-agent = \"$ua\"" "max-time = 120"
+echo "hub users created: $(accounts) (of $MANY_USERS users)"
+echo "== returning users: $MANY_CONNECTIONS clients, $MANY_USERS users round-robin, ${duration}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+wrk -t2 -c"$MANY_CONNECTIONS" -d"${duration}s" --timeout 10s -s "$work/many.lua" "$base/hub/login" | grep -E "Requests/sec|p50|p95|p99|non2xx|responses"
+echo "hub RSS after: $(rss)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) cores, $(. /etc/os-release; echo "$PRETTY_NAME"), slapd $(dpkg-query -W -f='${Version}' slapd)"
 echo "$versions"
 if grep -qE "ERROR|Traceback" "$work/hub.err"; then echo "hub log has errors:"; grep -E "ERROR|Traceback" "$work/hub.err" | sort | uniq -c | head; fi

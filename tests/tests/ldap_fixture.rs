@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Output;
 
 use atrium_tests::support::ldap::{self, Slapd, SlapdOptions};
-use atrium_tests::support::process;
+use atrium_tests::support::{many_users, process};
 
 /// Runs an OpenLDAP client tool with `args` and extra `envs` (ldap.conf and ~/.ldaprc are still
 /// read unless `envs` says otherwise).
@@ -227,6 +227,36 @@ async fn plain_directory_binds_searches_and_computes_member_of() -> anyhow::Resu
         )
         .await?;
     assert!(posix.contains("cn: ml-team"), "{posix}");
+
+    // The generated users: they bind, are in gpu-users (memberOf) and in their team.
+    for n in [1, 1000, many_users::COUNT] {
+        let user = many_users::user(n);
+        let ok = whoami(&slapd.url(), &user.dn, &user.password, &[]).await?;
+        assert!(ok.status.success(), "{}: {}", user.dn, text(&ok));
+        let entry = slapd
+            .search(ldap::BASE_DN, &format!("(uid={})", user.uid), &["memberOf"])
+            .await?;
+        assert!(
+            entry.contains("memberOf: cn=gpu-users,ou=groups"),
+            "{entry}"
+        );
+        let team = slapd
+            .search(
+                ldap::GROUPS_DN,
+                &format!("(&(objectClass=posixGroup)(memberUid={}))", user.uid),
+                &["cn"],
+            )
+            .await?;
+        assert!(team.contains(&format!("cn: {}", user.team)), "{team}");
+    }
+    let members = slapd
+        .search(&ldap::group_dn("gpu-users"), "(objectClass=*)", &["member"])
+        .await?;
+    assert_eq!(
+        members.matches("\nmember: ").count(),
+        2005,
+        "5 named + 2,000"
+    );
 
     // Changes through ldapmodify keep memberOf current.
     slapd

@@ -13,6 +13,10 @@ use crate::metrics::LoginOutcome;
 use crate::store::User;
 use crate::util::now_ms;
 
+/// How long a login waits while its address is full of other logins being checked
+/// (many people behind one address at once) before it is refused.
+const IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
+
 #[derive(Debug)]
 pub enum Failure {
     /// Unknown user or wrong password (one answer for both).
@@ -54,7 +58,11 @@ pub async fn sign_in(
 ) -> Result<(User, NewLogin), Failure> {
     let addr = state.client_addr(req);
     let key = state.logins.rate_limit_key(username);
-    let attempt = match state.limiter.reserve(&key, &addr, now_ms()) {
+    let attempt = match state
+        .limiter
+        .reserve_waiting(&key, &addr, now_ms, IN_FLIGHT_WAIT)
+        .await
+    {
         Ok(attempt) => attempt,
         Err(retry_after) => {
             state.metrics.login(LoginOutcome::RateLimited);

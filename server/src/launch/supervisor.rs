@@ -110,6 +110,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     let mut look = tokio::time::interval(SHELL_LOOK);
     // The first sample one period in: a short job costs no walk through /proc.
     let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + MEMORY_POLL, MEMORY_POLL);
+    let mut memory = MemorySampler::new(pid);
     let status = loop {
         let stop = |reason: &mut Option<&'static str>,
                     kill_at: &mut Option<tokio::time::Instant>,
@@ -145,7 +146,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
             }
             _ = poll.tick(), if memory_limit_kb.is_some() && kill_at.is_none() => {
                 if let Some(max) = memory_limit_kb {
-                    if group_rss_kb(pid) > max {
+                    if memory.sample_kb() > max {
                         stop(&mut reason, &mut kill_at, "out_of_memory");
                     }
                 }
@@ -217,37 +218,107 @@ fn cgroup_oom_killed(dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Resident memory (kB) of the job: every process descended from its first process
-/// `leader`, or in the session or process group it made (a process that left the tree
-/// by double-forking stays counted; bubblewrap's sandbox is a session of its own, still
-/// in the tree).
-fn group_rss_kb(leader: u32) -> u64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    // pid → (parent, in the leader's session or group, resident pages)
-    let mut procs: std::collections::HashMap<u32, (u32, bool, u64)> = Default::default();
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Some(fields) = super::stat_fields(pid) else {
-            continue;
-        };
+/// Samples of a job's resident memory, without walking all of `/proc` at each one: the
+/// walk (over every process of the machine, so its cost grows with the number of jobs,
+/// and all the supervisors' together with its square) runs every [`FULL_WALK_EVERY`]th
+/// sample; in between, the processes it found are read again. A process the job starts
+/// in between counts from the next walk.
+struct MemorySampler {
+    leader: u32,
+    /// The job's processes at the last walk: (pid, start time in ticks).
+    known: Vec<(u32, u64)>,
+    samples: u32,
+}
+
+/// A full walk of `/proc` every so many samples (with [`MEMORY_POLL`]: every 5 s).
+const FULL_WALK_EVERY: u32 = 20;
+
+impl MemorySampler {
+    fn new(leader: u32) -> Self {
+        Self {
+            leader,
+            known: Vec::new(),
+            samples: 0,
+        }
+    }
+
+    /// The job's resident memory now (kB).
+    fn sample_kb(&mut self) -> u64 {
+        let full = self.samples.is_multiple_of(FULL_WALK_EVERY);
+        self.samples = self.samples.wrapping_add(1);
+        if full {
+            let found = job_processes(self.leader);
+            self.known = found.iter().map(|p| (p.pid, p.start)).collect();
+            return found.iter().map(|p| p.rss_kb).sum();
+        }
+        let mut total = 0;
+        self.known.retain(|&(pid, start)| {
+            match super::stat_fields(pid).map(|f| JobProcess::from_stat(pid, &f)) {
+                // Still there, and not another process under a reused pid.
+                Some(p) if p.start == start && !p.zombie => {
+                    total += p.rss_kb;
+                    true
+                }
+                _ => false,
+            }
+        });
+        total
+    }
+}
+
+/// One process of a job, from its `/proc/<pid>/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct JobProcess {
+    pid: u32,
+    parent: u32,
+    session: u64,
+    group: u64,
+    /// Start time after boot, in clock ticks (tells a reused pid apart).
+    start: u64,
+    rss_kb: u64,
+    /// Ended, not yet reaped.
+    zombie: bool,
+}
+
+impl JobProcess {
+    /// From the fields of `stat` after the command name (`super::stat_fields`).
+    fn from_stat(pid: u32, fields: &[String]) -> JobProcess {
         let num = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
-        let parent = num(1).unwrap_or(0) as u32;
-        let ours = [num(2), num(3)].contains(&Some(u64::from(leader)));
-        // Field 24 of stat (index 21 here) is the resident set in pages.
-        procs.insert(pid, (parent, ours, num(21).unwrap_or(0)));
+        JobProcess {
+            pid,
+            parent: num(1).unwrap_or(0) as u32,
+            group: num(2).unwrap_or(0),
+            session: num(3).unwrap_or(0),
+            start: num(19).unwrap_or(0),
+            // Field 24 of stat (index 21 here) is the resident set in pages.
+            rss_kb: num(21).unwrap_or(0) * 4,
+            zombie: fields.first().is_some_and(|state| state == "Z"),
+        }
     }
+}
+
+/// The job's processes: every process descended from its first process `leader`, or
+/// in the session or process group it made (a process that left the tree by
+/// double-forking stays counted; bubblewrap's sandbox is a session of its own, still
+/// in the tree). Walks all of `/proc`.
+fn job_processes(leader: u32) -> Vec<JobProcess> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let procs: std::collections::HashMap<u32, JobProcess> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, JobProcess::from_stat(pid, &super::stat_fields(pid)?))))
+        .collect();
     let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
-    for (pid, (parent, _, _)) in &procs {
-        children.entry(*parent).or_default().push(*pid);
+    for p in procs.values() {
+        children.entry(p.parent).or_default().push(p.pid);
     }
+    let leader_id = u64::from(leader);
     let mut counted: std::collections::HashSet<u32> = procs
-        .iter()
-        .filter(|(_, p)| p.1)
-        .map(|(pid, _)| *pid)
+        .values()
+        .filter(|p| p.group == leader_id || p.session == leader_id)
+        .map(|p| p.pid)
         .collect();
     let mut visited = std::collections::HashSet::new();
     let mut todo = vec![leader];
@@ -259,9 +330,9 @@ fn group_rss_kb(leader: u32) -> u64 {
     }
     counted
         .iter()
-        .filter_map(|pid| procs.get(pid))
-        .map(|p| p.2 * 4)
-        .sum()
+        .filter_map(|pid| procs.get(pid).copied())
+        .filter(|p| !p.zombie)
+        .collect()
 }
 
 /// Remove the step's container, which may outlive its runtime's client when that
@@ -412,4 +483,72 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
         .stderr(stderr)
         .exec();
     fail(format!("cannot start {program}: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shell in a process group of its own with two children, one of them
+    /// double-forked away from the tree (still in the group).
+    fn job() -> std::process::Child {
+        use std::os::unix::process::CommandExt as _;
+        let mut command = std::process::Command::new("/bin/sh");
+        command
+            .args(["-c", "sleep 30 & (sleep 31 &) ; exec sleep 32"])
+            .process_group(0);
+        command.spawn().expect("sh")
+    }
+
+    fn pids(found: &[JobProcess]) -> Vec<u32> {
+        let mut pids: Vec<u32> = found.iter().map(|p| p.pid).collect();
+        pids.sort_unstable();
+        pids
+    }
+
+    #[test]
+    fn the_walk_finds_the_tree_and_the_group_and_samples_read_them_again() {
+        let mut child = job();
+        let leader = child.id();
+        // Wait (polling, with a deadline) for the three sleeps.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let found = loop {
+            let found = job_processes(leader);
+            if found.len() >= 3 {
+                break found;
+            }
+            assert!(std::time::Instant::now() < deadline, "{found:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found.iter().any(|p| p.pid == leader));
+        assert!(found.iter().all(|p| p.rss_kb > 0), "{found:?}");
+
+        let mut sampler = MemorySampler::new(leader);
+        let walked = sampler.sample_kb();
+        assert!(walked > 0);
+        assert_eq!(sampler.known.len(), 3);
+        // In between walks, the same processes, read again.
+        let again = sampler.sample_kb();
+        assert!(again > 0);
+        assert_eq!(
+            pids(&job_processes(leader)),
+            sampler
+                .known
+                .iter()
+                .map(|k| k.0)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        );
+        // Ended processes drop out at the next sample.
+        let _ = killpg(Pid::from_raw(leader as i32), Signal::SIGKILL);
+        let _ = child.wait();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while sampler.sample_kb() > 0 {
+            assert!(std::time::Instant::now() < deadline, "{:?}", sampler.known);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(sampler.known.is_empty());
+    }
 }

@@ -45,11 +45,34 @@ pub struct UserInfo {
     pub gpu_hours: f64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UserList {
+/// A page of the accounts, by name.
+#[derive(Debug)]
+pub struct UsersPage {
     pub users: Vec<UserInfo>,
-    /// How GPU-hours are counted: `month`, `rolling` or `fixed`.
-    pub period: String,
+    /// How many accounts there are.
+    pub total: u64,
+}
+
+/// The administrators' overview of the accounts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountsSummary {
+    pub users: u64,
+    /// Members of an administrators' group (disabled ones too).
+    pub admins: usize,
+    pub disabled: u64,
+    pub groups: usize,
+    pub running_jobs: u32,
+    pub pending_jobs: u32,
+    pub running_sessions: u32,
+    pub gpus_in_use: f64,
+}
+
+/// What runs now, per user.
+struct Activity {
+    /// Sessions running.
+    sessions: BTreeMap<String, u32>,
+    /// Batch jobs: (running or completing, pending).
+    jobs: BTreeMap<String, (u32, u32)>,
 }
 
 /// An account after a change.
@@ -112,19 +135,80 @@ impl Accounts {
         }
     }
 
-    /// Every account, by name, with what it runs and uses now.
-    pub async fn users(&self) -> Result<Vec<UserInfo>, ServiceError> {
-        let users = self.store.list_users().await?;
+    /// A page of the accounts by name, `per_page` from the `offset`th, each with what it
+    /// runs and uses now; the usage is asked for the page's accounts only.
+    pub async fn users(&self, offset: usize, per_page: usize) -> Result<UsersPage, ServiceError> {
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        let limit = i64::try_from(per_page).unwrap_or(i64::MAX);
+        let (users, total) = self.store.list_users_page(offset, limit).await?;
         let admins: BTreeSet<String> = self.auth.administrators().await?;
-        let sessions = self.store.active_sessions().await?;
-        let session_jobs: BTreeSet<u64> = sessions
+        let Activity { sessions, jobs } = self.activity().await?;
+        let names: Vec<String> = users.iter().map(|u| u.username.clone()).collect();
+        let usage = self.quotas.users_usage(&names).await?;
+        let users = users
+            .into_iter()
+            .map(|u| {
+                let (running_jobs, pending_jobs) =
+                    jobs.get(&u.username).copied().unwrap_or_default();
+                let used = usage.get(&u.username);
+                UserInfo {
+                    admin: admins.contains(&u.username),
+                    running_sessions: sessions.get(&u.username).copied().unwrap_or(0),
+                    running_jobs,
+                    pending_jobs,
+                    gpus_in_use: used.map_or(0.0, |x| x.gpus_milli as f64 / 1000.0),
+                    gpu_hours: used.map_or(0.0, |x| x.gpu_milli_seconds as f64 / 3_600_000.0),
+                    last_login: u.last_login_at.map(rfc3339),
+                    username: u.username,
+                    display_name: u.display_name,
+                    source: u.source,
+                    disabled: u.disabled,
+                }
+            })
+            .collect();
+        Ok(UsersPage {
+            users,
+            total: u64::try_from(total).unwrap_or(0),
+        })
+    }
+
+    /// The accounts, groups and what runs, counted for the administrators' overview: the
+    /// usage is asked for the accounts that run something only.
+    pub async fn summary(&self) -> Result<AccountsSummary, ServiceError> {
+        let (users, disabled) = self.store.count_users().await?;
+        let admins = self.auth.administrators().await?.len();
+        let groups = self.store.list_groups().await?.len();
+        let Activity { sessions, jobs } = self.activity().await?;
+        let busy: BTreeSet<&String> = sessions
+            .keys()
+            .chain(jobs.iter().filter(|(_, c)| c.0 > 0).map(|(u, _)| u))
+            .collect();
+        let busy: Vec<String> = busy.into_iter().cloned().collect();
+        let usage = self.quotas.users_usage(&busy).await?;
+        Ok(AccountsSummary {
+            users: u64::try_from(users).unwrap_or(0),
+            admins,
+            disabled: u64::try_from(disabled).unwrap_or(0),
+            groups,
+            running_jobs: jobs.values().map(|c| c.0).sum(),
+            pending_jobs: jobs.values().map(|c| c.1).sum(),
+            running_sessions: sessions.values().sum(),
+            gpus_in_use: usage.values().map(|u| u.gpus_milli).sum::<u64>() as f64 / 1000.0,
+        })
+    }
+
+    /// Sessions per user, and batch jobs (running, pending) per user, whoever runs them.
+    /// A session's job counts as the session only.
+    async fn activity(&self) -> Result<Activity, ServiceError> {
+        let active = self.store.active_sessions().await?;
+        let session_jobs: BTreeSet<u64> = active
             .iter()
             .filter_map(|s| s.job_id)
             .map(|j| j as u64)
             .collect();
-        let mut running_sessions: BTreeMap<&str, u32> = BTreeMap::new();
-        for s in &sessions {
-            *running_sessions.entry(&s.user_name).or_default() += 1;
+        let mut sessions: BTreeMap<String, u32> = BTreeMap::new();
+        for s in active {
+            *sessions.entry(s.user_name).or_default() += 1;
         }
         let mut jobs: BTreeMap<String, (u32, u32)> = BTreeMap::new();
         for job in self.scheduler.squeue(SqueueFilter::default()).await? {
@@ -138,32 +222,7 @@ impl Accounts {
                 _ => {}
             }
         }
-        let names: Vec<String> = users.iter().map(|u| u.username.clone()).collect();
-        let usage = self.quotas.users_usage(&names).await?;
-        Ok(users
-            .into_iter()
-            .map(|u| {
-                let (running_jobs, pending_jobs) =
-                    jobs.get(&u.username).copied().unwrap_or_default();
-                let used = usage.get(&u.username);
-                UserInfo {
-                    admin: admins.contains(&u.username),
-                    running_sessions: running_sessions
-                        .get(u.username.as_str())
-                        .copied()
-                        .unwrap_or(0),
-                    running_jobs,
-                    pending_jobs,
-                    gpus_in_use: used.map_or(0.0, |x| x.gpus_milli as f64 / 1000.0),
-                    gpu_hours: used.map_or(0.0, |x| x.gpu_milli_seconds as f64 / 3_600_000.0),
-                    last_login: u.last_login_at.map(rfc3339),
-                    username: u.username,
-                    display_name: u.display_name,
-                    source: u.source,
-                    disabled: u.disabled,
-                }
-            })
-            .collect())
+        Ok(Activity { sessions, jobs })
     }
 
     /// Disable or enable `username`'s account for `caller` (calling from

@@ -63,6 +63,11 @@ impl hyper::body::Body for ProxyBody {
 
 /// Idle connections kept per session server and worker thread.
 const MAX_IDLE: usize = 64;
+/// Idle connections kept per worker thread, all session servers together: each holds
+/// buffers (about 30 KiB), and with many sessions the chance peaks of each one's
+/// traffic would otherwise stay open for good (100 sessions under load: 1,450
+/// connections, 80 MiB), as would those of sessions that ended.
+const MAX_IDLE_TOTAL: usize = 256;
 /// The longest a TCP connection to a compute node may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -329,8 +334,48 @@ pub async fn send(
         .map_err(|_| UpstreamError::Timeout)?
 }
 
+/// A worker thread's idle connections, by session server.
+#[derive(Default)]
+struct Pool {
+    idle: HashMap<Upstream, Vec<SendRequest<ProxyBody>>>,
+    /// How many there are in `idle`, all servers together.
+    count: usize,
+}
+
+impl Pool {
+    fn take(&mut self, upstream: &Upstream) -> Option<SendRequest<ProxyBody>> {
+        let sender = self.idle.get_mut(upstream)?.pop()?;
+        self.count -= 1;
+        Some(sender)
+    }
+
+    /// Keep `sender` unless the server's or the thread's idle connections are full.
+    fn keep(&mut self, upstream: &Upstream, sender: SendRequest<ProxyBody>) {
+        if self.count >= MAX_IDLE_TOTAL {
+            // Room for this one where a closed connection (a server that is gone) is.
+            self.idle.retain(|_, senders| {
+                senders.retain(|s| !s.is_closed());
+                !senders.is_empty()
+            });
+            self.count = self.idle.values().map(Vec::len).sum();
+            if self.count >= MAX_IDLE_TOTAL {
+                return;
+            }
+        }
+        // The key is cloned only the first time a server's connection is pooled.
+        match self.idle.get_mut(upstream) {
+            Some(idle) if idle.len() < MAX_IDLE => idle.push(sender),
+            Some(_) => return,
+            None => {
+                self.idle.insert(upstream.clone(), vec![sender]);
+            }
+        }
+        self.count += 1;
+    }
+}
+
 thread_local! {
-    static POOL: RefCell<HashMap<Upstream, Vec<SendRequest<ProxyBody>>>> = RefCell::new(HashMap::new());
+    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
 }
 
 /// A kept-alive connection to `upstream` for this worker thread: an idle one that is
@@ -338,7 +383,7 @@ thread_local! {
 /// connection is driven by a local task, so bodies need not be `Send`).
 pub async fn pooled(upstream: &Upstream) -> Result<SendRequest<ProxyBody>, UpstreamError> {
     loop {
-        let idle = POOL.with(|p| p.borrow_mut().get_mut(upstream).and_then(Vec::pop));
+        let idle = POOL.with(|p| p.borrow_mut().take(upstream));
         match idle {
             Some(mut sender) => {
                 if sender.ready().await.is_ok() {
@@ -361,17 +406,7 @@ pub fn release(upstream: &Upstream, sender: SendRequest<ProxyBody>) {
     if sender.is_closed() {
         return;
     }
-    POOL.with(|p| {
-        let mut pool = p.borrow_mut();
-        // The key is cloned only the first time a server's connection is pooled.
-        match pool.get_mut(upstream) {
-            Some(idle) if idle.len() < MAX_IDLE => idle.push(sender),
-            Some(_) => {}
-            None => {
-                pool.insert(upstream.clone(), vec![sender]);
-            }
-        }
-    });
+    POOL.with(|p| p.borrow_mut().keep(upstream, sender));
 }
 
 #[cfg(test)]
@@ -448,5 +483,75 @@ mod proof_tests {
             "{seen}"
         );
         assert!(!seen.contains("the-sessions-token"), "{seen}");
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::*;
+
+    /// A connection over an in-memory pipe; the other end is returned to keep it open.
+    async fn connection() -> (SendRequest<ProxyBody>, tokio::io::DuplexStream) {
+        let (ours, theirs) = tokio::io::duplex(64);
+        let (sender, conn) = http1::handshake(TokioIo::new(ours))
+            .await
+            .expect("handshake");
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+        });
+        (sender, theirs)
+    }
+
+    fn server(i: usize) -> Upstream {
+        Upstream::Unix {
+            path: PathBuf::from(format!("/run/session-{i}/socket")),
+            owner: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn idle_connections_are_bounded_per_server_and_in_all() {
+        // Connections are driven by local tasks, as on the proxy's workers.
+        tokio::task::LocalSet::new().run_until(bounded()).await;
+    }
+
+    async fn bounded() {
+        let mut pool = Pool::default();
+        let mut others = Vec::new();
+        for _ in 0..MAX_IDLE + 5 {
+            let (sender, other) = connection().await;
+            others.push(other);
+            pool.keep(&server(0), sender);
+        }
+        assert_eq!(pool.count, MAX_IDLE, "one server keeps at most MAX_IDLE");
+        for i in 1..MAX_IDLE_TOTAL {
+            let (sender, other) = connection().await;
+            others.push(other);
+            pool.keep(&server(i), sender);
+        }
+        assert_eq!(
+            pool.count, MAX_IDLE_TOTAL,
+            "the thread keeps at most MAX_IDLE_TOTAL"
+        );
+        assert!(pool.take(&server(MAX_IDLE_TOTAL - 1)).is_none(), "not kept");
+        assert!(pool.take(&server(1)).is_some());
+        assert_eq!(pool.count, MAX_IDLE_TOTAL - 1);
+
+        // A server that went away leaves room: its closed connections are dropped.
+        let (sender, other) = connection().await;
+        pool.keep(&server(1), sender);
+        assert_eq!(pool.count, MAX_IDLE_TOTAL);
+        drop(others.drain(..MAX_IDLE + 5));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while pool.idle[&server(0)].iter().any(|s| !s.is_closed()) {
+            assert!(tokio::time::Instant::now() < deadline, "never closed");
+            tokio::task::yield_now().await;
+        }
+        let (sender, another) = connection().await;
+        pool.keep(&server(MAX_IDLE_TOTAL), sender);
+        assert!(!pool.idle.contains_key(&server(0)));
+        assert_eq!(pool.count, MAX_IDLE_TOTAL - MAX_IDLE + 1);
+        assert!(pool.take(&server(MAX_IDLE_TOTAL)).is_some());
+        drop((other, another, others));
     }
 }

@@ -334,6 +334,34 @@ impl Store {
         rows.iter().map(user_from_row).collect()
     }
 
+    /// A page of the accounts by name: at most `limit` from the `offset`th, and how many
+    /// accounts there are (the unique index on `username` keeps it ordered).
+    pub async fn list_users_page(&self, offset: i64, limit: i64) -> Result<(Vec<User>, i64)> {
+        let rows = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users ORDER BY username LIMIT $1 OFFSET $2"
+        ))
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?;
+        let total: i64 = sqlx::query("SELECT COUNT(*) FROM users")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        let users = rows.iter().map(user_from_row).collect::<Result<Vec<_>>>()?;
+        Ok((users, total))
+    }
+
+    /// How many accounts there are, and how many of them are disabled.
+    pub async fn count_users(&self) -> Result<(i64, i64)> {
+        let row = sqlx::query(
+            "SELECT COUNT(*), (SELECT COUNT(*) FROM users WHERE disabled = 1) FROM users",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((row.try_get(0)?, row.try_get(1)?))
+    }
+
     /// Set a local account's password. A new password ends every browser login of the
     /// account and revokes its API tokens: whoever held a credential obtained with the
     /// old password (the reason to change it) keeps nothing.

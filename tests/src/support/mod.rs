@@ -7,6 +7,7 @@
 pub mod browser;
 pub mod jupyter;
 pub mod ldap;
+pub mod many_users;
 pub mod pg;
 pub mod process;
 pub mod slurm;

@@ -18,6 +18,7 @@ mod jobs;
 mod jobs_crash;
 mod ldap;
 mod login;
+mod many_users;
 mod notify;
 mod postgres;
 mod privilege;

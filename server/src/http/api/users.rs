@@ -1,34 +1,68 @@
-//! `/api/v1/admin/users`: every account with its last login, what it runs now and
-//! its GPU-hours this period; `POST …/{name}/disable` and `…/enable`, audited.
-//! Administrators only.
+//! `/api/v1/admin/users`: the accounts, a page at a time, each with its last login,
+//! what it runs now and its GPU-hours this period; `POST …/{name}/disable` and
+//! `…/enable`, audited. Administrators only.
 //!
-//! The list costs one query per concern (users, memberships, running sessions), one
-//! look at the queue and one usage request to the scheduler, whatever the number of
-//! users.
+//! A page costs one query per concern (users, memberships, running sessions), one
+//! look at the queue and one usage request to the scheduler for the page's accounts,
+//! whatever the number of users.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 
 pub use crate::services::accounts::{UserChanged, UserInfo};
 
+/// Accounts per page unless `per_page` says otherwise.
+const DEFAULT_PER_PAGE: u64 = 100;
+/// The most accounts a page holds.
+const MAX_PER_PAGE: u64 = 1000;
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UserList {
+    /// This page's accounts, by name.
     pub users: Vec<UserInfo>,
     /// How GPU-hours are counted: `month`, `rolling` or `fixed`.
     pub period: String,
+    /// How many accounts there are.
+    pub total: u64,
+    pub page: u64,
+    pub per_page: u64,
 }
 
-/// Every account.
-#[utoipa::path(get, path = "/api/v1/admin/users", responses((status = 200, body = UserList)))]
-pub async fn list(caller: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct UserQuery {
+    /// From 1.
+    pub page: Option<u64>,
+    /// Default 100, at most 1000.
+    pub per_page: Option<u64>,
+}
+
+/// The accounts by name, a page at a time.
+#[utoipa::path(get, path = "/api/v1/admin/users", params(UserQuery),
+    responses((status = 200, body = UserList)))]
+pub async fn list(
+    caller: Principal,
+    state: web::Data<AppState>,
+    query: web::Query<UserQuery>,
+) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Admin)?;
+    let per_page = query
+        .per_page
+        .unwrap_or(DEFAULT_PER_PAGE)
+        .clamp(1, MAX_PER_PAGE);
+    let page = query.page.unwrap_or(1).max(1);
+    let offset = usize::try_from((page - 1).saturating_mul(per_page)).unwrap_or(usize::MAX);
+    let found = state.accounts.users(offset, per_page as usize).await?;
     Ok(HttpResponse::Ok().json(UserList {
-        users: state.accounts.users().await?,
+        users: found.users,
         period: state.quotas.period_name(),
+        total: found.total,
+        page,
+        per_page,
     }))
 }
 

@@ -20,9 +20,9 @@ const LATEST: i64 = 10;
 #[template(path = "admin/overview.html")]
 struct OverviewPage {
     nav: Nav,
-    users: usize,
+    users: u64,
     admins: usize,
-    disabled: usize,
+    disabled: u64,
     groups: usize,
     running_jobs: u32,
     pending_jobs: u32,
@@ -36,7 +36,7 @@ struct OverviewPage {
 }
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    let users = state.accounts.users().await?;
+    let accounts = state.accounts.summary().await?;
     let (nodes, _) = state.scheduler.nodes().await?;
     let mut node_states: BTreeMap<&str, usize> = BTreeMap::new();
     for n in &nodes {
@@ -44,14 +44,14 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
     }
     let page = OverviewPage {
         nav: Nav::of(&admin.0),
-        users: users.len(),
-        admins: users.iter().filter(|u| u.admin).count(),
-        disabled: users.iter().filter(|u| u.disabled).count(),
-        groups: state.accounts.groups().await?.len(),
-        running_jobs: users.iter().map(|u| u.running_jobs).sum(),
-        pending_jobs: users.iter().map(|u| u.pending_jobs).sum(),
-        running_sessions: users.iter().map(|u| u.running_sessions).sum(),
-        gpus_in_use: fmt_num(users.iter().map(|u| u.gpus_in_use).sum()),
+        users: accounts.users,
+        admins: accounts.admins,
+        disabled: accounts.disabled,
+        groups: accounts.groups,
+        running_jobs: accounts.running_jobs,
+        pending_jobs: accounts.pending_jobs,
+        running_sessions: accounts.running_sessions,
+        gpus_in_use: fmt_num(accounts.gpus_in_use),
         node_states: node_states
             .into_iter()
             .map(|(s, n)| format!("{s} {n}"))

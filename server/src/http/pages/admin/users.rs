@@ -1,5 +1,5 @@
-//! `GET /admin/users`: every account with what it runs and uses; `POST
-//! /admin/users/{name}/disable|enable`.
+//! `GET /admin/users[?page=N]`: the accounts, 100 a page, with what they run and use;
+//! `POST /admin/users/{name}/disable|enable`.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -7,6 +7,7 @@ use askama::Template;
 
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
+use crate::http::pages::jobs::{PageQuery, Pager};
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::accounts::UserInfo;
@@ -16,6 +17,7 @@ use crate::services::accounts::UserInfo;
 struct UsersPage {
     nav: Nav,
     users: Vec<UserInfo>,
+    pager: Pager,
     period: String,
     /// Why the last change was refused.
     error: Option<String>,
@@ -26,18 +28,27 @@ async fn users_page(
     admin: &Principal,
     error: Option<String>,
     status: StatusCode,
+    query: &PageQuery,
 ) -> Result<HttpResponse, ApiError> {
+    // As many accounts a page as jobs on the queue pages.
+    let at = query.queue_page();
+    let found = state.accounts.users(at.offset(), at.per_page).await?;
     let page = UsersPage {
         nav: Nav::of(admin),
-        users: state.accounts.users().await?,
+        users: found.users,
+        pager: Pager::new("/admin/users", at, found.total).counting("users", "user-pages"),
         period: state.quotas.period_name(),
         error,
     };
     render(&page, status)
 }
 
-pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    users_page(&state, &admin.0, None, StatusCode::OK).await
+pub async fn show(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    query: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    users_page(&state, &admin.0, None, StatusCode::OK, &query).await
 }
 
 pub async fn act(
@@ -62,7 +73,8 @@ pub async fn act(
         Ok(_) => Ok(see_other("/admin/users")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m)) => {
-            users_page(&state, &admin, Some(m), StatusCode::CONFLICT).await
+            let first = PageQuery { page: None };
+            users_page(&state, &admin, Some(m), StatusCode::CONFLICT, &first).await
         }
         Err(e) => Err(e),
     }
@@ -89,11 +101,52 @@ mod tests {
         }
     }
 
+    fn one_page(total: u64) -> Pager {
+        Pager::new("/admin/users", first_page(), total).counting("users", "user-pages")
+    }
+
+    fn first_page() -> crate::services::jobs::QueuePage {
+        PageQuery { page: None }.queue_page()
+    }
+
+    #[test]
+    fn a_long_list_of_users_has_links_to_its_other_pages() {
+        let html = UsersPage {
+            nav: nav(),
+            users: vec![user("bob", false)],
+            pager: Pager::new(
+                "/admin/users",
+                PageQuery { page: Some(2) }.queue_page(),
+                2005,
+            )
+            .counting("users", "user-pages"),
+            period: "month".into(),
+            error: None,
+        }
+        .render()
+        .expect("render");
+        assert!(html.contains("id=\"user-pages\""), "{html}");
+        assert!(html.contains("Page 2 of 21 (2005 users)"), "{html}");
+        assert!(html.contains("href=\"/admin/users?page=1\""), "{html}");
+        assert!(html.contains("href=\"/admin/users?page=3\""), "{html}");
+        let html = UsersPage {
+            nav: nav(),
+            users: vec![user("bob", false)],
+            pager: one_page(1),
+            period: "month".into(),
+            error: None,
+        }
+        .render()
+        .expect("render");
+        assert!(!html.contains("user-pages"), "one page, no pager: {html}");
+    }
+
     #[test]
     fn users_have_disable_or_enable_buttons_but_not_for_oneself() {
         let html = UsersPage {
             nav: nav(),
             users: vec![user("alice", false), user("bob", false), user("cy", true)],
+            pager: one_page(3),
             period: "month".into(),
             error: Some("you cannot disable your own account".into()),
         }

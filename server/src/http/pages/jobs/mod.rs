@@ -32,22 +32,34 @@ impl PageQuery {
     }
 }
 
-/// Links between the pages of a queue.
+/// Links between the pages of a queue (or of another long list).
 pub struct Pager {
     pub path: &'static str,
     pub number: usize,
     pub pages: usize,
     pub total: u64,
+    /// What the list holds, as the pager counts it: `jobs`.
+    pub noun: &'static str,
+    /// The pager's element id: `queue-pages`.
+    pub id: &'static str,
 }
 
 impl Pager {
+    /// The pager of a queue of jobs.
     pub fn new(path: &'static str, page: QueuePage, total: u64) -> Pager {
         Pager {
             path,
             number: page.number,
             pages: page.count(total),
             total,
+            noun: "jobs",
+            id: "queue-pages",
         }
+    }
+
+    /// The same pager for a list of `noun`, with the element id `id`.
+    pub fn counting(self, noun: &'static str, id: &'static str) -> Pager {
+        Pager { noun, id, ..self }
     }
 }
 
