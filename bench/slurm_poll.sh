@@ -187,8 +187,8 @@ window() {
         walls=$({ grep -a "Slurm poll" "$log.err" || true; } | { grep -a "sweep=false" || true; } \
             | sed -n 's/.*elapsed_ms=\([0-9.]*\).*/\1/p' | tail -n 20)
         if [[ -n "$walls" ]]; then
-            polls_med[$name]=$(median <<<"$walls")
-            polls_max[$name]=$(sort -n <<<"$walls" | tail -n 1)
+            polls_med[$name]=$(median <<<"$walls" | awk '{printf "%.1f", $1}')
+            polls_max[$name]=$(sort -n <<<"$walls" | tail -n 1 | awk '{printf "%.1f", $1}')
         else
             polls_med[$name]="-"
             polls_max[$name]="-"
