@@ -6,8 +6,11 @@
 //!   `--comment=atrium`. The row is written with Slurm's id before the caller hears
 //!   back; a row that cannot be written cancels the job, so nothing is acknowledged
 //!   that atrium could lose.
-//! - State is read, never guessed: one `squeue` call per interval for every job; a job
-//!   `squeue` no longer lists is asked of `sacct`. When Slurm does not answer, the
+//! - State is read, never guessed: each interval `squeue` lists the jobs of each user
+//!   atrium follows a job of (slurmctld packs only those), jobs just submitted or
+//!   acted on are asked about alone while they settle, and the whole queue is swept
+//!   at start and every 5 minutes for jobs to adopt; a job `squeue` no longer lists is
+//!   asked of `sacct`. When Slurm does not answer, the
 //!   jobs show UNKNOWN and the rows keep the last state Slurm reported; nothing is
 //!   ended or cancelled on atrium's own account.
 //! - Nodes and partitions come from `scontrol show node|partition`.
