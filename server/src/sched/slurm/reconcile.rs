@@ -190,9 +190,9 @@ fn unlisted(
             if !open_task
                 && tasks
                     .iter()
-                    .all(|t| t.view.state.is_terminal() || changes_end(&changes, t.view.id))
+                    .all(|t| t.view.state.is_terminal() || changes_end(changes, t.view.id))
             {
-                let state = array_state(&tasks, &changes);
+                let state = array_state(&tasks, changes);
                 let mut record = e.record.clone();
                 let write = JobChange::Ended {
                     id: record.id,
