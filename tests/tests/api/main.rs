@@ -23,6 +23,7 @@ mod postgres;
 mod privilege;
 mod proxy_security;
 mod quotas;
+mod scheduler_restore;
 mod sessions;
 mod slurm;
 mod slurm_cli;
