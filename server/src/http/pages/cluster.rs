@@ -1,6 +1,7 @@
 //! `GET /cluster`: partitions and nodes as `sinfo` shows them, a map of every GPU
 //! slice (free, or which job and user hold it; GPUs `nvidia-smi` did not find are
-//! marked absent), and the pending jobs with their reasons.
+//! marked absent), and the first pending jobs with their reasons (the rest are
+//! counted: a page never grows with the whole queue).
 //!
 //! Owns: laying the scheduler's views out for the page. Must not touch: the
 //! scheduler's state (it asks the actor) or the inventory's discovery.
@@ -28,7 +29,12 @@ struct ClusterPage {
     nodes: Vec<NodeRow>,
     gpu_map: Vec<GpuNode>,
     pending: Vec<PendingRow>,
+    /// Pending jobs beyond those listed.
+    pending_more: u64,
 }
+
+/// How many pending jobs the page lists.
+const PENDING_SHOWN: usize = 100;
 
 struct PartitionRow {
     name: String,
@@ -100,7 +106,25 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
     let me = user.0;
     me.require(Scope::Read)?;
     let (nodes, partitions) = state.scheduler.nodes().await?;
-    let jobs = state.scheduler.squeue(SqueueFilter::default()).await?;
+    // The jobs holding slices, and the first page of those waiting.
+    let jobs = state
+        .scheduler
+        .squeue(SqueueFilter {
+            states: vec![JobState::Running, JobState::Completing],
+            ..SqueueFilter::default()
+        })
+        .await?;
+    let (pending, pending_total) = state
+        .scheduler
+        .squeue_page(
+            SqueueFilter {
+                states: vec![JobState::Pending],
+                ..SqueueFilter::default()
+            },
+            0,
+            PENDING_SHOWN,
+        )
+        .await?;
     let may_open = |owner: &str| me.is_admin || owner == me.username;
     let page = ClusterPage {
         nav: Nav::of(&me),
@@ -112,7 +136,8 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
             &jobs,
             &may_open,
         ),
-        pending: pending_rows(&jobs, &may_open),
+        pending_more: pending_total.saturating_sub(pending.len() as u64),
+        pending: pending_rows(&pending, &may_open),
     };
     render(&page, StatusCode::OK)
 }
@@ -451,6 +476,7 @@ pub(super) mod tests {
             nodes: vec![drained_node()],
             gpu_map: gpu_map(&cluster(), &[status(2, false)], &jobs, &may_open),
             pending: pending_rows(&jobs, &may_open),
+            pending_more: 0,
         }
         .render()
         .expect("render");
