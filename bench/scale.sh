@@ -153,8 +153,10 @@ if $postgres; then
     as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups "$@"; }
     as_postgres "$pg_bin/initdb" -D "$work/pg/data" -A trust -U postgres -E UTF8 \
         --locale=C.UTF-8 --no-instructions >"$work/pg/initdb.log" 2>&1 || die "initdb failed: $(tail -5 "$work/pg/initdb.log")"
-    as_postgres "$pg_bin/postgres" -D "$work/pg/data" -c listen_addresses= \
-        -c "unix_socket_directories=$work/pg" -c max_connections=100 >"$work/pg/log" 2>&1 &
+    # Not through the function: $! must be postgres itself (setpriv execs it).
+    setpriv --reuid=postgres --regid=postgres --init-groups "$pg_bin/postgres" -D "$work/pg/data" \
+        -c listen_addresses= -c "unix_socket_directories=$work/pg" -c max_connections=100 \
+        >"$work/pg/log" 2>&1 &
     pg_pid=$!
     pg_ready() { [[ -S "$work/pg/.s.PGSQL.5432" ]] && "$pg_bin/pg_isready" -q -h "$work/pg"; }
     wait_until 60 pg_ready || die "PostgreSQL did not start: $(tail -5 "$work/pg/log")"
