@@ -1,14 +1,25 @@
 //! Snapshot and restore of the whole scheduler state (serde). A restored cluster
 //! makes the same decisions as the original given the same inputs: derived indexes
 //! (free resources, queues, dependency maps) are rebuilt from the recorded state.
+//!
+//! Version 2 keeps each distinct job request once (`requests`, a job names its own by
+//! index in `job_requests`): a queue of 100,000 jobs is mostly a few request shapes, so
+//! the snapshot is a fraction of the size, and a restored cluster shares one request
+//! among the jobs that asked the same. Version 1 (each job with its request) is still
+//! read.
 
 use crate::cluster::inventory::Admin;
 use crate::cluster::state::{Entity, Job, OwnerRt, Shape};
 use crate::cluster::{Cluster, HeadKey};
 use crate::config::ClusterConfig;
 use crate::error::ConfigError;
-use crate::model::{JobId, JobState, Time};
+use crate::model::{JobId, JobRequest, JobState, Time};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// How many of the last distinct requests a job's request is compared with.
+const RECENT_REQUESTS: usize = 8;
 
 /// Everything needed to rebuild a cluster. Serialize it with any serde format.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -29,16 +40,49 @@ pub struct Snapshot {
     /// snapshots: the window starts below the top one).
     #[serde(default)]
     resume_after: Option<HeadKey>,
+    /// Version 2: the distinct requests, and each job's (index into `requests`, in the
+    /// order of `jobs`). Version 1 has neither: its jobs carry their own.
+    #[serde(default)]
+    requests: Vec<Arc<JobRequest>>,
+    #[serde(default)]
+    job_requests: Vec<u32>,
 }
 
 impl Cluster {
     /// The whole state, for persisting.
     pub fn snapshot(&self) -> Snapshot {
+        let jobs: Vec<Job> = self.jobs.values().cloned().collect();
+        // Requests shared by pointer (jobs submitted or restored together), else
+        // compared with the last few distinct ones.
+        let mut by_ptr: HashMap<*const JobRequest, u32> = HashMap::new();
+        let mut requests: Vec<Arc<JobRequest>> = Vec::new();
+        let mut job_requests = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let ptr = Arc::as_ptr(&job.req);
+            let index = match by_ptr.get(&ptr) {
+                Some(&i) => i,
+                None => {
+                    let recent = requests.len().saturating_sub(RECENT_REQUESTS);
+                    let i = match requests[recent..].iter().position(|r| *r == job.req) {
+                        Some(at) => (recent + at) as u32,
+                        None => {
+                            requests.push(job.req.clone());
+                            (requests.len() - 1) as u32
+                        }
+                    };
+                    by_ptr.insert(ptr, i);
+                    i
+                }
+            };
+            job_requests.push(index);
+        }
         Snapshot {
-            version: 1,
+            version: 2,
             config: self.cfg.clone(),
             node_admin: self.inv.nodes.iter().map(|n| n.admin.clone()).collect(),
-            jobs: self.jobs.values().cloned().collect(),
+            jobs,
+            requests,
+            job_requests,
             next_id: self.next_id,
             owners: self.owners.clone(),
             entities: self.entities.clone(),
@@ -52,12 +96,22 @@ impl Cluster {
     }
 
     /// Rebuilds a cluster from a snapshot.
-    pub fn restore(s: Snapshot) -> Result<Cluster, ConfigError> {
-        if s.version != 1 {
-            return Err(ConfigError(format!(
-                "unknown snapshot version {}",
-                s.version
-            )));
+    pub fn restore(mut s: Snapshot) -> Result<Cluster, ConfigError> {
+        match s.version {
+            1 => {}
+            2 => {
+                if s.job_requests.len() != s.jobs.len() {
+                    return Err(ConfigError(
+                        "snapshot requests do not match its jobs".into(),
+                    ));
+                }
+                for (job, &index) in s.jobs.iter_mut().zip(&s.job_requests) {
+                    job.req = s.requests.get(index as usize).cloned().ok_or_else(|| {
+                        ConfigError("snapshot job names an unknown request".into())
+                    })?;
+                }
+            }
+            v => return Err(ConfigError(format!("unknown snapshot version {v}"))),
         }
         let mut cl = Cluster::new(s.config)?;
         if s.node_admin.len() != cl.inv.nodes.len() {

@@ -188,10 +188,26 @@ impl Cluster {
         self.jobs.get(&id).map(|j| self.view(j, now))
     }
 
+    /// The request of job number `job` (the job, its array, or a task of it) as
+    /// submitted, while the cluster knows it.
+    pub fn request_of(&self, job: u64) -> Option<&crate::model::JobRequest> {
+        self.jobs
+            .range(JobId::new(job)..)
+            .next()
+            .filter(|(id, _)| id.job == job)
+            .map(|(_, j)| j.req.as_ref())
+    }
+
     /// `squeue`: jobs in id order. An array's pending tasks are one line; started
     /// tasks have their own lines. By default only pending and running jobs.
     pub fn squeue(&self, filter: &SqueueFilter, now: Time) -> Vec<JobView> {
         self.matching(filter).map(|j| self.view(j, now)).collect()
+    }
+
+    /// Whether `squeue` lists nothing (no job pending, running or completing); stops
+    /// at the first it would list.
+    pub fn is_empty(&self) -> bool {
+        self.matching(&SqueueFilter::default()).next().is_none()
     }
 
     /// One page of [`Cluster::squeue`]: `limit` lines from `offset`, and how many

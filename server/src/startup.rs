@@ -23,11 +23,17 @@ use crate::sched::LaunchSettings;
 use crate::store::Store;
 use crate::util::now_ms;
 
+/// How long a stopping portal waits for the scheduler's last snapshot.
+const SHUTDOWN_SNAPSHOT_WAIT: Duration = Duration::from_secs(30);
+
 pub struct Application {
     port: u16,
     scheme: &'static str,
     server: Server,
     background: Vec<tokio::task::JoinHandle<()>>,
+    /// The scheduler's task: it ends with an error when its state cannot be rebuilt.
+    scheduler_task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    scheduler: crate::sched::Scheduler,
     store: Store,
 }
 
@@ -191,7 +197,6 @@ impl Application {
                 settings,
                 notifier,
             )
-            .await?
         };
         let _recorder =
             crate::benchmarks::recorder::spawn(store.clone(), inventory.clone(), as_root);
@@ -233,6 +238,7 @@ impl Application {
             audit.clone(),
             config.auth.token_max_days,
         );
+        let scheduler_handle = scheduler.clone();
         let state = web::Data::new(AppState {
             accounts,
             benchmarks: crate::services::Benchmarks::new(store.clone()),
@@ -269,7 +275,6 @@ impl Application {
         .run();
 
         let background = vec![
-            scheduler_task,
             culler,
             tokio::spawn(auth.clone().watch_epoch(Duration::from_secs(1))),
             tokio::spawn(purge_expired_sessions(store.clone())),
@@ -279,6 +284,8 @@ impl Application {
             scheme,
             server,
             background,
+            scheduler_task,
+            scheduler: scheduler_handle,
             store,
         })
     }
@@ -292,15 +299,44 @@ impl Application {
         self.scheme
     }
 
-    /// Serve until SIGTERM or SIGINT, then finish in-flight requests and close.
+    /// Serve until SIGTERM or SIGINT, then finish in-flight requests, let the
+    /// scheduler write its last snapshot, and close. Serving starts before the
+    /// scheduler has rebuilt its queue; if it cannot, the portal stops with its error.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         tracing::info!(port = self.port, "atrium listening");
-        let result = self.server.await;
+        let server = self.server;
+        let stop = server.handle();
+        let mut scheduler_task = self.scheduler_task;
+        tokio::pin!(server);
+        let (result, failed) = tokio::select! {
+            result = &mut server => (result, None),
+            ended = &mut scheduler_task => {
+                let error = match ended {
+                    Ok(Ok(())) => anyhow::anyhow!("the scheduler stopped"),
+                    Ok(Err(e)) => e.context("restoring the scheduler's queue"),
+                    Err(e) => anyhow::anyhow!("the scheduler's task failed: {e}"),
+                };
+                tracing::error!(error = %format!("{error:#}"), "the scheduler is gone; stopping");
+                stop.stop(true).await;
+                (server.await, Some(error))
+            }
+        };
+        if failed.is_none() {
+            let last =
+                tokio::time::timeout(SHUTDOWN_SNAPSHOT_WAIT, self.scheduler.shutdown()).await;
+            if !matches!(last, Ok(Ok(()))) {
+                tracing::warn!("the scheduler did not write its last snapshot; the log will be replayed at the next start");
+            }
+            scheduler_task.abort();
+        }
         for task in self.background {
             task.abort();
         }
         self.store.close().await;
         tracing::info!("atrium stopped");
+        if let Some(error) = failed {
+            return Err(error);
+        }
         Ok(result?)
     }
 }

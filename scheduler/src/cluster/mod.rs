@@ -15,11 +15,12 @@ mod test_only;
 
 use crate::config::ClusterConfig;
 use crate::error::ConfigError;
-use crate::model::{JobId, PendingReason, SliceId, Time};
+use crate::model::{JobId, JobRequest, PendingReason, SliceId, Time};
 use inventory::Inventory;
 use serde::{Deserialize, Serialize};
 use state::{Entity, EntityKind, Job, OwnerRt, Shape, ShapeKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 pub use events::CancelEffect;
 pub use test_only::TestOnly;
@@ -134,6 +135,10 @@ pub struct Cluster {
     pub(crate) fs_totals: std::cell::Cell<Option<(Time, f64, f64)>>,
     pub(crate) total_gpu_milli: u64,
     pub(crate) total_cpus: u64,
+    /// The last few distinct requests submitted: a job that asks exactly what one of
+    /// them asked shares it (a queue is mostly a few shapes of request, submitted in
+    /// bursts). Memory only; not part of the state.
+    pub(crate) recent_requests: Vec<Arc<JobRequest>>,
 }
 
 impl Cluster {
@@ -191,6 +196,7 @@ impl Cluster {
             fs_totals: std::cell::Cell::new(None),
             total_gpu_milli: 0,
             total_cpus: 0,
+            recent_requests: Vec::new(),
         };
         for n in &cl.inv.nodes {
             cl.total_cpus += u64::from(n.cfg.cpus);

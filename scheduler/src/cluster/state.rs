@@ -65,21 +65,31 @@ pub(crate) struct Job {
     pub owner: u32,
     pub qos: u8,
     pub shape: u32,
+    /// Not written with the job: a snapshot keeps each distinct request once
+    /// (`crate::snapshot`); read from older snapshots, which have it here.
+    #[serde(skip_serializing, default = "no_request")]
     pub req: Arc<JobRequest>,
     pub state: JobState,
     pub reason: PendingReason,
     pub submit_time: Time,
     pub eligible_time: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub begin: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Time>,
     pub priority: i64,
     pub hold: Hold,
     pub admin_nice: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<Box<ArrayRt>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alloc: Vec<NodeAlloc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<JobOutcome>,
     /// State to take when a COMPLETING job is reported finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_state: Option<JobState>,
     pub requeue_on_finish: bool,
     pub restarts: u32,
@@ -88,6 +98,15 @@ pub(crate) struct Job {
     pub charge_period: i64,
     /// Whether the job sits in a ready queue.
     pub queued: bool,
+}
+
+/// The request of a job read without one (a snapshot's job, before its own is set):
+/// one shared empty request, not one allocation per job.
+fn no_request() -> Arc<JobRequest> {
+    static EMPTY: std::sync::OnceLock<Arc<JobRequest>> = std::sync::OnceLock::new();
+    EMPTY
+        .get_or_init(|| Arc::new(JobRequest::default()))
+        .clone()
 }
 
 impl Job {

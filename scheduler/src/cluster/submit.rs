@@ -182,7 +182,7 @@ impl Cluster {
             owner: owner_id,
             qos,
             shape: shape_id,
-            req: Arc::new(req),
+            req: self.shared_request(req),
             state: JobState::Pending,
             reason: PendingReason::None,
             submit_time: now,
@@ -569,7 +569,24 @@ fn fmt_gpus(milli: u64) -> String {
     }
 }
 
+/// How many distinct recent requests a submission is compared with.
+const RECENT_REQUESTS: usize = 8;
+
 impl Cluster {
+    /// `req` as a job keeps it: shared with a recent job that asked exactly the same
+    /// (compared field by field), else new and remembered as recent.
+    fn shared_request(&mut self, req: JobRequest) -> Arc<JobRequest> {
+        if let Some(same) = self.recent_requests.iter().find(|r| ***r == req) {
+            return same.clone();
+        }
+        let req = Arc::new(req);
+        if self.recent_requests.len() >= RECENT_REQUESTS {
+            self.recent_requests.remove(0);
+        }
+        self.recent_requests.push(req.clone());
+        req
+    }
+
     /// Jobs pending and running, array tasks one each: what `MaxJobCount` counts.
     fn jobs_known(&self) -> u64 {
         self.entities

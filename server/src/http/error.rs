@@ -48,6 +48,10 @@ pub enum ApiError {
     QueueFull(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The scheduler is rebuilding its queue after a restart (a few seconds with a
+    /// large queue): 503 with `Retry-After`, saying so.
+    #[error("the scheduler is restoring its queue after a restart; try again in {} s", .retry_after.as_secs())]
+    Restoring { retry_after: Duration },
     /// Too much unauthenticated work in progress (password checks): try again shortly.
     #[error("the portal is busy; try again in {} s", .retry_after.as_secs())]
     Busy { retry_after: Duration },
@@ -85,6 +89,13 @@ impl ApiError {
         Self::Internal(cause.to_string())
     }
 
+    /// The scheduler is still restoring its queue: come back in a couple of seconds.
+    pub fn restoring() -> Self {
+        Self::Restoring {
+            retry_after: Duration::from_secs(2),
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             Self::BadRequest(_) | Self::InvalidField { .. } => "bad_request",
@@ -100,6 +111,7 @@ impl ApiError {
             Self::TooManyRequests { .. } => "rate_limited",
             Self::Unavailable(_) | Self::DirectoryUnavailable => "unavailable",
             Self::Busy { .. } => "busy",
+            Self::Restoring { .. } => "restoring",
             Self::BadGateway(_) => "bad_gateway",
             Self::Internal(_) => "internal",
         }
@@ -117,9 +129,10 @@ impl ResponseError for ApiError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } | Self::QueueFull(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) | Self::DirectoryUnavailable | Self::Busy { .. } => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::Unavailable(_)
+            | Self::DirectoryUnavailable
+            | Self::Busy { .. }
+            | Self::Restoring { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::LoginRequired { .. } => StatusCode::SEE_OTHER,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -141,7 +154,9 @@ impl ResponseError for ApiError {
             Self::Unavailable(cause) => {
                 tracing::warn!(cause = %cause, "service unavailable");
             }
-            Self::TooManyRequests { retry_after } | Self::Busy { retry_after } => {
+            Self::TooManyRequests { retry_after }
+            | Self::Busy { retry_after }
+            | Self::Restoring { retry_after } => {
                 response.insert_header((header::RETRY_AFTER, retry_after.as_secs().to_string()));
             }
             Self::QueueFull(_) => {
@@ -197,6 +212,7 @@ impl From<crate::services::ServiceError> for ApiError {
             E::QuotaExceeded(m) => Self::QuotaExceeded(m),
             E::Unavailable(m) => Self::Unavailable(m),
             E::Full(m) => Self::QueueFull(m),
+            E::Restoring => Self::restoring(),
             E::Store(e) => e.into(),
             E::Internal(cause) => Self::Internal(cause),
         }

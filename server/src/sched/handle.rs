@@ -7,14 +7,21 @@
 //! Owns: the protocol between handlers and a backend, and the permission rule.
 //! Must not touch: either backend (`internal`, `slurm` depend on this, never the
 //! reverse), the store, processes, HTTP types.
+//!
+//! After a restart the portal serves before the internal scheduler has rebuilt its
+//! queue (the sessions' proxy needs only the store): until the backend says it is
+//! ready, a request waits for it up to [`RESTORE_WAIT`], then fails with
+//! [`SchedError::Restoring`] (503 with `Retry-After`). A request that timed out was
+//! never sent, so it never takes effect later.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use scheduler::{
     JobId, JobOutcome, JobView, LimitUsage, LimitsConfig, NodeCommand, NodeView, Owner,
     PartitionView, SqueueFilter, TestOnly,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::submission::Submission;
 
@@ -58,10 +65,19 @@ pub enum SchedError {
     Conflict(String),
     #[error("the scheduler is not available")]
     Unavailable,
+    /// The portal restarted and the scheduler is still rebuilding its queue; it
+    /// did not get ready within [`RESTORE_WAIT`]: try again shortly.
+    #[error("the scheduler is restoring its queue after a restart")]
+    Restoring,
     /// The queue is at its limit (`MaxJobCount`): try again later.
     #[error("{0}")]
     Full(String),
 }
+
+/// How long a request waits for a scheduler that is restoring its queue before it
+/// is answered 503: longer than a restore of 100,000 jobs takes, shorter than a
+/// client's patience.
+pub const RESTORE_WAIT: Duration = Duration::from_secs(10);
 
 pub(in crate::sched) type Reply<T> = oneshot::Sender<Result<T, SchedError>>;
 
@@ -105,6 +121,9 @@ pub(in crate::sched) enum Command {
     Nodes {
         reply: Reply<(Vec<NodeView>, Vec<PartitionView>)>,
     },
+    /// Write what must be written before the portal stops (the internal scheduler:
+    /// a last snapshot) and stop answering.
+    Shutdown { reply: Reply<()> },
     Limits {
         limits: Box<LimitsConfig>,
         reply: Reply<()>,
@@ -149,6 +168,11 @@ pub(in crate::sched) struct StepEnd {
 pub struct Scheduler {
     tx: mpsc::Sender<Command>,
     judge: OptionJudge,
+    /// `true` once the backend answers (the internal one: its queue rebuilt); the
+    /// sender dropped without it: the backend failed to start.
+    ready: watch::Receiver<bool>,
+    /// How long a request waits for `ready` ([`RESTORE_WAIT`]).
+    restore_wait: Duration,
 }
 
 /// Who decides whether a submission's options are valid.
@@ -161,9 +185,40 @@ pub enum OptionJudge {
 }
 
 impl Scheduler {
-    /// The handle on a backend that answers what `tx` carries.
-    pub(in crate::sched) fn new(tx: mpsc::Sender<Command>, judge: OptionJudge) -> Scheduler {
-        Scheduler { tx, judge }
+    /// The handle on a backend that answers what `tx` carries once `ready` is true.
+    pub(in crate::sched) fn new(
+        tx: mpsc::Sender<Command>,
+        judge: OptionJudge,
+        ready: watch::Receiver<bool>,
+    ) -> Scheduler {
+        Scheduler {
+            tx,
+            judge,
+            ready,
+            restore_wait: RESTORE_WAIT,
+        }
+    }
+
+    /// Whether the backend answers now (false while the queue is being restored).
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// Wait (up to `restore_wait`) for the backend to be ready.
+    async fn until_ready(&self) -> Result<(), SchedError> {
+        if self.is_ready() {
+            return Ok(());
+        }
+        let mut ready = self.ready.clone();
+        let waited = tokio::time::timeout(self.restore_wait, async {
+            ready.wait_for(|r| *r).await.map(|_| ())
+        })
+        .await;
+        match waited {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(SchedError::Unavailable),
+            Err(_) => Err(SchedError::Restoring),
+        }
     }
 
     /// Who judges the options of a submission to this backend.
@@ -172,11 +227,32 @@ impl Scheduler {
     }
 
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, SchedError> {
+        self.until_ready().await?;
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(make(reply))
             .await
             .map_err(|_| SchedError::Unavailable)?;
+        rx.await.map_err(|_| SchedError::Unavailable)?
+    }
+
+    /// Queue a command now, ready or not (ahead of every request that waits for the
+    /// backend); the answer comes through the returned receiver.
+    fn queue_first<T>(
+        &self,
+        make: impl FnOnce(Reply<T>) -> Command,
+    ) -> Result<oneshot::Receiver<Result<T, SchedError>>, SchedError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .try_send(make(reply))
+            .map_err(|_| SchedError::Unavailable)?;
+        Ok(rx)
+    }
+
+    /// Ask the backend to write what it must before the portal stops (the internal
+    /// scheduler: a last snapshot) and to stop; answers when done.
+    pub async fn shutdown(&self) -> Result<(), SchedError> {
+        let rx = self.queue_first(|reply| Command::Shutdown { reply })?;
         rx.await.map_err(|_| SchedError::Unavailable)?
     }
 
@@ -287,6 +363,19 @@ impl Scheduler {
         .await
     }
 
+    /// [`Self::set_limits`] at startup: queued at once, ahead of every request waiting
+    /// for the backend to be ready, so that none is judged by the quotas of before;
+    /// the answer (once durable) comes later through the returned receiver.
+    pub fn set_limits_first(
+        &self,
+        limits: LimitsConfig,
+    ) -> Result<oneshot::Receiver<Result<(), SchedError>>, SchedError> {
+        self.queue_first(|reply| Command::Limits {
+            limits: Box::new(limits),
+            reply,
+        })
+    }
+
     /// The quotas that apply to `owner` and what of each is in use.
     pub async fn limit_usage(&self, owner: Owner) -> Result<Vec<LimitUsage>, SchedError> {
         let mut each = self.limit_usages(vec![owner]).await?;
@@ -333,6 +422,55 @@ mod tests {
             admin: true,
         };
         assert!(admin.visible(Some(("ada", 1)), |j| j.0).is_ok());
+    }
+
+    /// A handle on a channel nobody serves yet, waiting `wait` for readiness.
+    fn restoring(wait: Duration) -> (Scheduler, mpsc::Receiver<Command>, watch::Sender<bool>) {
+        let (tx, rx) = mpsc::channel(4);
+        let (ready_tx, ready) = watch::channel(false);
+        let mut handle = Scheduler::new(tx, OptionJudge::Atrium, ready);
+        handle.restore_wait = wait;
+        (handle, rx, ready_tx)
+    }
+
+    #[tokio::test]
+    async fn a_request_to_a_scheduler_still_restoring_is_refused_unsent_after_the_wait() {
+        let (handle, mut rx, _ready) = restoring(Duration::from_millis(20));
+        assert!(!handle.is_ready());
+        let answer = handle.nodes().await;
+        assert!(matches!(answer, Err(SchedError::Restoring)), "{answer:?}");
+        assert!(rx.try_recv().is_err(), "a refused request is never sent");
+    }
+
+    #[tokio::test]
+    async fn a_request_waits_for_the_restore_and_startup_commands_go_first() {
+        let (handle, mut rx, ready) = restoring(RESTORE_WAIT);
+        let limits = handle
+            .set_limits_first(LimitsConfig::default())
+            .expect("queued");
+        let asking = tokio::spawn({
+            let handle = handle.clone();
+            async move { handle.nodes().await }
+        });
+        // Nothing but the startup command is queued until the scheduler is ready.
+        assert!(matches!(rx.recv().await, Some(Command::Limits { .. })));
+        assert!(rx.try_recv().is_err());
+        ready.send(true).expect("ready");
+        match rx.recv().await {
+            Some(Command::Nodes { reply }) => {
+                let _ = reply.send(Ok((Vec::new(), Vec::new())));
+            }
+            _ => panic!("expected the waiting request"),
+        }
+        assert!(asking.await.expect("task").is_ok());
+        drop(limits);
+    }
+
+    #[tokio::test]
+    async fn a_scheduler_that_failed_to_restore_is_unavailable() {
+        let (handle, _rx, ready) = restoring(RESTORE_WAIT);
+        drop(ready);
+        assert!(matches!(handle.nodes().await, Err(SchedError::Unavailable)));
     }
 
     #[test]

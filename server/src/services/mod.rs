@@ -63,6 +63,9 @@ pub enum ServiceError {
     /// The queue is at its limit: try again when jobs have ended.
     #[error("{0}")]
     Full(String),
+    /// The scheduler is rebuilding its queue after a restart: try again shortly.
+    #[error("the scheduler is restoring its queue after a restart")]
+    Restoring,
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Something that should not happen; the cause goes to the log only.
@@ -83,6 +86,7 @@ impl From<SchedError> for ServiceError {
             SchedError::Rejected(m) => Self::BadRequest(m),
             SchedError::Conflict(m) => Self::Conflict(m),
             SchedError::Unavailable => Self::Unavailable("the scheduler is not available".into()),
+            SchedError::Restoring => Self::Restoring,
             SchedError::Full(m) => Self::Full(m),
         }
     }

@@ -55,7 +55,21 @@ impl Quotas {
             period,
             current: Arc::default(),
         };
-        quotas.reload().await?;
+        // At startup the scheduler may still be restoring its queue: the quotas go
+        // into its queue first, and the portal does not wait for them to be durable.
+        let (stored, limits) = quotas.read().await?;
+        let durable = quotas
+            .scheduler
+            .set_limits_first(limits)
+            .map_err(|e| anyhow::anyhow!("the scheduler did not take the quotas: {e}"))?;
+        tokio::spawn(async move {
+            match durable.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "the scheduler did not take the quotas"),
+                Err(_) => tracing::error!("the scheduler stopped before taking the quotas"),
+            }
+        });
+        *quotas.current.write().unwrap_or_else(|p| p.into_inner()) = stored;
         Ok(quotas)
     }
 
@@ -105,6 +119,17 @@ impl Quotas {
 
     /// Read the database again and apply it (after every change).
     pub async fn reload(&self) -> anyhow::Result<()> {
+        let (quotas, limits) = self.read().await?;
+        self.scheduler
+            .set_limits(limits)
+            .await
+            .map_err(|e| anyhow::anyhow!("the scheduler did not take the quotas: {e}"))?;
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = quotas;
+        Ok(())
+    }
+
+    /// The stored quotas, and the same as the scheduler's limits.
+    async fn read(&self) -> anyhow::Result<(Vec<Quota>, LimitsConfig)> {
         let records = self.store.quotas().await?;
         let mut quotas = Vec::with_capacity(records.len());
         for r in &records {
@@ -132,12 +157,7 @@ impl Quotas {
                 }
             }
         }
-        self.scheduler
-            .set_limits(limits)
-            .await
-            .map_err(|e| anyhow::anyhow!("the scheduler did not take the quotas: {e}"))?;
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = quotas;
-        Ok(())
+        Ok((quotas, limits))
     }
 
     /// Every quota in force.

@@ -126,10 +126,37 @@ pub struct JobFilter {
 /// What the scheduler actor reads at startup.
 #[derive(Debug, Default)]
 pub struct SchedulerLog {
-    pub snapshot: Option<(i64, String)>,
+    pub snapshot: Option<StoredSnapshot>,
     /// Entries after the snapshot, in order.
     pub entries: Vec<(i64, String)>,
     pub max_job_id: i64,
+}
+
+/// The scheduler's snapshot as stored: the log's sequence number it covers, its
+/// format (see `migrations/*/0014_snapshot_format.sql`) and its data (JSON).
+#[derive(Default)]
+pub struct StoredSnapshot {
+    pub seq: i64,
+    pub format: i64,
+    pub data: String,
+}
+
+impl std::fmt::Debug for StoredSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredSnapshot")
+            .field("seq", &self.seq)
+            .field("format", &self.format)
+            .field("bytes", &self.data.len())
+            .finish()
+    }
+}
+
+/// What the scheduler actor keeps of an open job, read from its row.
+pub struct JobMetaRow {
+    pub id: i64,
+    pub user_name: String,
+    pub name: String,
+    pub workdir: String,
 }
 
 const JOB_COLUMNS: &str = "id, task, user_name, account, partition, name, state, reason, \
@@ -304,14 +331,15 @@ impl Store {
     }
 
     /// Replace the scheduler snapshot and drop the log entries it covers.
-    #[tracing::instrument(skip_all, fields(seq), err)]
-    pub async fn save_scheduler_snapshot(&self, seq: i64, data: &str) -> Result<()> {
+    #[tracing::instrument(skip_all, fields(seq, format, bytes = data.len()), err)]
+    pub async fn save_scheduler_snapshot(&self, seq: i64, format: i64, data: &str) -> Result<()> {
         let mut tx = self.write().await?;
         sqlx::query("DELETE FROM sched_snapshot")
             .execute(&mut *tx)
             .await?;
-        sqlx::query("INSERT INTO sched_snapshot (id, seq, data) VALUES (1, $1, $2)")
+        sqlx::query("INSERT INTO sched_snapshot (id, seq, format, data) VALUES (1, $1, $2, $3)")
             .bind(seq)
+            .bind(format)
             .bind(data)
             .execute(&mut *tx)
             .await?;
@@ -326,12 +354,18 @@ impl Store {
     /// The snapshot, the log after it, and the highest job id ever used.
     #[tracing::instrument(skip_all, err)]
     pub async fn load_scheduler_log(&self) -> Result<SchedulerLog> {
-        let snapshot = sqlx::query("SELECT seq, data FROM sched_snapshot WHERE id = 1")
+        let snapshot = sqlx::query("SELECT seq, format, data FROM sched_snapshot WHERE id = 1")
             .fetch_optional(&self.pool)
             .await?
-            .map(|row| -> Result<(i64, String)> { Ok((row.try_get(0)?, row.try_get(1)?)) })
+            .map(|row| -> Result<StoredSnapshot> {
+                Ok(StoredSnapshot {
+                    seq: row.try_get(0)?,
+                    format: row.try_get(1)?,
+                    data: row.try_get(2)?,
+                })
+            })
             .transpose()?;
-        let after = snapshot.as_ref().map_or(i64::MIN, |(seq, _)| *seq);
+        let after = snapshot.as_ref().map_or(i64::MIN, |s| s.seq);
         let entries = sqlx::query("SELECT seq, event FROM sched_log WHERE seq > $1 ORDER BY seq")
             .bind(after)
             .fetch_all(&self.pool)
@@ -419,17 +453,27 @@ impl Store {
         .collect()
     }
 
-    /// Rows of arrays whose tasks are not all over.
-    #[tracing::instrument(skip_all, err)]
-    pub async fn active_array_rows(&self) -> Result<Vec<JobRecord>> {
-        sqlx::query(&format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE task = -1 AND array_spec IS NOT NULL \
-             AND end_time IS NULL ORDER BY id"
-        ))
+    /// What the scheduler actor keeps of each job (or array) numbered `from_id` or
+    /// above that has not ended: a range of the primary key, so a restore reads only
+    /// the jobs submitted after its snapshot.
+    #[tracing::instrument(skip_all, fields(from_id), err)]
+    pub async fn open_job_meta(&self, from_id: i64) -> Result<Vec<JobMetaRow>> {
+        sqlx::query(
+            "SELECT id, user_name, name, workdir FROM jobs \
+             WHERE id >= $1 AND task = -1 AND end_time IS NULL ORDER BY id",
+        )
+        .bind(from_id)
         .fetch_all(&self.pool)
         .await?
         .iter()
-        .map(job_from_row)
+        .map(|row| {
+            Ok(JobMetaRow {
+                id: row.try_get(0)?,
+                user_name: row.try_get(1)?,
+                name: row.try_get(2)?,
+                workdir: row.try_get(3)?,
+            })
+        })
         .collect()
     }
 

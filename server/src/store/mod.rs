@@ -32,7 +32,9 @@ pub use accounting::{
 pub use audit::{AuditEntry, NewAuditEntry};
 pub use benchmarks::{BenchmarkFilter, BenchmarkRecord, BenchmarkRun, BenchmarkSort};
 pub use interactive::{NewSession, SessionRecord};
-pub use jobs::{JobChange, JobFilter, JobRecord, JobStart, SchedulerLog};
+pub use jobs::{
+    JobChange, JobFilter, JobMetaRow, JobRecord, JobStart, SchedulerLog, StoredSnapshot,
+};
 pub use logins::LoginSession;
 pub use quotas::QuotaRecord;
 pub use steps::{NewStep, StepEnd, StepRecord};

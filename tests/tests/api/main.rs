@@ -24,6 +24,7 @@ mod postgres;
 mod privilege;
 mod proxy_security;
 mod quotas;
+mod scheduler_restore;
 mod sessions;
 mod slurm;
 mod slurm_cli;

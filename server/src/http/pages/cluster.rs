@@ -1,8 +1,9 @@
 //! `GET /cluster`: partitions and nodes as `sinfo` shows them, a map of every GPU
 //! slice (free, or which job and user hold it; GPUs `nvidia-smi` did not find are
-//! marked absent; a drained or down node with its reason), and the pending jobs with
-//! their reasons. Under Slurm the map is drawn from Slurm's nodes: their typed GPUs,
-//! how many are in use, and their state.
+//! marked absent; a drained or down node with its reason), and the first pending
+//! jobs with their reasons (the rest are counted: a page never grows with the whole
+//! queue). Under Slurm the map is drawn from Slurm's nodes: their typed GPUs, how
+//! many are in use, and their state.
 //!
 //! Owns: laying the scheduler's views out for the page. Must not touch: the
 //! scheduler's state (it asks the actor) or the inventory's discovery.
@@ -31,7 +32,12 @@ struct ClusterPage {
     nodes: Vec<NodeRow>,
     gpu_map: Vec<GpuNode>,
     pending: Vec<PendingRow>,
+    /// Pending jobs beyond those listed.
+    pending_more: u64,
 }
+
+/// How many pending jobs the page lists.
+const PENDING_SHOWN: usize = 100;
 
 struct PartitionRow {
     name: String,
@@ -108,14 +114,33 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
     let me = user.0;
     me.require(Scope::Read)?;
     let (nodes, partitions) = state.scheduler.nodes().await?;
-    let jobs = state.scheduler.squeue(SqueueFilter::default()).await?;
+    // The jobs holding slices, and the first page of those waiting.
+    let jobs = state
+        .scheduler
+        .squeue(SqueueFilter {
+            states: vec![JobState::Running, JobState::Completing],
+            ..SqueueFilter::default()
+        })
+        .await?;
+    let (pending, pending_total) = state
+        .scheduler
+        .squeue_page(
+            SqueueFilter {
+                states: vec![JobState::Pending],
+                ..SqueueFilter::default()
+            },
+            0,
+            PENDING_SHOWN,
+        )
+        .await?;
     let may_open = |owner: &str| me.is_admin || owner == me.username;
     let page = ClusterPage {
         nav: Nav::of(&me),
         partitions: partitions.into_iter().map(partition_row).collect(),
         nodes: nodes.iter().cloned().map(node_row).collect(),
         gpu_map: gpu_map_for(&state, &nodes, &jobs, &may_open),
-        pending: pending_rows(&jobs, &may_open),
+        pending_more: pending_total.saturating_sub(pending.len() as u64),
+        pending: pending_rows(&pending, &may_open),
     };
     render(&page, StatusCode::OK)
 }
@@ -575,6 +600,7 @@ pub(super) mod tests {
             nodes: Vec::new(),
             gpu_map: map,
             pending: Vec::new(),
+            pending_more: 0,
         }
         .render()
         .expect("render");
@@ -605,6 +631,7 @@ pub(super) mod tests {
             nodes: vec![drained_node()],
             gpu_map: gpu_map(&cluster(), &[status(2, false)], &[], &jobs, &may_open),
             pending: pending_rows(&jobs, &may_open),
+            pending_more: 0,
         }
         .render()
         .expect("render");

@@ -5,29 +5,34 @@
 //! commands go out at once. A failed commit rebuilds the cluster from the database,
 //! so memory never runs ahead of what is durable.
 //!
+//! Snapshots (`restore.rs`) are taken on the actor (the jobs' requests and meta are
+//! shared, so it is a cheap copy) and encoded and written by a task of their own, one
+//! at a time, so the queue keeps moving; a last one is written when the portal stops.
+//!
 //! Owns: the command queue, batching, the store writes, snapshots, the step tasks'
 //! signal senders, handing the batch's notices to the notifier, the wall clock.
 //! Must not touch: what a command means (`decide.rs`), the Slurm backend, HTTP types.
 
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use scheduler::{Cluster, ClusterConfig, JobId, JobState, SqueueFilter};
+use scheduler::{ClusterConfig, JobId, JobState};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use super::decide::{Batch, Decider, JobMeta};
-use super::event::Event;
+use super::decide::{Batch, Decider};
+use super::restore::{self, Taken};
 use super::steps::{StepRunner, StepSignal};
 use crate::notifications::Notifier;
-use crate::sched::handle::Command;
+use crate::sched::handle::{Command, Reply, SchedError};
 use crate::store::Store;
 use crate::util::now_secs;
 
 /// Most commands taken into one batch (one transaction).
 const MAX_BATCH: usize = 4096;
-/// Write a snapshot (and drop the log it covers) when the log is this long …
-const SNAPSHOT_EVERY_ENTRIES: usize = 100_000;
+/// Write a snapshot (and drop the log it covers) when the log is this long (a
+/// restore replays at most about this many entries) …
+const SNAPSHOT_EVERY_ENTRIES: usize = 50_000;
 /// … or this old and not empty.
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(300);
 /// How often to look for jobs to forget.
@@ -39,6 +44,8 @@ pub(super) struct Actor {
     store: Store,
     log_since_snapshot: usize,
     last_snapshot: Instant,
+    /// The snapshot being encoded and written, if any.
+    snapshot_task: Option<JoinHandle<()>>,
     last_purge: Instant,
     steps: HashMap<JobId, mpsc::UnboundedSender<StepSignal>>,
     runner: StepRunner,
@@ -46,55 +53,37 @@ pub(super) struct Actor {
 }
 
 impl Actor {
-    /// Rebuild the cluster from the database and write a fresh snapshot.
+    /// Rebuild the cluster from the database; a snapshot is written in the background
+    /// when a log was replayed (or the snapshot was of an older format).
     pub(super) async fn load(
         store: Store,
         config: ClusterConfig,
         runner: StepRunner,
         notifier: Notifier,
     ) -> anyhow::Result<Actor> {
-        let (cluster, seq, entries) = rebuild(&store, &config).await?;
-        let log = store.load_scheduler_log().await?;
-        let mut next_id = (log.max_job_id.max(0) as u64) + 1;
-        while cluster.job(JobId::new(next_id), 0).is_some() {
+        let restored = restore::rebuild(&store, &config).await?;
+        let mut next_id = (restored.max_job_id.max(0) as u64) + 1;
+        while restored.cluster.job(JobId::new(next_id), 0).is_some() {
             next_id += 1;
         }
+        let mut decider = Decider::new(restored.cluster, restored.seq, next_id);
+        decider.meta = restored.meta;
         let mut actor = Actor {
-            decider: Decider::new(cluster, seq, next_id),
+            decider,
             config,
             store,
-            log_since_snapshot: entries,
+            log_since_snapshot: restored.entries,
             last_snapshot: Instant::now(),
+            snapshot_task: None,
             last_purge: Instant::now(),
             steps: HashMap::new(),
             runner,
             notifier,
         };
-        actor.load_meta().await?;
-        actor.snapshot().await?;
+        if restored.entries > 0 || !restored.current_format {
+            actor.start_snapshot();
+        }
         Ok(actor)
-    }
-
-    async fn load_meta(&mut self) -> anyhow::Result<()> {
-        let filter = crate::store::JobFilter {
-            states: vec!["PENDING".into(), "RUNNING".into(), "COMPLETING".into()],
-            limit: i64::MAX,
-            ..Default::default()
-        };
-        let (rows, _) = self.store.list_jobs(&filter).await?;
-        let arrays = self.store.active_array_rows().await?;
-        let meta = &mut self.decider.meta;
-        for r in rows.iter().chain(arrays.iter()).filter(|r| r.task == -1) {
-            meta.insert(r.id as u64, JobMeta::from_record(r));
-        }
-        for r in rows.iter().filter(|r| r.task >= 0) {
-            if let Entry::Vacant(slot) = meta.entry(r.id as u64) {
-                if let Ok(parent) = self.store.job(r.id, -1).await {
-                    slot.insert(JobMeta::from_record(&parent));
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Find every step the database says is running and watch it again; launch
@@ -152,11 +141,12 @@ impl Actor {
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
+        let mut stopping = None;
+        while stopping.is_none() {
             let mut batch = Batch::default();
             tokio::select! {
                 cmd = rx.recv() => match cmd {
-                    Some(cmd) => self.handle(cmd, &mut batch),
+                    Some(cmd) => stopping = self.handle(cmd, &mut batch),
                     None => break,
                 },
                 _ = tick.tick() => {
@@ -168,9 +158,9 @@ impl Actor {
                 }
             }
             let mut taken = 1;
-            while taken < MAX_BATCH {
+            while taken < MAX_BATCH && stopping.is_none() {
                 match rx.try_recv() {
-                    Ok(cmd) => self.handle(cmd, &mut batch),
+                    Ok(cmd) => stopping = self.handle(cmd, &mut batch),
                     Err(_) => break,
                 }
                 taken += 1;
@@ -182,22 +172,54 @@ impl Actor {
             if self.log_since_snapshot >= SNAPSHOT_EVERY_ENTRIES
                 || (self.log_since_snapshot > 0 && self.last_snapshot.elapsed() >= SNAPSHOT_EVERY)
             {
-                if let Err(e) = self.snapshot().await {
-                    tracing::error!(error = %e, "writing the scheduler snapshot failed");
-                }
+                self.start_snapshot();
             }
         }
-        if let Err(e) = self.snapshot().await {
+        // The last snapshot: after the one in flight, if any.
+        if let Some(task) = self.snapshot_task.take() {
+            let _ = task.await;
+        }
+        let taken = Taken::new(&self.decider.cluster, &self.decider.meta);
+        let result = write_snapshot(self.store.clone(), self.decider.seq, taken).await;
+        if let Err(e) = &result {
             tracing::error!(error = %e, "writing the scheduler snapshot failed");
+        }
+        if let Some(reply) = stopping {
+            let _ = reply.send(result.map_err(|_| SchedError::Unavailable));
         }
     }
 
-    /// Take one command into `batch`; the decider says what it does.
-    fn handle(&mut self, cmd: Command, batch: &mut Batch) {
-        if let Command::StepEnded(end) = &cmd {
-            self.steps.remove(&end.job);
+    /// Start writing a snapshot of the state now, unless one is being written.
+    fn start_snapshot(&mut self) {
+        if let Some(task) = &self.snapshot_task {
+            if !task.is_finished() {
+                return;
+            }
+        }
+        let taken = Taken::new(&self.decider.cluster, &self.decider.meta);
+        let (store, seq) = (self.store.clone(), self.decider.seq);
+        self.snapshot_task = Some(tokio::spawn(async move {
+            if let Err(e) = write_snapshot(store, seq, taken).await {
+                // The log it would have replaced stays: nothing is lost.
+                tracing::error!(error = %e, "writing the scheduler snapshot failed");
+            }
+        }));
+        self.log_since_snapshot = 0;
+        self.last_snapshot = Instant::now();
+    }
+
+    /// Take one command into `batch`; the decider says what it does. A shutdown is
+    /// the actor's own: it returns where to answer once the last snapshot is written.
+    fn handle(&mut self, cmd: Command, batch: &mut Batch) -> Option<Reply<()>> {
+        match cmd {
+            Command::Shutdown { reply } => return Some(reply),
+            Command::StepEnded(ref end) => {
+                self.steps.remove(&end.job);
+            }
+            _ => {}
         }
         self.decider.handle(cmd, batch, now_secs());
+        None
     }
 
     async fn commit(&mut self, batch: Batch) {
@@ -218,11 +240,12 @@ impl Actor {
         let ok = result.is_ok();
         if let Err(e) = result {
             tracing::error!(error = %e, "committing a scheduler batch failed; rebuilding from the database");
-            match rebuild(&self.store, &self.config).await {
-                Ok((cluster, seq, entries)) => {
-                    self.decider.cluster = cluster;
-                    self.decider.seq = seq;
-                    self.log_since_snapshot = entries;
+            match restore::rebuild(&self.store, &self.config).await {
+                Ok(restored) => {
+                    self.decider.cluster = restored.cluster;
+                    self.decider.seq = restored.seq;
+                    self.decider.meta = restored.meta;
+                    self.log_since_snapshot = restored.entries;
                 }
                 Err(e) => tracing::error!(error = %e, "rebuilding the scheduler failed"),
             }
@@ -250,55 +273,22 @@ impl Actor {
             }
         }
     }
-
-    async fn snapshot(&mut self) -> anyhow::Result<()> {
-        let data = serde_json::to_string(&self.decider.cluster.snapshot())?;
-        self.store
-            .save_scheduler_snapshot(self.decider.seq, &data)
-            .await?;
-        self.log_since_snapshot = 0;
-        self.last_snapshot = Instant::now();
-        Ok(())
-    }
 }
 
-/// The cluster as the database has it: the snapshot, then every logged event.
-/// Returns the cluster, the last sequence number and how many entries were replayed.
-async fn rebuild(store: &Store, config: &ClusterConfig) -> anyhow::Result<(Cluster, i64, usize)> {
-    let log = store.load_scheduler_log().await?;
-    let (mut cluster, mut seq) = match &log.snapshot {
-        Some((seq, data)) => {
-            let snapshot: scheduler::Snapshot = serde_json::from_str(data)?;
-            (Cluster::restore(snapshot)?, *seq)
-        }
-        None => (Cluster::new(config.clone())?, 0),
-    };
-    for (s, json) in &log.entries {
-        let event: Event = serde_json::from_str(json)?;
-        if let Err(e) = event.apply(&mut cluster) {
-            tracing::warn!(seq = s, error = %e, "a logged scheduler event no longer applies");
-        }
-        seq = *s;
-    }
-    // Quotas come from the database (through logged events), not from the file.
-    let config = ClusterConfig {
-        limits: cluster.config().limits.clone(),
-        ..config.clone()
-    };
-    if *cluster.config() != config {
-        let active = cluster.squeue(&SqueueFilter::default(), now_secs()).len();
-        if active == 0 {
-            tracing::info!(
-                "the cluster configuration changed; the queue is empty, so it applies now"
-            );
-            let old = std::mem::replace(&mut cluster, Cluster::new(config)?);
-            cluster.keep_usage_of(&old);
-        } else {
-            tracing::warn!(
-                active,
-                "the cluster configuration changed while jobs are queued or running; the previous nodes and partitions stay in use until the queue is empty and the portal restarts"
-            );
-        }
-    }
-    Ok((cluster, seq, log.entries.len()))
+/// Encode a snapshot (on a blocking thread: it is the size of the queue) and write it.
+async fn write_snapshot(store: Store, seq: i64, taken: Taken) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let data = tokio::task::spawn_blocking(move || restore::encode(taken)).await??;
+    let encoded = started.elapsed();
+    store
+        .save_scheduler_snapshot(seq, restore::FORMAT, &data)
+        .await?;
+    tracing::info!(
+        seq,
+        bytes = data.len(),
+        encode_ms = encoded.as_millis() as u64,
+        total_ms = started.elapsed().as_millis() as u64,
+        "the scheduler snapshot is written"
+    );
+    Ok(())
 }

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use scheduler::{
     Cluster, Decision, JobId, JobOutcome, JobState, JobView, Owner, PendingReason, Time,
@@ -29,8 +30,9 @@ use crate::store::{JobChange, JobRecord, JobStart};
 /// the database keeps them for good, and the API reads ended jobs from there.
 pub(super) const MIN_JOB_AGE_SECS: i64 = 300;
 
-/// What the actor keeps of a job that is not over: what its steps need.
-#[derive(Debug, Clone)]
+/// What the actor keeps of a job that is not over: what its steps need. Jobs that
+/// share all of it share one (`Decider::shared_meta`), and a snapshot keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct JobMeta {
     user: String,
     name: String,
@@ -43,16 +45,21 @@ pub(super) struct JobMeta {
 }
 
 impl JobMeta {
-    pub(super) fn from_record(r: &JobRecord) -> Self {
-        let request: scheduler::JobRequest = serde_json::from_str(&r.request).unwrap_or_default();
+    /// From a job's user, name, working directory and request.
+    pub(super) fn new(
+        user: &str,
+        name: &str,
+        workdir: &str,
+        request: &scheduler::JobRequest,
+    ) -> Self {
         JobMeta {
-            user: r.user_name.clone(),
-            name: r.name.clone(),
-            workdir: PathBuf::from(&r.workdir),
-            output: request.output,
-            error: request.error,
+            user: user.to_string(),
+            name: name.to_string(),
+            workdir: PathBuf::from(workdir),
+            output: request.output.clone(),
+            error: request.error.clone(),
             mail: request.mail_type.filter(|m| m.0 != 0),
-            mail_user: request.mail_user,
+            mail_user: request.mail_user.clone(),
         }
     }
 }
@@ -84,7 +91,9 @@ pub(super) struct Decider {
     /// The id the next submission gets.
     pub next_id: u64,
     /// Open jobs (and arrays) by job number.
-    pub meta: HashMap<u64, JobMeta>,
+    pub meta: HashMap<u64, Arc<JobMeta>>,
+    /// The meta last added, shared with the next job that has the same.
+    last_meta: Option<Arc<JobMeta>>,
     /// `--mail-type=TIME_LIMIT*`: when each running job reaches a share of its limit
     /// (kept in memory only: a restart forgets the marks of running jobs).
     pub time_marks: std::collections::BTreeSet<(Time, JobId, u8)>,
@@ -97,8 +106,21 @@ impl Decider {
             seq,
             next_id,
             meta: HashMap::new(),
+            last_meta: None,
             time_marks: Default::default(),
         }
+    }
+
+    /// `meta` as a job keeps it: the one the previous job got if it is the same.
+    pub fn shared_meta(&mut self, meta: JobMeta) -> Arc<JobMeta> {
+        if let Some(last) = &self.last_meta {
+            if **last == meta {
+                return last.clone();
+            }
+        }
+        let meta = Arc::new(meta);
+        self.last_meta = Some(meta.clone());
+        meta
     }
 
     /// A notice of `event` for `job`, if the job asked for it (`--mail-type`). Call
@@ -254,6 +276,10 @@ impl Decider {
             } => {
                 let _ = reply.send(Ok(self.cluster.squeue_page(&filter, offset, limit, now)));
             }
+            // The actor's own (it writes the last snapshot); never handed here.
+            Command::Shutdown { reply } => {
+                let _ = reply.send(Ok(()));
+            }
             Command::Nodes { reply } => {
                 let _ = reply.send(Ok((self.cluster.nodes(), self.cluster.sinfo())));
             }
@@ -312,7 +338,14 @@ impl Decider {
             Ok(_) => {
                 self.next_id += 1;
                 let record = self.submitted_record(id, &owner, submission, workdir, now);
-                self.meta.insert(id, JobMeta::from_record(&record));
+                let meta = JobMeta::new(
+                    &record.user_name,
+                    &record.name,
+                    &record.workdir,
+                    &submission.request,
+                );
+                let meta = self.shared_meta(meta);
+                self.meta.insert(id, meta);
                 batch.changes.push(JobChange::Submitted(Box::new(record)));
                 let job = JobId::new(id);
                 batch.replies.push(Box::new(move |ok| {

@@ -1,11 +1,17 @@
 //! The internal scheduler backend (`[scheduler] backend = "internal"`): one actor
 //! task owns the `scheduler::Cluster` (the only writer), logs every input durably
-//! before it answers or acts, replays the log at startup, starts a step supervisor
-//! for every job it places, re-adopts running steps after a restart, and hands the
-//! notices of durable changes (`--mail-type`) to the notifier.
+//! before it answers or acts, rebuilds its state at startup from the last snapshot
+//! and the log after it, starts a step supervisor for every job it places, re-adopts
+//! running steps after a restart, and hands the notices of durable changes
+//! (`--mail-type`) to the notifier.
+//!
+//! The handle is returned at once and the state is rebuilt in the background: the
+//! portal serves (pages, logins, the sessions' proxy) while a large queue is read
+//! back, and requests to the scheduler wait for it (`handle::RESTORE_WAIT`).
 //!
 //! - `decide.rs`: what each command, step end, pass and purge does (pure, tested).
 //! - `actor.rs`: the loop around it: queue, batches, store, snapshots, steps.
+//! - `restore.rs`: the snapshot's format and the rebuild from snapshot and log.
 //! - `event.rs`: the log entries; `steps.rs`: the step tasks.
 //!
 //! Owns: atrium's own cluster and its job steps.
@@ -16,10 +22,11 @@ mod actor;
 mod decide;
 mod event;
 mod login_env;
+mod restore;
 mod steps;
 
 use scheduler::ClusterConfig;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 pub use steps::{JobPortal, LaunchSettings};
 
@@ -27,18 +34,25 @@ use super::handle::{OptionJudge, Scheduler};
 use crate::notifications::Notifier;
 use crate::store::Store;
 
-/// Rebuild the cluster from the database, re-adopt running steps and start the
-/// actor; the handle answers through it.
-pub async fn start(
+/// Start the actor: the handle is returned at once; the task rebuilds the cluster from
+/// the database, re-adopts running steps, then says it is ready and serves. The task
+/// ends with an error if the state cannot be rebuilt (the portal must not go on
+/// without its queue).
+pub fn start(
     store: Store,
     config: ClusterConfig,
     settings: LaunchSettings,
     notifier: Notifier,
-) -> anyhow::Result<(Scheduler, tokio::task::JoinHandle<()>)> {
+) -> (Scheduler, tokio::task::JoinHandle<anyhow::Result<()>>) {
     let (tx, rx) = mpsc::channel(16_384);
+    let (ready_tx, ready) = watch::channel(false);
     let runner = steps::StepRunner::new(settings, store.clone(), tx.clone());
-    let mut actor = actor::Actor::load(store, config, runner, notifier).await?;
-    actor.adopt_steps().await?;
-    let handle = tokio::spawn(actor.run(rx));
-    Ok((Scheduler::new(tx, OptionJudge::Atrium), handle))
+    let task = tokio::spawn(async move {
+        let mut actor = actor::Actor::load(store, config, runner, notifier).await?;
+        actor.adopt_steps().await?;
+        let _ = ready_tx.send(true);
+        actor.run(rx).await;
+        Ok(())
+    });
+    (Scheduler::new(tx, OptionJudge::Atrium, ready), task)
 }

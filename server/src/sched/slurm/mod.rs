@@ -126,7 +126,7 @@ fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
 pub async fn start(
     store: Store,
     settings: SlurmSettings,
-) -> anyhow::Result<(Scheduler, tokio::task::JoinHandle<()>)> {
+) -> anyhow::Result<(Scheduler, tokio::task::JoinHandle<anyhow::Result<()>>)> {
     let (tx, rx) = mpsc::channel(16_384);
     let mut state = State::default();
     let now = now_secs();
@@ -159,9 +159,14 @@ pub async fn start(
         wake: Notify::new(),
     });
     tokio::spawn(backend::poll_loop(backend.clone()));
+    // Ready at once: Slurm holds the queue.
+    let (_ready_tx, ready) = tokio::sync::watch::channel(true);
     Ok((
-        Scheduler::new(tx, OptionJudge::Slurm),
-        tokio::spawn(serve(backend, rx)),
+        Scheduler::new(tx, OptionJudge::Slurm, ready),
+        tokio::spawn(async move {
+            serve(backend, rx).await;
+            Ok(())
+        }),
     ))
 }
 
@@ -217,6 +222,10 @@ async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
                 let total = all.len() as u64;
                 let page = all.into_iter().skip(offset).take(limit).collect();
                 let _ = reply.send(Ok((page, total)));
+            }
+            // Nothing of Slurm's to write: its controller keeps the queue.
+            Command::Shutdown { reply } => {
+                let _ = reply.send(Ok(()));
             }
             Command::Nodes { reply } => {
                 let s = lock(&backend.state);
