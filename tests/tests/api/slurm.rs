@@ -35,6 +35,16 @@ pub fn slurm_config(root: &Path, slurm: &Slurm) -> String {
     )
 }
 
+/// The `python` environment of the Slurm session tests: no container on a compute
+/// node, the environment's PATH leads to the Jupyter of `venv`.
+pub fn python_environment(venv: &Path) -> String {
+    format!(
+        "[[environments]]\nname = \"python\"\nkernels = [\"python3\"]\n\
+         env = {{ PATH = \"{}/bin:/usr/local/bin:/usr/bin:/bin\" }}\n",
+        venv.display()
+    )
+}
+
 pub async fn start() -> (JobCluster, Slurm) {
     let slurm = Slurm::start(SlurmOptions::default()).await.expect("slurm");
     let root = private_root();
@@ -346,12 +356,7 @@ async fn sessions_run_as_slurm_jobs_that_the_proxy_reaches_over_tcp() {
     let mut slurm = Slurm::start(SlurmOptions::default()).await.expect("slurm");
     let root = private_root();
     let mut config = slurm_config(root.path(), &slurm);
-    // No container on a compute node: the environment's PATH leads to Jupyter.
-    config.push_str(&format!(
-        "[[environments]]\nname = \"python\"\nkernels = [\"python3\"]\n\
-         env = {{ PATH = \"{}/bin:/usr/local/bin:/usr/bin:/bin\" }}\n",
-        venv.display()
-    ));
+    config.push_str(&python_environment(&venv));
     let app = spawn_with(Options {
         extra_config: config,
         database_url: None,

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::helpers::{atrium_bin, spawn_with, Options};
 use crate::jobs::{private_root, JobCluster, JobUser};
 use crate::sessions::{run_code, SessionCluster};
-use crate::slurm::{output_with, slurm_config, user, RUN};
+use crate::slurm::{output_with, python_environment, slurm_config, user, RUN};
 use crate::slurm_cli::{client, run};
 
 /// CPUs of each node: a task of `-c 4` takes a node whole.
@@ -231,11 +231,7 @@ async fn a_session_runs_on_the_second_node_where_the_proxy_reaches_it() {
         "session_listen = \"127.0.0.1\"",
         "session_listen = \"0.0.0.0\"",
     );
-    config.push_str(&format!(
-        "[[environments]]\nname = \"python\"\nkernels = [\"python3\"]\n\
-         env = {{ PATH = \"{}/bin:/usr/local/bin:/usr/bin:/bin\" }}\n",
-        venv.display()
-    ));
+    config.push_str(&python_environment(&venv));
     let app = spawn_with(Options {
         extra_config: config,
         database_url: None,
