@@ -28,6 +28,8 @@
 #
 # Sizes (environment): JOBS=100000, MEASURE_SECONDS=5, CLIENTS=8. BENCH_SAVE_DB=DIR keeps a
 # copy of the SQLite database as the kill -9 left it (to profile a restart by hand).
+# BENCH_HOLD=SECONDS pauses that long with the queue full, before the restart, and prints
+# the portal's address, pid and an administrator's token (to profile requests by hand).
 #
 # Runs as root (the long jobs run as the admin's POSIX uid; PostgreSQL, with --postgres,
 # runs as the `postgres` user: initdb into the temporary directory, unix socket only,
@@ -290,6 +292,10 @@ cluster_kb=$(curl -sf -b "$jar" "$base/cluster" | wc -c | awk '{printf "%.0f\n",
 echo "== atrium squeue, 3 runs (ms)" >&2
 squeue_ms=$(median_of 3 time_ms "$bin" squeue)
 rss_queue=$(rss_mb "$atrium_pid" VmRSS)
+if [[ -n "${BENCH_HOLD:-}" ]]; then
+    echo "== holding ${BENCH_HOLD} s: ATRIUM_URL=$base ATRIUM_TOKEN=$token pid $atrium_pid" >&2
+    sleep "$BENCH_HOLD"
+fi
 
 # --- restart after kill -9 --------------------------------------------------------------
 echo "== kill -9 and restart" >&2

@@ -181,6 +181,23 @@ fn benches(c: &mut Criterion) {
             )
         });
 
+        // A page of squeue over the 100,000 and what it counts: everyone's first
+        // page, one user's (2 % of the queue), and a page 1,000 pages deep.
+        if !varied {
+            let everyone = SqueueFilter::default();
+            let one_user = SqueueFilter {
+                user: Some("user7".into()),
+                ..Default::default()
+            };
+            for (name, filter, offset) in [
+                ("squeue_page_100k", &everyone, 0),
+                ("squeue_page_100k_one_user", &one_user, 0),
+                ("squeue_page_100k_offset_50k", &everyone, 50_000),
+            ] {
+                g.bench_function(name, |b| b.iter(|| base.squeue_page(filter, offset, 50, 0)));
+            }
+        }
+
         // (b) one job completes on a full cluster; the decision that follows.
         let mut full = base.clone();
         for _ in 0..passes {

@@ -1,6 +1,7 @@
 //! Read-only views for `squeue` (jobs with state, reason, times, node list) and
 //! `sinfo` (partitions, node states, slices free and used). Must not change state.
 
+use crate::cluster::jobs::LineKey;
 use crate::cluster::state::Job;
 use crate::cluster::{Allocation, Cluster};
 use crate::model::{JobId, JobState, NodeState, PendingReason, Time, TimeLimit};
@@ -201,17 +202,18 @@ impl Cluster {
     /// `squeue`: jobs in id order. An array's pending tasks are one line; started
     /// tasks have their own lines. By default only pending and running jobs.
     pub fn squeue(&self, filter: &SqueueFilter, now: Time) -> Vec<JobView> {
-        self.matching(filter).map(|j| self.view(j, now)).collect()
+        self.squeue_page(filter, 0, usize::MAX, now).0
     }
 
-    /// Whether `squeue` lists nothing (no job pending, running or completing); stops
-    /// at the first it would list.
+    /// Whether `squeue` lists nothing (no job pending, running or completing).
     pub fn is_empty(&self) -> bool {
-        self.matching(&SqueueFilter::default()).next().is_none()
+        self.jobs.lines_where(|_| true).1 == 0
     }
 
     /// One page of [`Cluster::squeue`]: `limit` lines from `offset`, and how many
-    /// lines there are in all. Only the page's lines are built.
+    /// lines there are in all. Only the page's lines are built, and jobs that are
+    /// not over are read from the index of lines (`cluster::jobs`): what a page
+    /// costs grows with its offset, not with the queue.
     pub fn squeue_page(
         &self,
         filter: &SqueueFilter,
@@ -219,19 +221,42 @@ impl Cluster {
         limit: usize,
         now: Time,
     ) -> (Vec<JobView>, u64) {
-        let mut total = 0u64;
         let mut page = Vec::with_capacity(limit.min(10_000));
-        for j in self.matching(filter) {
-            if total >= offset as u64 && page.len() < limit {
+        if filter.include_finished {
+            let mut total = 0u64;
+            for j in self.walk(filter) {
+                if total >= offset as u64 && page.len() < limit {
+                    page.push(self.view(j, now));
+                }
+                total += 1;
+            }
+            return (page, total);
+        }
+        let (ids, total) = self.jobs.lines_where(|key| self.line_matches(key, filter));
+        for id in ids.skip(offset).take(limit) {
+            if let Some(j) = self.jobs.get(&id) {
                 page.push(self.view(j, now));
             }
-            total += 1;
         }
         (page, total)
     }
 
-    /// The jobs `squeue` lists for `filter`, in id order.
-    fn matching<'a>(&'a self, filter: &'a SqueueFilter) -> impl Iterator<Item = &'a Job> + 'a {
+    /// Whether lines with `key` pass `filter` (its ended jobs aside).
+    fn line_matches(&self, key: &LineKey, filter: &SqueueFilter) -> bool {
+        (filter.states.is_empty() || filter.states.contains(&key.state))
+            && filter
+                .user
+                .as_ref()
+                .is_none_or(|u| self.owners[key.owner as usize].owner.user == *u)
+            && filter.partition.as_ref().is_none_or(|p| {
+                self.cfg.partitions[self.shapes[key.shape as usize].key.partition as usize].name
+                    == *p
+            })
+    }
+
+    /// Every job `squeue` lists for `filter`, ended ones included when it asks, in id
+    /// order: a walk of the whole table.
+    fn walk<'a>(&'a self, filter: &'a SqueueFilter) -> impl Iterator<Item = &'a Job> + 'a {
         self.jobs.values().filter(move |j| {
             let visible = if j.is_array_parent() {
                 j.array.as_ref().is_some_and(|a| !a.pending.is_empty())
@@ -246,16 +271,22 @@ impl Cluster {
                 j.state
             };
             visible
-                && (filter.states.is_empty() || filter.states.contains(&state))
-                && filter
-                    .user
-                    .as_ref()
-                    .is_none_or(|u| self.owners[j.owner as usize].owner.user == *u)
-                && filter.partition.as_ref().is_none_or(|p| {
-                    self.cfg.partitions[self.shapes[j.shape as usize].key.partition as usize].name
-                        == *p
-                })
+                && self.line_matches(
+                    &LineKey {
+                        owner: j.owner,
+                        shape: j.shape,
+                        state,
+                    },
+                    filter,
+                )
         })
+    }
+
+    /// Whether the index of `squeue`'s lines holds exactly what a walk of every job
+    /// finds (for tests and checks; walks the whole table).
+    #[doc(hidden)]
+    pub fn lines_consistent(&self) -> bool {
+        self.jobs.lines_consistent()
     }
 
     fn slice_usage(&self, nodes: &[u32]) -> Vec<SliceUsage> {

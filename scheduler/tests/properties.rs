@@ -41,6 +41,20 @@ enum Op {
     Resume {
         node: u8,
     },
+    Hold {
+        pick: u16,
+        admin: bool,
+    },
+    Release {
+        pick: u16,
+    },
+    Requeue {
+        pick: u16,
+    },
+    /// Forget what ended (`MinJobAge`).
+    Purge,
+    /// Snapshot and restore the whole cluster.
+    Restore,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -54,6 +68,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..4).prop_map(|node| Op::Drain { node }),
         1 => (0u8..4).prop_map(|node| Op::Down { node }),
         1 => (0u8..4).prop_map(|node| Op::Resume { node }),
+        1 => (any::<u16>(), any::<bool>()).prop_map(|(pick, admin)| Op::Hold { pick, admin }),
+        1 => any::<u16>().prop_map(|pick| Op::Release { pick }),
+        1 => any::<u16>().prop_map(|pick| Op::Requeue { pick }),
+        1 => Just(Op::Purge),
+        1 => Just(Op::Restore),
     ]
 }
 
@@ -184,6 +203,27 @@ impl Run {
                     self.cl
                         .set_node_state(&format!("n{node:02}"), NodeCommand::Resume, self.now);
             }
+            Op::Hold { pick, admin } => {
+                if let Some(id) = self.pick(pick) {
+                    let _ = self.cl.hold(id, admin, self.now);
+                }
+            }
+            Op::Release { pick } => {
+                if let Some(id) = self.pick(pick) {
+                    let _ = self.cl.release(id, true, self.now);
+                }
+            }
+            Op::Requeue { pick } => {
+                if let Some(id) = self.pick(pick) {
+                    let _ = self.cl.requeue(id, self.now);
+                }
+            }
+            Op::Purge => {
+                self.cl.purge_ended(self.now);
+            }
+            Op::Restore => {
+                self.cl = Cluster::restore(self.cl.snapshot()).unwrap();
+            }
         }
         let d = self.cl.schedule(self.now);
         // The server kills jobs at their time limit at once.
@@ -201,8 +241,61 @@ impl Run {
         out
     }
 
+    /// One of the jobs the cluster knows (array tasks included).
+    fn pick(&self, pick: u16) -> Option<JobId> {
+        let known = self.cl.squeue(
+            &SqueueFilter {
+                include_finished: true,
+                ..Default::default()
+            },
+            self.now,
+        );
+        (!known.is_empty()).then(|| known[pick as usize % known.len()].id)
+    }
+
     fn check_invariants(&self) {
         let cfg = self.cl.config();
+        // squeue's index of lines: what a walk of every job finds, and a page of it
+        // what the whole listing has there.
+        assert!(
+            self.cl.lines_consistent(),
+            "squeue's lines differ from the jobs"
+        );
+        let everything = self.cl.squeue(
+            &SqueueFilter {
+                include_finished: true,
+                ..Default::default()
+            },
+            self.now,
+        );
+        for filter in [
+            SqueueFilter::default(),
+            SqueueFilter {
+                user: Some("u1".into()),
+                ..Default::default()
+            },
+            SqueueFilter {
+                states: vec![JobState::Pending, JobState::Completing],
+                ..Default::default()
+            },
+        ] {
+            let listed = self.cl.squeue(&filter, self.now);
+            let walked: Vec<&JobView> = everything
+                .iter()
+                .filter(|j| {
+                    !j.state.is_terminal()
+                        && filter.user.as_ref().is_none_or(|u| j.user == *u)
+                        && (filter.states.is_empty() || filter.states.contains(&j.state))
+                })
+                .collect();
+            assert_eq!(listed.iter().collect::<Vec<_>>(), walked, "{filter:?}");
+            let (page, total) = self.cl.squeue_page(&filter, 2, 3, self.now);
+            assert_eq!(total, listed.len() as u64);
+            assert_eq!(
+                page,
+                listed.iter().skip(2).take(3).cloned().collect::<Vec<_>>()
+            );
+        }
         // Nodes: never over-allocated, slices used at most once.
         let running = self.cl.squeue(
             &SqueueFilter {
@@ -291,7 +384,10 @@ proptest! {
             run.check_invariants();
         }
         for (id, t) in &run.started_at {
-            prop_assert!(run.cl.job(*id, run.now).unwrap().submit_time <= *t);
+            // (Unless it ended and was forgotten since.)
+            if let Some(v) = run.cl.job(*id, run.now) {
+                prop_assert!(v.submit_time <= *t);
+            }
         }
     }
 
@@ -305,8 +401,10 @@ proptest! {
                     let (dep, begin) = run.rules.get(&job.job).cloned().unwrap_or((None, 0));
                     prop_assert!(run.now >= begin, "{} started at {} before its begin time {}", job, run.now, begin);
                     if let Some(t) = dep {
-                        let v = run.cl.job(JobId::new(t), run.now).unwrap();
-                        prop_assert!(v.state.is_terminal(), "{} started while {} is {}", job, t, v.state);
+                        // Forgotten (`Purge`) only once over.
+                        if let Some(v) = run.cl.job(JobId::new(t), run.now) {
+                            prop_assert!(v.state.is_terminal(), "{} started while {} is {}", job, t, v.state);
+                        }
                     }
                 }
             }

@@ -2,7 +2,8 @@
 //! requeue, node drain/resume/down, admin nice.
 
 use super::inventory::Admin;
-use super::state::{Hold, Job};
+use super::jobs::JobMut;
+use super::state::Hold;
 use super::{Cluster, Decision};
 use crate::error::OpError;
 use crate::model::{JobId, JobOutcome, JobState, NodeCommand, PendingReason, Time};
@@ -20,7 +21,7 @@ pub struct CancelEffect {
 }
 
 impl Cluster {
-    fn job_mut(&mut self, id: JobId) -> Result<&mut Job, OpError> {
+    fn job_mut(&mut self, id: JobId) -> Result<JobMut<'_>, OpError> {
         self.jobs.get_mut(&id).ok_or(OpError::NoSuchJob(id))
     }
 
@@ -35,7 +36,7 @@ impl Cluster {
         if let Some(latest_start) = self.latest_start(id) {
             if now > latest_start {
                 self.cancel_pending(id, now);
-                if let Some(j) = self.jobs.get_mut(&id) {
+                if let Some(mut j) = self.jobs.get_mut(&id) {
                     j.reason = PendingReason::DeadLine;
                     if j.state == JobState::Cancelled {
                         j.state = JobState::Deadline;
@@ -72,7 +73,7 @@ impl Cluster {
                     if self.cfg.kill_invalid_dependencies {
                         self.dequeue(id);
                         self.cancel_pending(id, now);
-                        if let Some(j) = self.jobs.get_mut(&id) {
+                        if let Some(mut j) = self.jobs.get_mut(&id) {
                             j.reason = PendingReason::DependencyNeverSatisfied;
                         }
                         out.push(Decision::Cancel {
@@ -90,22 +91,23 @@ impl Cluster {
         match reason {
             Some(r) => {
                 self.dequeue(id);
-                if let Some(j) = self.jobs.get_mut(&id) {
+                if let Some(mut j) = self.jobs.get_mut(&id) {
                     j.reason = r;
                 }
             }
             None if !queued => {
                 let acct = self.account_entity(owner);
                 let fs = self.fairshare_factor(acct, now);
-                let Some(j) = self.jobs.get_mut(&id) else {
+                let Some(mut j) = self.jobs.get_mut(&id) else {
                     return;
                 };
                 j.eligible_time = now;
                 j.reason = PendingReason::Priority;
+                drop(j);
                 let Some(j) = self.jobs.get(&id) else { return };
                 let p = self.compute_priority(j, now, fs);
                 let key = Self::queue_key(j);
-                if let Some(j) = self.jobs.get_mut(&id) {
+                if let Some(mut j) = self.jobs.get_mut(&id) {
                     j.priority = p;
                     j.queued = true;
                 }
@@ -189,7 +191,7 @@ impl Cluster {
 
     fn cancel_pending(&mut self, id: JobId, now: Time) {
         self.dequeue(id);
-        let Some(j) = self.jobs.get_mut(&id) else {
+        let Some(mut j) = self.jobs.get_mut(&id) else {
             return;
         };
         let tasks = match &mut j.array {
@@ -210,6 +212,7 @@ impl Cluster {
         }
         j.reason = PendingReason::None;
         let owner = j.owner;
+        drop(j);
         self.uncount_submitted(owner, tasks);
         self.touch_dependents(id.job);
     }
@@ -236,7 +239,7 @@ impl Cluster {
         if !job.alloc.is_empty() {
             self.return_licenses(job.shape);
         }
-        if let Some(j) = self.jobs.get_mut(&id) {
+        if let Some(mut j) = self.jobs.get_mut(&id) {
             j.alloc.clear();
         }
     }
@@ -246,7 +249,7 @@ impl Cluster {
         if id.task.is_none() {
             return;
         }
-        let Some(parent) = self.jobs.get_mut(&JobId::new(id.job)) else {
+        let Some(mut parent) = self.jobs.get_mut(&JobId::new(id.job)) else {
             return;
         };
         let Some(a) = parent.array.as_mut() else {
@@ -259,10 +262,11 @@ impl Cluster {
             a.done_not_ok += 1;
         }
         if a.pending.is_empty() && a.active == 0 {
-            parent.state = parent.final_state.take().unwrap_or(if a.done_not_ok == 0 {
-                JobState::Completed
-            } else {
+            let failed = a.done_not_ok > 0;
+            parent.state = parent.final_state.take().unwrap_or(if failed {
                 JobState::Failed
+            } else {
+                JobState::Completed
             });
             parent.end_time = Some(now);
         }
@@ -283,9 +287,10 @@ impl Cluster {
             });
         }
         self.release_job(id, now);
-        let j = self.job_mut(id)?;
+        let mut j = self.job_mut(id)?;
         j.outcome = Some(outcome);
         if j.requeue_on_finish {
+            drop(j);
             self.back_to_pending(id, now);
             return Ok(JobState::Pending);
         }
@@ -297,6 +302,7 @@ impl Cluster {
         j.state = state;
         j.end_time = Some(now);
         let owner = j.owner;
+        drop(j);
         self.uncount_submitted(owner, 1);
         self.task_over(id, state == JobState::Completed, now);
         self.touch_dependents(id.job);
@@ -304,7 +310,7 @@ impl Cluster {
     }
 
     fn back_to_pending(&mut self, id: JobId, now: Time) {
-        if let Some(j) = self.jobs.get_mut(&id) {
+        if let Some(mut j) = self.jobs.get_mut(&id) {
             j.state = JobState::Pending;
             j.start_time = None;
             j.end_time = None;
@@ -368,7 +374,7 @@ impl Cluster {
     }
 
     fn stop_running(&mut self, id: JobId, final_state: JobState) {
-        if let Some(j) = self.jobs.get_mut(&id) {
+        if let Some(mut j) = self.jobs.get_mut(&id) {
             j.state = JobState::Completing;
             j.final_state = Some(final_state);
         }
@@ -376,7 +382,7 @@ impl Cluster {
 
     /// Holds a pending job (`admin`: only an administrator may release it).
     pub fn hold(&mut self, id: JobId, admin: bool, now: Time) -> Result<(), OpError> {
-        let j = self.job_mut(id)?;
+        let mut j = self.job_mut(id)?;
         if j.state != JobState::Pending {
             return Err(OpError::WrongState {
                 job: id,
@@ -387,6 +393,7 @@ impl Cluster {
             return Err(OpError::AdminHold(id));
         }
         j.hold = if admin { Hold::Admin } else { Hold::User };
+        drop(j);
         let mut sink = Vec::new();
         self.refresh(id, now, &mut sink);
         Ok(())
@@ -394,7 +401,7 @@ impl Cluster {
 
     /// Releases a held job; a user cannot release an administrator's hold.
     pub fn release(&mut self, id: JobId, admin: bool, _now: Time) -> Result<(), OpError> {
-        let j = self.job_mut(id)?;
+        let mut j = self.job_mut(id)?;
         if j.state != JobState::Pending {
             return Err(OpError::WrongState {
                 job: id,
@@ -405,6 +412,7 @@ impl Cluster {
             return Err(OpError::AdminHold(id));
         }
         j.hold = Hold::None;
+        drop(j);
         self.dirty.insert(id);
         Ok(())
     }
@@ -412,7 +420,7 @@ impl Cluster {
     /// Requeues a job: a running one is COMPLETING and goes back to PENDING when
     /// `job_finished` reports it; an ended one is PENDING again at once.
     pub fn requeue(&mut self, id: JobId, now: Time) -> Result<(), OpError> {
-        let j = self.job_mut(id)?;
+        let mut j = self.job_mut(id)?;
         if j.is_array_parent() {
             return Err(OpError::Invalid("requeue array tasks one by one".into()));
         }
@@ -424,23 +432,20 @@ impl Cluster {
             }
             s if s.is_terminal() => {
                 let owner = j.owner;
+                drop(j);
                 for &e in &self.owners[owner as usize].entities.clone() {
                     self.entities[e as usize].usage.submitted += 1;
                 }
                 if id.task.is_some() {
-                    if let Some(a) = self
-                        .jobs
-                        .get_mut(&JobId::new(id.job))
-                        .and_then(|p| p.array.as_mut())
-                    {
-                        if s == JobState::Completed {
-                            a.done_ok = a.done_ok.saturating_sub(1);
-                        } else {
-                            a.done_not_ok = a.done_not_ok.saturating_sub(1);
+                    if let Some(mut p) = self.jobs.get_mut(&JobId::new(id.job)) {
+                        if let Some(a) = p.array.as_mut() {
+                            if s == JobState::Completed {
+                                a.done_ok = a.done_ok.saturating_sub(1);
+                            } else {
+                                a.done_not_ok = a.done_not_ok.saturating_sub(1);
+                            }
+                            a.active += 1;
                         }
-                        a.active += 1;
-                    }
-                    if let Some(p) = self.jobs.get_mut(&JobId::new(id.job)) {
                         if p.state.is_terminal() {
                             p.state = JobState::Running;
                         }
@@ -457,13 +462,12 @@ impl Cluster {
     pub fn set_admin_nice(&mut self, id: JobId, nice: i32, now: Time) -> Result<(), OpError> {
         let queued = self.in_queue(id);
         self.dequeue(id);
-        let j = self.job_mut(id)?;
-        j.admin_nice = nice;
+        self.job_mut(id)?.admin_nice = nice;
         if queued {
             let acct = self.account_entity(self.jobs[&id].owner);
             let fs = self.fairshare_factor(acct, now);
             let p = self.compute_priority(&self.jobs[&id], now, fs);
-            if let Some(j) = self.jobs.get_mut(&id) {
+            if let Some(mut j) = self.jobs.get_mut(&id) {
                 j.priority = p;
             }
             self.enqueue(id);
@@ -502,19 +506,21 @@ impl Cluster {
                     .collect();
                 for id in victims {
                     self.release_job(id, now);
-                    let Some(j) = self.jobs.get_mut(&id) else {
+                    let Some(mut j) = self.jobs.get_mut(&id) else {
                         continue;
                     };
                     let requeue = j.req.requeue.unwrap_or(self.cfg.requeue_on_node_failure)
                         && j.final_state != Some(JobState::Cancelled);
                     j.outcome = None;
                     if requeue {
+                        drop(j);
                         self.back_to_pending(id, now);
                     } else {
                         j.state = JobState::NodeFail;
                         j.final_state = None;
                         j.end_time = Some(now);
                         let owner = j.owner;
+                        drop(j);
                         self.uncount_submitted(owner, 1);
                         self.task_over(id, false, now);
                         self.touch_dependents(id.job);

@@ -6,6 +6,7 @@
 
 mod events;
 pub(crate) mod inventory;
+pub(crate) mod jobs;
 mod licenses;
 mod pass;
 pub(crate) mod resources;
@@ -100,7 +101,7 @@ pub struct Cluster {
     /// Slice type names (deduplicated class type names) and class → type.
     pub(crate) types: Vec<String>,
     pub(crate) class_type: Vec<u8>,
-    pub(crate) jobs: BTreeMap<JobId, Job>,
+    pub(crate) jobs: jobs::Jobs,
     pub(crate) next_id: u64,
     pub(crate) owners: Vec<OwnerRt>,
     pub(crate) owner_ids: BTreeMap<crate::model::Owner, u32>,
@@ -174,7 +175,7 @@ impl Cluster {
             inv,
             types,
             class_type,
-            jobs: BTreeMap::new(),
+            jobs: jobs::Jobs::default(),
             next_id: 1,
             owners: Vec::new(),
             owner_ids: BTreeMap::new(),
@@ -278,7 +279,7 @@ impl Cluster {
             let (key, p) = (Self::queue_key(j), j.priority);
             self.queue_insert(key, p, id);
         }
-        if let Some(j) = self.jobs.get_mut(&id) {
+        if let Some(mut j) = self.jobs.get_mut(&id) {
             j.queued = true;
         }
     }
@@ -313,7 +314,7 @@ impl Cluster {
                 }
             }
         }
-        if let Some(j) = self.jobs.get_mut(&id) {
+        if let Some(mut j) = self.jobs.get_mut(&id) {
             j.queued = false;
         }
     }

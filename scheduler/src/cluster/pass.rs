@@ -28,7 +28,7 @@ impl Cluster {
             })
             .collect();
         for id in expired {
-            if let Some(j) = self.jobs.get_mut(&id) {
+            if let Some(mut j) = self.jobs.get_mut(&id) {
                 j.state = JobState::Completing;
                 j.final_state = Some(JobState::Timeout);
             }
@@ -243,7 +243,7 @@ impl Cluster {
     }
 
     fn set_reason(&mut self, id: JobId, r: PendingReason) {
-        if let Some(j) = self.jobs.get_mut(&id) {
+        if let Some(mut j) = self.jobs.get_mut(&id) {
             j.reason = r;
         }
     }
@@ -303,7 +303,7 @@ impl Cluster {
     fn start(&mut self, id: JobId, nodes: &[u32], time: Option<u64>, now: Time) -> Decision {
         let is_parent = self.jobs.get(&id).is_some_and(Job::is_array_parent);
         let run_id = if is_parent {
-            let Some(parent) = self.jobs.get_mut(&id) else {
+            let Some(mut parent) = self.jobs.get_mut(&id) else {
                 return Decision::Cancel {
                     job: id,
                     reason: PendingReason::None,
@@ -315,12 +315,13 @@ impl Cluster {
             a.active += 1;
             a.first_start.get_or_insert(now);
             let empty = a.pending.is_empty();
+            drop(parent);
             task_rec.id = JobId::task(id.job, task);
             task_rec.array = None;
             task_rec.queued = false;
             if empty {
                 self.dequeue(id);
-                if let Some(p) = self.jobs.get_mut(&id) {
+                if let Some(mut p) = self.jobs.get_mut(&id) {
                     p.state = JobState::Running;
                     p.reason = PendingReason::None;
                 }

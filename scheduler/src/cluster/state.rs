@@ -98,6 +98,10 @@ pub(crate) struct Job {
     pub charge_period: i64,
     /// Whether the job sits in a ready queue.
     pub queued: bool,
+    /// The state of its line in `squeue`'s index, if listed ([`super::jobs::Jobs`]
+    /// keeps this).
+    #[serde(skip)]
+    pub line: Option<JobState>,
 }
 
 /// The request of a job read without one (a snapshot's job, before its own is set):

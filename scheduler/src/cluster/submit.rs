@@ -202,6 +202,7 @@ impl Cluster {
             charged: 0,
             charge_period: 0,
             queued: false,
+            line: None,
         };
         self.jobs.insert(id, record);
         self.next_id = self.next_id.max(job + 1);

@@ -410,7 +410,7 @@ impl Cluster {
             .map(|(id, _)| *id)
             .collect();
         for id in running {
-            let Some(j) = self.jobs.get_mut(&id) else {
+            let Some(mut j) = self.jobs.get_mut(&id) else {
                 continue;
             };
             if only.is_none() {

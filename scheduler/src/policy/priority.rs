@@ -134,10 +134,13 @@ impl Cluster {
             prio.push(self.compute_priority(job, now, fs));
         }
         let mut entries: Vec<(QueueKey, Reverse<i64>, JobId)> = Vec::with_capacity(prio.len());
-        for (job, p) in self.jobs.values_mut().filter(|j| j.queued).zip(prio) {
-            job.priority = p;
-            entries.push((Cluster::queue_key(job), Reverse(p), job.id));
-        }
+        let mut prio = prio.into_iter();
+        self.jobs.for_each_keeping_lines(|job| {
+            if let Some(p) = job.queued.then(|| prio.next()).flatten() {
+                job.priority = p;
+                entries.push((Cluster::queue_key(job), Reverse(p), job.id));
+            }
+        });
         entries.sort_unstable();
         let mut rest = entries.as_slice();
         while let Some(&(key, _, _)) = rest.first() {
