@@ -1295,3 +1295,97 @@ async fn concurrent_writers_on_postgres() {
     let (store, _db) = on_postgres().await;
     concurrent_writers_suite(store).await;
 }
+
+/// A batch of the scheduler actor as a busy queue makes it: more log entries and
+/// more submissions than one multi-row statement holds, with other changes between
+/// runs of submissions. Every row and entry is written, in order, with every column.
+async fn scheduler_batch_suite(store: Store) {
+    use atrium::store::{JobChange, JobRecord};
+    let record = |id: i64| JobRecord {
+        id,
+        task: -1,
+        user_name: format!("u{}", id % 7),
+        account: "acct".into(),
+        partition: "gpu".into(),
+        name: format!("job{id}"),
+        state: "PENDING".into(),
+        reason: (id % 2 == 0).then(|| "JobHeldUser".to_string()),
+        array_spec: (id % 5 == 0).then(|| "0-3%2".to_string()),
+        script: format!("#!/bin/sh\necho {id} 'quoted' \"and\" $HOME\n"),
+        request: format!("{{\"name\":\"job{id}\"}}"),
+        environment: "{\"A\":\"1\"}".into(),
+        workdir: format!("/home/u/{id}"),
+        submit_dir: "/home/u".into(),
+        submit_time: 1_700_000_000_000 + id,
+        time_limit: (id % 3 != 0).then_some(600),
+        gpus: "gpu:1".into(),
+        stdout_path: Some(format!("/home/u/slurm-{id}.out")),
+        stderr_path: (id % 4 == 0).then(|| "/home/u/err".to_string()),
+        container: (id % 6 == 0).then(|| "{\"image\":\"x\"}".to_string()),
+        benchmark: (id % 9 == 0).then(|| "auto".to_string()),
+        ..JobRecord::default()
+    };
+    let mut changes: Vec<JobChange> = (1..=205)
+        .map(|id| JobChange::Submitted(Box::new(record(id))))
+        .collect();
+    changes.push(JobChange::State {
+        id: 3,
+        task: -1,
+        state: "CANCELLED".into(),
+        reason: None,
+    });
+    changes.extend((206..=208).map(|id| JobChange::Submitted(Box::new(record(id)))));
+    changes.push(JobChange::Submitted(Box::new(record(209))));
+    let log: Vec<(i64, String)> = (1..=450)
+        .map(|seq| (seq, format!("{{\"n\":{seq}}}")))
+        .collect();
+    store
+        .commit_scheduler_batch(&log, &changes)
+        .await
+        .expect("a batch of 209 submissions and 450 log entries");
+
+    let stored = store.load_scheduler_log().await.expect("log");
+    assert_eq!(stored.entries, log);
+    assert_eq!(stored.max_job_id, 209);
+    for id in 1..=209 {
+        let mut expected = record(id);
+        if id == 3 {
+            expected.state = "CANCELLED".into();
+            expected.reason = None;
+        }
+        assert_eq!(
+            store.job(id, -1).await.expect("job row"),
+            expected,
+            "job {id}"
+        );
+    }
+    // A batch that fails is written not at all: a duplicate row in a run.
+    let again = vec![
+        JobChange::Submitted(Box::new(record(210))),
+        JobChange::Submitted(Box::new(record(5))),
+    ];
+    assert!(store
+        .commit_scheduler_batch(&[(451, "{}".into())], &again)
+        .await
+        .is_err());
+    assert!(matches!(
+        store.job(210, -1).await,
+        Err(StoreError::NotFound)
+    ));
+    assert_eq!(
+        store.load_scheduler_log().await.expect("log").entries.len(),
+        450
+    );
+}
+
+#[tokio::test]
+async fn scheduler_batch_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    scheduler_batch_suite(store).await;
+}
+
+#[tokio::test]
+async fn scheduler_batch_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    scheduler_batch_suite(store).await;
+}

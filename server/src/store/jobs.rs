@@ -202,16 +202,61 @@ fn job_from_row(row: &AnyRow) -> Result<JobRecord> {
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
-fn change_query(change: &JobChange) -> AnyQuery<'_> {
-    match change {
-        JobChange::Submitted(j) => sqlx::query(
-            "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
-             array_spec, script, request, environment, workdir, submit_dir, submit_time, \
-             time_limit, gpus, stdout_path, stderr_path, container, benchmark) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21)",
-        )
-        .bind(j.id)
+/// The columns a submitted job's row is written with ([`bind_submitted`] binds them
+/// in this order).
+const SUBMITTED_COLUMNS: [&str; 21] = [
+    "id",
+    "task",
+    "user_name",
+    "account",
+    "partition",
+    "name",
+    "state",
+    "reason",
+    "array_spec",
+    "script",
+    "request",
+    "environment",
+    "workdir",
+    "submit_dir",
+    "submit_time",
+    "time_limit",
+    "gpus",
+    "stdout_path",
+    "stderr_path",
+    "container",
+    "benchmark",
+];
+
+/// Rows written by one multi-row `INSERT` at most: 21 columns × 200 rows is far below
+/// either database's limit on bound parameters (SQLite 32,766; PostgreSQL 65,535).
+const ROWS_PER_INSERT: usize = 200;
+
+static INSERT_ONE_JOB: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| insert_rows("jobs", &SUBMITTED_COLUMNS, 1));
+
+/// `INSERT INTO table (columns) VALUES ($1, $2), ($3, $4) …` for `rows` rows: one
+/// statement, so a batch costs one round trip to the database, not one a row.
+fn insert_rows(table: &str, columns: &[&str], rows: usize) -> String {
+    let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
+    let mut n = 0;
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..columns.len() {
+            n += 1;
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&n.to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+fn bind_submitted<'q>(q: AnyQuery<'q>, j: &'q JobRecord) -> AnyQuery<'q> {
+    q.bind(j.id)
         .bind(j.task)
         .bind(&j.user_name)
         .bind(&j.account)
@@ -231,7 +276,12 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         .bind(&j.stdout_path)
         .bind(&j.stderr_path)
         .bind(&j.container)
-        .bind(&j.benchmark),
+        .bind(&j.benchmark)
+}
+
+fn change_query(change: &JobChange) -> AnyQuery<'_> {
+    match change {
+        JobChange::Submitted(j) => bind_submitted(sqlx::query(&INSERT_ONE_JOB), j),
         // One statement for a plain job (its own row) and an array task (a new row
         // copied from the array's row, or the task's row again after a requeue).
         JobChange::Started(s) => sqlx::query(
@@ -316,15 +366,37 @@ impl Store {
         changes: &[JobChange],
     ) -> Result<()> {
         let mut tx = self.write().await?;
-        for (seq, event) in log {
-            sqlx::query("INSERT INTO sched_log (seq, event) VALUES ($1, $2)")
-                .bind(*seq)
-                .bind(event)
-                .execute(&mut *tx)
-                .await?;
+        for chunk in log.chunks(ROWS_PER_INSERT) {
+            let sql = insert_rows("sched_log", &["seq", "event"], chunk.len());
+            let mut q = sqlx::query(&sql);
+            for (seq, event) in chunk {
+                q = q.bind(*seq).bind(event);
+            }
+            q.execute(&mut *tx).await?;
         }
-        for change in changes {
-            change_query(change).execute(&mut *tx).await?;
+        // Runs of submissions (most of a busy batch) as multi-row inserts; every other
+        // change on its own, in order.
+        let mut rest = changes;
+        while let Some(first) = rest.first() {
+            let submitted = rest
+                .iter()
+                .take(ROWS_PER_INSERT)
+                .take_while(|c| matches!(c, JobChange::Submitted(_)))
+                .count();
+            if submitted > 1 {
+                let sql = insert_rows("jobs", &SUBMITTED_COLUMNS, submitted);
+                let mut q = sqlx::query(&sql);
+                for change in &rest[..submitted] {
+                    if let JobChange::Submitted(j) = change {
+                        q = bind_submitted(q, j);
+                    }
+                }
+                q.execute(&mut *tx).await?;
+                rest = &rest[submitted..];
+            } else {
+                change_query(first).execute(&mut *tx).await?;
+                rest = &rest[1..];
+            }
         }
         tx.commit().await?;
         Ok(())
