@@ -1,7 +1,8 @@
 //! The cluster: configuration, inventory, jobs and the operations the server calls.
 //! Owns all mutable scheduler state; one writer (the server's actor) drives it.
 //! Submodules: `submit` (admission), `pass` (scheduling pass), `events` (job and
-//! node events). Policy lives in `crate::policy`, placement in `crate::placement`,
+//! node events), `jobs` (the job table and `squeue`'s index of lines: every change
+//! to a job goes through it). Policy lives in `crate::policy`, placement in `crate::placement`,
 //! reservations in `crate::backfill`.
 
 mod events;

@@ -133,12 +133,14 @@ pub struct SchedulerLog {
 }
 
 /// The scheduler's snapshot as stored: the log's sequence number it covers, its
-/// format (see `migrations/*/0014_snapshot_format.sql`) and its data (JSON).
+/// format (see `migrations/*/0014_snapshot_format.sql` and `0015_snapshot_packed.sql`)
+/// and its data: text (JSON) in formats 1 and 2, bytes (`packed`) from format 3.
 #[derive(Default)]
 pub struct StoredSnapshot {
     pub seq: i64,
     pub format: i64,
     pub data: String,
+    pub packed: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for StoredSnapshot {
@@ -147,6 +149,7 @@ impl std::fmt::Debug for StoredSnapshot {
             .field("seq", &self.seq)
             .field("format", &self.format)
             .field("bytes", &self.data.len())
+            .field("packed_bytes", &self.packed.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -402,19 +405,27 @@ impl Store {
         Ok(())
     }
 
-    /// Replace the scheduler snapshot and drop the log entries it covers.
-    #[tracing::instrument(skip_all, fields(seq, format, bytes = data.len()), err)]
-    pub async fn save_scheduler_snapshot(&self, seq: i64, format: i64, data: &str) -> Result<()> {
+    /// Replace the scheduler snapshot (its bytes, in `format`) and drop the log entries
+    /// it covers.
+    #[tracing::instrument(skip_all, fields(seq, format, bytes = packed.len()), err)]
+    pub async fn save_scheduler_snapshot(
+        &self,
+        seq: i64,
+        format: i64,
+        packed: &[u8],
+    ) -> Result<()> {
         let mut tx = self.write().await?;
         sqlx::query("DELETE FROM sched_snapshot")
             .execute(&mut *tx)
             .await?;
-        sqlx::query("INSERT INTO sched_snapshot (id, seq, format, data) VALUES (1, $1, $2, $3)")
-            .bind(seq)
-            .bind(format)
-            .bind(data)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO sched_snapshot (id, seq, format, data, packed) VALUES (1, $1, $2, '', $3)",
+        )
+        .bind(seq)
+        .bind(format)
+        .bind(packed)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query("DELETE FROM sched_log WHERE seq <= $1")
             .bind(seq)
             .execute(&mut *tx)
@@ -426,17 +437,19 @@ impl Store {
     /// The snapshot, the log after it, and the highest job id ever used.
     #[tracing::instrument(skip_all, err)]
     pub async fn load_scheduler_log(&self) -> Result<SchedulerLog> {
-        let snapshot = sqlx::query("SELECT seq, format, data FROM sched_snapshot WHERE id = 1")
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|row| -> Result<StoredSnapshot> {
-                Ok(StoredSnapshot {
-                    seq: row.try_get(0)?,
-                    format: row.try_get(1)?,
-                    data: row.try_get(2)?,
+        let snapshot =
+            sqlx::query("SELECT seq, format, data, packed FROM sched_snapshot WHERE id = 1")
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| -> Result<StoredSnapshot> {
+                    Ok(StoredSnapshot {
+                        seq: row.try_get(0)?,
+                        format: row.try_get(1)?,
+                        data: row.try_get(2)?,
+                        packed: row.try_get(3)?,
+                    })
                 })
-            })
-            .transpose()?;
+                .transpose()?;
         let after = snapshot.as_ref().map_or(i64::MIN, |s| s.seq);
         let entries = sqlx::query("SELECT seq, event FROM sched_log WHERE seq > $1 ORDER BY seq")
             .bind(after)
