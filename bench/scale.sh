@@ -15,6 +15,8 @@
 #                           among the queue (she sees only hers), median of 5
 #   /jobs page              the administrator's own queue page (100 jobs a page), median of 5
 #   /cluster page           nodes, partitions, GPUs and what is pending, median of 5
+#   /metrics                a Prometheus scrape (the queue counted by partition, state and
+#                           reason, the GPUs, the sessions), as the administrator, median of 5
 #   atrium squeue           the command line, the whole queue (a process), median of 3
 #   RSS with the queue      the portal's VmRSS once the queue is full
 #   restart: listening      after `kill -9` of the portal, from starting it again until it
@@ -289,6 +291,8 @@ jobs_page_kb=$(curl -sf -b "$jar" "$base/jobs" | wc -c | awk '{printf "%.0f\n", 
 echo "== /cluster page, 5 runs (ms)" >&2
 cluster_ms=$(median_of 5 http_ms -b "$jar" "$base/cluster")
 cluster_kb=$(curl -sf -b "$jar" "$base/cluster" | wc -c | awk '{printf "%.0f\n", $1 / 1024}')
+echo "== /metrics, 5 runs (ms)" >&2
+metrics_ms=$(median_of 5 http_ms -b "$jar" "$base/metrics")
 echo "== atrium squeue, 3 runs (ms)" >&2
 squeue_ms=$(median_of 3 time_ms "$bin" squeue)
 rss_queue=$(rss_mb "$atrium_pid" VmRSS)
@@ -336,6 +340,7 @@ printf '%-44s %s\n' \
     "one user's jobs (alice, per_page=50)" "$user_ms ms" \
     "/jobs page" "$jobs_page_ms ms, $jobs_page_kb KB" \
     "/cluster page" "$cluster_ms ms, $cluster_kb KB" \
+    "/metrics scrape" "$metrics_ms ms" \
     "atrium squeue, whole queue" "$squeue_ms ms" \
     "RSS with the queue" "$rss_queue MB" \
     "restart after kill -9: listening" "$listen_s s" \

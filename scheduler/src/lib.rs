@@ -35,4 +35,4 @@ pub use parse::{
 };
 pub use policy::limits::LimitUsage;
 pub use snapshot::Snapshot;
-pub use views::{JobView, NodeView, PartitionView, SliceUsage, SqueueFilter};
+pub use views::{JobView, NodeView, PartitionView, QueueCounts, SliceUsage, SqueueFilter};

@@ -7,6 +7,7 @@ use crate::cluster::{Allocation, Cluster};
 use crate::model::{JobId, JobState, NodeState, PendingReason, Time, TimeLimit};
 use crate::parse::compress_hostlist;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Which jobs `squeue` lists; empty fields match everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,6 +18,31 @@ pub struct SqueueFilter {
     pub states: Vec<JobState>,
     /// Also list jobs that are over (COMPLETED, FAILED …).
     pub include_finished: bool,
+}
+
+/// How many lines `squeue` lists (jobs not over; an array's pending tasks one line),
+/// by partition and state, and the pending ones by reason: what a metrics scrape
+/// reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    pub by_state: BTreeMap<(String, JobState), u64>,
+    pub pending_by_reason: BTreeMap<PendingReason, u64>,
+}
+
+impl QueueCounts {
+    /// Counts one line.
+    pub fn add(&mut self, view: &JobView) {
+        *self
+            .by_state
+            .entry((view.partition.clone(), view.state))
+            .or_default() += 1;
+        if view.state == JobState::Pending {
+            *self
+                .pending_by_reason
+                .entry(view.reason.unwrap_or(PendingReason::None))
+                .or_default() += 1;
+        }
+    }
 }
 
 /// One `squeue` line.
@@ -125,20 +151,7 @@ impl Cluster {
                 }
             }
         };
-        let reason = if j.state != JobState::Pending {
-            None
-        } else if j.queued {
-            let q = self
-                .queues
-                .get(&Cluster::queue_key(j))
-                .and_then(|q| q.reason);
-            Some(match (j.reason, q) {
-                (PendingReason::Priority | PendingReason::None, Some(r)) => r,
-                (r, _) => r,
-            })
-        } else {
-            Some(j.reason)
-        };
+        let reason = self.reason_of(j);
         let used = match (j.start_time, j.state) {
             (Some(s), JobState::Running | JobState::Completing) => (now - s).max(0) as u64,
             (Some(s), _) => (j.end_time.unwrap_or(s) - s).max(0) as u64,
@@ -239,6 +252,46 @@ impl Cluster {
             }
         }
         (page, total)
+    }
+
+    /// Why a pending job waits, as `squeue` shows it: a queued job's own reason, or
+    /// its queue's (what stopped the queue's head) when it has none of its own.
+    fn reason_of(&self, j: &Job) -> Option<PendingReason> {
+        if j.state != JobState::Pending {
+            None
+        } else if j.queued {
+            let q = self
+                .queues
+                .get(&Cluster::queue_key(j))
+                .and_then(|q| q.reason);
+            Some(match (j.reason, q) {
+                (PendingReason::Priority | PendingReason::None, Some(r)) => r,
+                (r, _) => r,
+            })
+        } else {
+            Some(j.reason)
+        }
+    }
+
+    /// [`QueueCounts`] of every line: the states from the index of lines, the reasons
+    /// from one walk of the jobs (a pending job's reason is not indexed).
+    pub fn queue_counts(&self) -> QueueCounts {
+        let mut counts = QueueCounts::default();
+        for (key, n) in self.jobs.line_counts() {
+            let partition =
+                &self.cfg.partitions[self.shapes[key.shape as usize].key.partition as usize];
+            *counts
+                .by_state
+                .entry((partition.name.clone(), key.state))
+                .or_default() += n as u64;
+        }
+        for j in self.jobs.values() {
+            if LineKey::of(j).is_some_and(|k| k.state == JobState::Pending) {
+                let reason = self.reason_of(j).unwrap_or(PendingReason::None);
+                *counts.pending_by_reason.entry(reason).or_default() += 1;
+            }
+        }
+        counts
     }
 
     /// Whether lines with `key` pass `filter` (its ended jobs aside).

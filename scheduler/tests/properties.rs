@@ -261,6 +261,11 @@ impl Run {
             self.cl.lines_consistent(),
             "squeue's lines differ from the jobs"
         );
+        let mut counted = QueueCounts::default();
+        for view in self.cl.squeue(&SqueueFilter::default(), self.now) {
+            counted.add(&view);
+        }
+        assert_eq!(self.cl.queue_counts(), counted);
         let everything = self.cl.squeue(
             &SqueueFilter {
                 include_finished: true,

@@ -102,16 +102,16 @@ impl Application {
             },
         ));
         auth.follow_epoch().await?;
+        let metrics = Metrics::new()?;
+        metrics.start_time.set(now_ms() / 1000);
         let directory = match &config.auth.ldap {
             Some(ldap) => {
                 tracing::info!(url = %ldap.url, "LDAP login enabled");
-                Some(Directory::new(ldap.clone())?)
+                Some(Directory::new(ldap.clone(), metrics.ldap.clone())?)
             }
             None => None,
         };
         let logins = Logins::new(store.clone(), config.auth.local_accounts, directory);
-        let metrics = Metrics::new()?;
-        metrics.start_time.set(now_ms() / 1000);
         let rl = &config.auth.rate_limit;
         let limiter = LoginLimiter::new(
             rl.per_user,
@@ -188,7 +188,7 @@ impl Application {
         let (scheduler, scheduler_task) = if config.scheduler.is_slurm() {
             tracing::info!("jobs and sessions are Slurm jobs (scheduler.backend = \"slurm\")");
             let slurm = crate::sched::slurm::SlurmSettings::from_config(&config.slurm, as_root);
-            crate::sched::slurm::start(store.clone(), slurm).await?
+            crate::sched::slurm::start(store.clone(), slurm, metrics.slurm.clone()).await?
         } else {
             let notifier = crate::notifications::Notifier::start(&config.notify)?;
             crate::sched::internal::start(
@@ -196,6 +196,7 @@ impl Application {
                 config.jobs.admission(inventory.cluster.clone()),
                 settings,
                 notifier,
+                metrics.scheduler.clone(),
             )
         };
         let _recorder =
@@ -220,6 +221,7 @@ impl Application {
             crate::sessions::SessionSecrets::new(&secret),
             identities.clone(),
             audit.clone(),
+            metrics.sessions_ready.clone(),
         )
         .await?;
         let jobs = crate::services::Jobs::new(

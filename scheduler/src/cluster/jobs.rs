@@ -201,6 +201,11 @@ impl Jobs {
         (LineIds::new(sources), total)
     }
 
+    /// How many lines each key has (keys with none are not listed).
+    pub fn line_counts(&self) -> impl Iterator<Item = (&LineKey, usize)> {
+        self.lines.by_key.iter().map(|(k, ids)| (k, ids.len()))
+    }
+
     /// Whether the index holds exactly the lines a walk of every job finds.
     pub fn lines_consistent(&self) -> bool {
         let mut walked: HashMap<LineKey, BTreeSet<JobId>> = HashMap::new();

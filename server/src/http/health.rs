@@ -34,6 +34,24 @@ pub async fn metrics(
             .ok_or(ApiError::Unauthorized)?
             .require(Scope::Admin)?;
     }
+    // The queue, the GPUs and the sessions now; while the scheduler is still being
+    // restored the last values stay.
+    let (queue, nodes, sessions) = tokio::join!(
+        state.scheduler.queue_counts(),
+        state.scheduler.nodes(),
+        state.store.session_counts(),
+    );
+    match (queue, nodes, sessions) {
+        (Ok(queue), Ok((nodes, _)), Ok(sessions)) => {
+            state.metrics.set_state(&queue, &nodes, &sessions)
+        }
+        (queue, nodes, sessions) => tracing::debug!(
+            queue = queue.is_ok(),
+            nodes = nodes.is_ok(),
+            sessions = sessions.is_ok(),
+            "metrics without the scheduler's or the sessions' state"
+        ),
+    }
     let text = state.metrics.render().map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use scheduler::{
     JobId, JobOutcome, JobView, LimitUsage, LimitsConfig, NodeCommand, NodeView, Owner,
-    PartitionView, SqueueFilter, TestOnly,
+    PartitionView, QueueCounts, SqueueFilter, TestOnly,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -121,6 +121,8 @@ pub(in crate::sched) enum Command {
     Nodes {
         reply: Reply<(Vec<NodeView>, Vec<PartitionView>)>,
     },
+    /// The lines `squeue` lists, counted by partition, state and pending reason.
+    QueueCounts { reply: Reply<QueueCounts> },
     /// Write what must be written before the portal stops (the internal scheduler:
     /// a last snapshot) and stop answering.
     Shutdown { reply: Reply<()> },
@@ -352,6 +354,11 @@ impl Scheduler {
     /// Nodes and partitions as `sinfo` shows them.
     pub async fn nodes(&self) -> Result<(Vec<NodeView>, Vec<PartitionView>), SchedError> {
         self.ask(|reply| Command::Nodes { reply }).await
+    }
+
+    /// How many jobs are pending and running, by partition, state and reason.
+    pub async fn queue_counts(&self) -> Result<QueueCounts, SchedError> {
+        self.ask(|reply| Command::QueueCounts { reply }).await
     }
 
     /// Replace every quota; they apply from the next pass. Answers once durable.

@@ -203,6 +203,7 @@ struct Inner {
     identities: crate::identities::Identities,
     audit: crate::services::Audit,
     routes: RwLock<routes::Routes>,
+    metrics: crate::metrics::SessionMetrics,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -235,6 +236,7 @@ impl Sessions {
         secrets: SessionSecrets,
         identities: crate::identities::Identities,
         audit: crate::services::Audit,
+        metrics: crate::metrics::SessionMetrics,
     ) -> anyhow::Result<(Sessions, tokio::task::JoinHandle<()>)> {
         let mut environments = Vec::new();
         for e in config.environments() {
@@ -256,6 +258,7 @@ impl Sessions {
                 identities,
                 audit,
                 routes: RwLock::new(routes::Routes::default()),
+                metrics,
             }),
         };
         sessions.restore().await?;

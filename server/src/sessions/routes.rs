@@ -36,6 +36,8 @@ pub struct Route {
     /// `token <secret>`: added to every proxied request.
     pub authorization: String,
     pub job: Option<JobId>,
+    /// Unix milliseconds it was asked for.
+    pub created_at: i64,
     ready: AtomicBool,
     /// Unix milliseconds of the last proxied request or websocket message.
     last_activity: AtomicI64,
@@ -145,6 +147,7 @@ impl Sessions {
             dir: PathBuf::from(&record.socket_dir),
             authorization: format!("token {}", self.inner.secrets.token(&record.secret)),
             job: record.job_id.map(|j| JobId::new(j as u64)),
+            created_at: record.created_at,
             ready: AtomicBool::new(record.state == "ready"),
             last_activity: AtomicI64::new(record.last_activity.unwrap_or(record.created_at)),
             progress,

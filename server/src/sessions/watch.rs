@@ -227,6 +227,10 @@ async fn run(
                             tracing::error!(session = route.id, error = %e, "recording a ready session failed");
                         }
                         route.touch();
+                        sessions
+                            .inner
+                            .metrics
+                            .ready_after((now_ms() - route.created_at) as f64 / 1000.0);
                         route.set_progress(Progress {
                             progress: 100,
                             message: "Ready".into(),

@@ -286,6 +286,20 @@ impl Store {
         .collect()
     }
 
+    /// How many sessions have not ended, by kind and state.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn session_counts(&self) -> Result<Vec<(String, String, i64)>> {
+        sqlx::query(
+            "SELECT kind, state, COUNT(*) FROM sessions WHERE ended_at IS NULL \
+             GROUP BY kind, state ORDER BY kind, state",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
+        .collect()
+    }
+
     /// A user's sessions, newest first: those not ended, and the last `ended` ended ones.
     #[tracing::instrument(skip_all, fields(user), err)]
     pub async fn sessions_of(&self, user: &str, ended: i64) -> Result<Vec<SessionRecord>> {

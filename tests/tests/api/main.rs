@@ -19,6 +19,7 @@ mod jobs_crash;
 mod ldap;
 mod login;
 mod many_users;
+mod metrics;
 mod notify;
 mod postgres;
 mod privilege;

@@ -17,6 +17,7 @@ use ldap3::{dn_escape, ldap_escape, Ldap, LdapError, Scope, SearchEntry};
 
 use crate::config::LdapConfig;
 use crate::domain::dn;
+use crate::metrics::LdapMetrics;
 
 pub use pool::Pool;
 
@@ -117,10 +118,11 @@ pub struct Directory {
     username_pattern: regex_lite::Regex,
     pool: Pool,
     timeout: Duration,
+    metrics: LdapMetrics,
 }
 
 impl Directory {
-    pub fn new(config: LdapConfig) -> anyhow::Result<Self> {
+    pub fn new(config: LdapConfig, metrics: LdapMetrics) -> anyhow::Result<Self> {
         let username_pattern = regex_lite::Regex::new(&config.username_pattern)?;
         let timeout = Duration::from_secs(config.timeout_seconds);
         let pool = Pool::new(&config)?;
@@ -130,7 +132,26 @@ impl Directory {
             username_pattern,
             pool,
             timeout,
+            metrics,
         })
+    }
+
+    /// Simple bind, timed and counted. `Ok(Err(()))`: the directory refused the
+    /// credentials.
+    async fn bind(
+        &self,
+        ldap: &mut Ldap,
+        dn: &str,
+        password: &str,
+    ) -> Result<Result<(), ()>, DirectoryError> {
+        let started = std::time::Instant::now();
+        let result = bind(ldap, self.timeout, dn, password).await;
+        let accepted = match &result {
+            Ok(r) => Some(r.is_ok()),
+            Err(_) => None,
+        };
+        self.metrics.bind(started.elapsed().as_secs_f64(), accepted);
+        result
     }
 
     /// The username as the directory knows it, or `None` when it cannot be one.
@@ -194,16 +215,11 @@ impl Directory {
         let attrs = self.wanted_attributes();
         let (dn, entry, groups) = match &self.config.search {
             Some(search) => {
-                bind(
-                    ldap,
-                    self.timeout,
-                    &search.bind_dn,
-                    search.bind_password.expose(),
-                )
-                .await?
-                .map_err(|_| {
-                    DirectoryError::Unavailable("the service account cannot bind".into())
-                })?;
+                self.bind(ldap, &search.bind_dn, search.bind_password.expose())
+                    .await?
+                    .map_err(|_| {
+                        DirectoryError::Unavailable("the service account cannot bind".into())
+                    })?;
                 let filter = search.filter.replace("{username}", &ldap_escape(username));
                 let scope = match search.scope.as_str() {
                     "base" => Scope::Base,
@@ -220,7 +236,7 @@ impl Directory {
                     <[_; 1]>::try_from(entries).map_err(|_| DirectoryError::InvalidCredentials)?;
                 let entry = SearchEntry::construct(entry);
                 let groups = self.groups(ldap, username, &entry).await?;
-                bind(ldap, self.timeout, &entry.dn, password)
+                self.bind(ldap, &entry.dn, password)
                     .await?
                     .map_err(|_| DirectoryError::InvalidCredentials)?;
                 (entry.dn.clone(), entry, groups)
@@ -229,7 +245,7 @@ impl Directory {
                 let mut found = None;
                 for template in &self.config.bind_dn_templates {
                     let dn = template.replace("{username}", &dn_escape(username));
-                    if bind(ldap, self.timeout, &dn, password).await?.is_ok() {
+                    if self.bind(ldap, &dn, password).await?.is_ok() {
                         found = Some(dn);
                         break;
                     }

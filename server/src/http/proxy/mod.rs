@@ -102,8 +102,10 @@ pub async fn handle(
     }
     if websocket {
         route.touch();
-        return ws::relay(&req, body, route).await;
+        state.metrics.proxy.websocket_connections.inc();
+        return ws::relay(&req, body, route, state.metrics.proxy.clone()).await;
     }
+    state.metrics.proxy.http_requests.inc();
     // What a person does counts as activity: pages, saves, runs. JupyterLab's own
     // polling (GET requests of an open tab) does not, or no tab would ever be idle.
     if req.method() != Method::GET || wants_html(&req) {

@@ -28,6 +28,7 @@ pub(super) async fn relay(
     req: &HttpRequest,
     body: web::Payload,
     route: Arc<Route>,
+    metrics: crate::metrics::ProxyMetrics,
 ) -> Result<HttpResponse, ApiError> {
     let path = req
         .uri()
@@ -98,6 +99,8 @@ pub(super) async fn relay(
 
     // Browser → session.
     let inbound_route = route.clone();
+    let to_session = metrics.messages_to_session;
+    let to_browser = metrics.messages_to_browser;
     actix_web::rt::spawn(async move {
         while let Some(Ok(msg)) = messages.next().await {
             if matches!(
@@ -105,6 +108,7 @@ pub(super) async fn relay(
                 actix_ws::AggregatedMessage::Text(_) | actix_ws::AggregatedMessage::Binary(_)
             ) {
                 inbound_route.touch();
+                to_session.inc();
             }
             let out = match msg {
                 actix_ws::AggregatedMessage::Text(t) => Message::Text(t.to_string().into()),
@@ -134,6 +138,7 @@ pub(super) async fn relay(
             let Ok(msg) = msg else { break };
             if matches!(msg, Message::Text(_) | Message::Binary(_)) {
                 route.touch();
+                to_browser.inc();
             }
             let sent = match msg {
                 Message::Text(t) => session.text(t.as_str().to_owned()).await,

@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use super::decide::{Batch, Decider};
 use super::restore::{self, Taken};
 use super::steps::{StepRunner, StepSignal};
+use crate::metrics::{DecisionKind, SchedulerMetrics};
 use crate::notifications::Notifier;
 use crate::sched::handle::{Command, Reply, SchedError};
 use crate::store::Store;
@@ -50,6 +51,7 @@ pub(super) struct Actor {
     steps: HashMap<JobId, mpsc::UnboundedSender<StepSignal>>,
     runner: StepRunner,
     notifier: Notifier,
+    metrics: SchedulerMetrics,
 }
 
 impl Actor {
@@ -60,6 +62,7 @@ impl Actor {
         config: ClusterConfig,
         runner: StepRunner,
         notifier: Notifier,
+        metrics: SchedulerMetrics,
     ) -> anyhow::Result<Actor> {
         let restored = restore::rebuild(&store, &config).await?;
         let mut next_id = (restored.max_job_id.max(0) as u64) + 1;
@@ -79,6 +82,7 @@ impl Actor {
             steps: HashMap::new(),
             runner,
             notifier,
+            metrics,
         };
         if restored.entries > 0 || !restored.current_format {
             actor.start_snapshot();
@@ -166,7 +170,9 @@ impl Actor {
                 taken += 1;
             }
             if batch.touched {
+                let started = Instant::now();
                 self.decider.pass(&mut batch, now_secs());
+                self.metrics.pass(started.elapsed().as_secs_f64());
             }
             self.commit(batch).await;
             if self.log_since_snapshot >= SNAPSHOT_EVERY_ENTRIES
@@ -233,10 +239,12 @@ impl Actor {
             }
             return;
         }
+        let started = Instant::now();
         let result = self
             .store
             .commit_scheduler_batch(&batch.log, &batch.changes)
             .await;
+        self.metrics.committed(started.elapsed().as_secs_f64());
         let ok = result.is_ok();
         if let Err(e) = result {
             tracing::error!(error = %e, "committing a scheduler batch failed; rebuilding from the database");
@@ -259,7 +267,20 @@ impl Actor {
         for notice in batch.notices {
             self.notifier.send(notice);
         }
+        self.metrics
+            .decided(DecisionKind::Start, batch.launches.len());
+        self.metrics
+            .decided(DecisionKind::Signal, batch.signals.len());
         for (job, allocation, start) in batch.launches {
+            if let Some(submitted) = self
+                .decider
+                .cluster
+                .job(job, now_secs())
+                .map(|v| v.submit_time)
+            {
+                self.metrics
+                    .waited((start.start_time as f64 / 1000.0) - submitted as f64);
+            }
             let user = self.decider.user_of(job);
             let tx = self.runner.launch(job, allocation, start, user);
             self.steps.insert(job, tx);

@@ -283,6 +283,9 @@ impl Decider {
             Command::Nodes { reply } => {
                 let _ = reply.send(Ok((self.cluster.nodes(), self.cluster.sinfo())));
             }
+            Command::QueueCounts { reply } => {
+                let _ = reply.send(Ok(self.cluster.queue_counts()));
+            }
             Command::Limits { limits, reply } => {
                 if self.cluster.config().limits == *limits {
                     let _ = reply.send(Ok(()));

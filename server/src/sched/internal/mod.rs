@@ -43,12 +43,13 @@ pub fn start(
     config: ClusterConfig,
     settings: LaunchSettings,
     notifier: Notifier,
+    metrics: crate::metrics::SchedulerMetrics,
 ) -> (Scheduler, tokio::task::JoinHandle<anyhow::Result<()>>) {
     let (tx, rx) = mpsc::channel(16_384);
     let (ready_tx, ready) = watch::channel(false);
     let runner = steps::StepRunner::new(settings, store.clone(), tx.clone());
     let task = tokio::spawn(async move {
-        let mut actor = actor::Actor::load(store, config, runner, notifier).await?;
+        let mut actor = actor::Actor::load(store, config, runner, notifier, metrics).await?;
         actor.adopt_steps().await?;
         let _ = ready_tx.send(true);
         actor.run(rx).await;

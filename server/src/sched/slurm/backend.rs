@@ -31,6 +31,7 @@ pub(super) struct Backend {
     pub state: Shared,
     /// Wakes the poll early (after a submission or a control).
     pub wake: Notify,
+    pub metrics: crate::metrics::SlurmMetrics,
 }
 
 /// Slurm's ids become atrium's: after the internal scheduler, Slurm must start above
@@ -340,6 +341,7 @@ impl Backend {
         let rows = match self.listed(sweep).await {
             Ok(rows) => rows,
             Err(e) => {
+                self.metrics.poll(started.elapsed().as_secs_f64(), false);
                 self.mark_unknown(&e.to_string());
                 return;
             }
@@ -370,11 +372,13 @@ impl Backend {
         s.unreachable = None;
         let changed = changes.len();
         reconcile::apply(&mut s.jobs, changes, &rows, now);
+        let elapsed = started.elapsed().as_secs_f64();
+        self.metrics.poll(elapsed, true);
         tracing::debug!(
             sweep,
             rows = rows.len(),
             changed,
-            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms = elapsed * 1000.0,
             "Slurm poll"
         );
     }

@@ -126,6 +126,7 @@ fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
 pub async fn start(
     store: Store,
     settings: SlurmSettings,
+    metrics: crate::metrics::SlurmMetrics,
 ) -> anyhow::Result<(Scheduler, tokio::task::JoinHandle<anyhow::Result<()>>)> {
     let (tx, rx) = mpsc::channel(16_384);
     let mut state = State::default();
@@ -157,6 +158,7 @@ pub async fn start(
         settings,
         state: Arc::new(Mutex::new(state)),
         wake: Notify::new(),
+        metrics,
     });
     tokio::spawn(backend::poll_loop(backend.clone()));
     // Ready at once: Slurm holds the queue.
@@ -226,6 +228,13 @@ async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
             // Nothing of Slurm's to write: its controller keeps the queue.
             Command::Shutdown { reply } => {
                 let _ = reply.send(Ok(()));
+            }
+            Command::QueueCounts { reply } => {
+                let mut counts = scheduler::QueueCounts::default();
+                for view in backend.squeue(&scheduler::SqueueFilter::default()) {
+                    counts.add(&view);
+                }
+                let _ = reply.send(Ok(counts));
             }
             Command::Nodes { reply } => {
                 let s = lock(&backend.state);
