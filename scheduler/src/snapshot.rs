@@ -178,15 +178,8 @@ impl Cluster {
                 cl.running_by_end
                     .insert((job.end_time.unwrap_or(Time::MAX), id));
             }
-            if job.state == JobState::Pending {
-                if let Some(dep) = &job.req.dependency {
-                    for item in &dep.items {
-                        for t in &item.targets {
-                            cl.dependents.entry(t.job.job).or_default().push(id);
-                        }
-                    }
-                }
-            }
+            let req = job.req.clone();
+            cl.depends(id, &req);
             cl.jobs.insert(id, job);
             if queued {
                 cl.enqueue(id);

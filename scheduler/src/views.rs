@@ -3,7 +3,7 @@
 
 use crate::cluster::jobs::LineKey;
 use crate::cluster::state::Job;
-use crate::cluster::{Allocation, Cluster};
+use crate::cluster::{Allocation, Cluster, QueueKey};
 use crate::model::{JobId, JobState, NodeState, PendingReason, Time, TimeLimit};
 use crate::parse::compress_hostlist;
 use serde::{Deserialize, Serialize};
@@ -277,21 +277,44 @@ impl Cluster {
     /// from one walk of the jobs (a pending job's reason is not indexed).
     pub fn queue_counts(&self) -> QueueCounts {
         let mut counts = QueueCounts::default();
-        for (key, n) in self.jobs.line_counts() {
-            let partition =
-                &self.cfg.partitions[self.shapes[key.shape as usize].key.partition as usize];
+        for (key, ids) in self.jobs.lines_by_key() {
+            let partition = &self.cfg.partitions[self.partition_of(key)];
             *counts
                 .by_state
                 .entry((partition.name.clone(), key.state))
-                .or_default() += n as u64;
+                .or_default() += ids.len() as u64;
         }
+        // Jobs of one queue are mostly submitted together: their queue's reason is
+        // looked up once for a run of them ([`Cluster::reason_of`] otherwise).
+        let mut last: Option<(QueueKey, Option<PendingReason>)> = None;
         for j in self.jobs.values() {
-            if LineKey::of(j).is_some_and(|k| k.state == JobState::Pending) {
-                let reason = self.reason_of(j).unwrap_or(PendingReason::None);
-                *counts.pending_by_reason.entry(reason).or_default() += 1;
+            if j.state != JobState::Pending || LineKey::of(j).is_none() {
+                continue;
             }
+            let reason = if j.queued {
+                let key = Cluster::queue_key(j);
+                let queue_reason = match last {
+                    Some((k, r)) if k == key => r,
+                    _ => {
+                        let r = self.queues.get(&key).and_then(|q| q.reason);
+                        last = Some((key, r));
+                        r
+                    }
+                };
+                match (j.reason, queue_reason) {
+                    (PendingReason::Priority | PendingReason::None, Some(r)) => r,
+                    (r, _) => r,
+                }
+            } else {
+                j.reason
+            };
+            *counts.pending_by_reason.entry(reason).or_default() += 1;
         }
         counts
+    }
+
+    fn partition_of(&self, key: &LineKey) -> usize {
+        self.shapes[key.shape as usize].key.partition as usize
     }
 
     /// Whether lines with `key` pass `filter` (its ended jobs aside).
@@ -329,6 +352,7 @@ impl Cluster {
                         owner: j.owner,
                         shape: j.shape,
                         state,
+                        array: j.is_array_parent(),
                     },
                     filter,
                 )
@@ -410,15 +434,25 @@ impl Cluster {
                     }
                 }
                 by_state.sort();
+                // From the index of lines: only arrays' lines are looked up (for how
+                // many tasks each still has pending).
                 let (mut pending, mut running) = (0u64, 0u64);
-                for j in self.jobs.values() {
-                    if self.shapes[j.shape as usize].key.partition as usize != pi {
+                for (key, ids) in self.jobs.lines_by_key() {
+                    if self.partition_of(key) != pi {
                         continue;
                     }
-                    match (&j.array, j.state) {
-                        (Some(a), JobState::Pending) => pending += a.pending_count(),
-                        (None, JobState::Pending) => pending += 1,
-                        (None, JobState::Running | JobState::Completing) => running += 1,
+                    match (key.array, key.state) {
+                        (true, _) => {
+                            pending += ids
+                                .iter()
+                                .filter_map(|id| self.jobs.get(id)?.array.as_ref())
+                                .map(|a| a.pending_count())
+                                .sum::<u64>()
+                        }
+                        (false, JobState::Pending) => pending += ids.len() as u64,
+                        (false, JobState::Running | JobState::Completing) => {
+                            running += ids.len() as u64
+                        }
                         _ => {}
                     }
                 }

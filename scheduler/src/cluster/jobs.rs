@@ -21,6 +21,8 @@ pub(crate) struct LineKey {
     pub owner: u32,
     pub shape: u32,
     pub state: JobState,
+    /// The line of an array's pending tasks (one line, several tasks).
+    pub array: bool,
 }
 
 impl LineKey {
@@ -43,6 +45,7 @@ impl LineKey {
             owner: job.owner,
             shape: job.shape,
             state,
+            array: job.is_array_parent(),
         })
     }
 }
@@ -88,13 +91,14 @@ impl Lines {
     }
 }
 
-/// The key `job` is listed under: a job's owner and shape never change, so it keeps
-/// only the state of its line.
+/// The key `job` is listed under: a job's owner, shape and being an array never
+/// change, so it keeps only the state of its line.
 fn listed(job: &Job) -> Option<LineKey> {
     job.line.map(|state| LineKey {
         owner: job.owner,
         shape: job.shape,
         state,
+        array: job.is_array_parent(),
     })
 }
 
@@ -201,9 +205,9 @@ impl Jobs {
         (LineIds::new(sources), total)
     }
 
-    /// How many lines each key has (keys with none are not listed).
-    pub fn line_counts(&self) -> impl Iterator<Item = (&LineKey, usize)> {
-        self.lines.by_key.iter().map(|(k, ids)| (k, ids.len()))
+    /// Every key with lines, and the ids of its lines.
+    pub fn lines_by_key(&self) -> impl Iterator<Item = (&LineKey, &BTreeSet<JobId>)> {
+        self.lines.by_key.iter()
     }
 
     /// Whether the index holds exactly the lines a walk of every job finds.

@@ -326,8 +326,10 @@ impl Cluster {
                     p.reason = PendingReason::None;
                 }
             }
-            self.jobs.insert(task_rec.id, task_rec);
-            JobId::task(id.job, task)
+            let (task_id, req) = (task_rec.id, task_rec.req.clone());
+            self.jobs.insert(task_id, task_rec);
+            self.depends(task_id, &req);
+            task_id
         } else {
             self.dequeue(id);
             id

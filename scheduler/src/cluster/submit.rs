@@ -170,13 +170,7 @@ impl Cluster {
             })
         });
         let hold = if req.hold { Hold::User } else { Hold::None };
-        if let Some(dep) = &req.dependency {
-            for item in &dep.items {
-                for t in &item.targets {
-                    self.dependents.entry(t.job.job).or_default().push(id);
-                }
-            }
-        }
+        self.depends(id, &req);
         let record = Job {
             id,
             owner: owner_id,
@@ -586,6 +580,20 @@ impl Cluster {
         }
         self.recent_requests.push(req.clone());
         req
+    }
+
+    /// Records that job `id` (a job, an array, or a task started from one) waits on
+    /// what `req`'s dependency names, so that a change to those re-examines it. Every
+    /// record with a dependency is listed, whatever its state (a requeued one waits
+    /// again), alike when it is created and when a snapshot is restored.
+    pub(crate) fn depends(&mut self, id: JobId, req: &JobRequest) {
+        if let Some(dep) = &req.dependency {
+            for item in &dep.items {
+                for t in &item.targets {
+                    self.dependents.entry(t.job.job).or_default().push(id);
+                }
+            }
+        }
     }
 
     /// Jobs pending and running, array tasks one each: what `MaxJobCount` counts.
