@@ -14,6 +14,11 @@ use scheduler::{NodeView, QueueCounts};
 const SHORT: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
+/// Sessions' kinds and the states of those not ended (`sessions::Kind`, the `state`
+/// column): each pair is at zero until there is one, so a dashboard always finds them.
+const SESSION_KINDS: [&str; 3] = ["notebook", "terminal", "tensorboard"];
+const SESSION_STATES: [&str; 4] = ["pending", "starting", "ready", "stopping"];
+
 /// Buckets for waiting in the queue: seconds to days.
 const WAIT: [f64; 12] = [
     1.0, 10.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0, 86400.0, 259200.0,
@@ -31,6 +36,8 @@ pub struct Metrics {
     pending_jobs: IntGaugeVec,
     gpu_slices: IntGaugeVec,
     sessions: IntGaugeVec,
+    data_dir_free: IntGauge,
+    data_dir_size: IntGauge,
     pub scheduler: SchedulerMetrics,
     pub ldap: LdapMetrics,
     pub slurm: SlurmMetrics,
@@ -270,6 +277,16 @@ impl Metrics {
             "Interactive sessions not ended, by kind and state",
             &["kind", "state"],
         )?;
+        let data_dir_free = IntGauge::new(
+            "data_dir_free_bytes",
+            "Space left for the portal on the file system of its data directory",
+        )?;
+        let data_dir_size = IntGauge::new(
+            "data_dir_size_bytes",
+            "Size of the file system of the portal's data directory",
+        )?;
+        registry.register(Box::new(data_dir_free.clone()))?;
+        registry.register(Box::new(data_dir_size.clone()))?;
         Ok(Self {
             registry,
             requests,
@@ -280,6 +297,8 @@ impl Metrics {
             pending_jobs,
             gpu_slices,
             sessions,
+            data_dir_free,
+            data_dir_size,
             scheduler,
             ldap,
             slurm,
@@ -337,11 +356,24 @@ impl Metrics {
             }
         }
         self.sessions.reset();
+        for kind in SESSION_KINDS {
+            for state in SESSION_STATES {
+                self.sessions.with_label_values(&[kind, state]).set(0);
+            }
+        }
         for (kind, state, n) in sessions {
             self.sessions
                 .with_label_values(&[kind.as_str(), state.as_str()])
                 .set(*n);
         }
+    }
+
+    /// The data directory's file system: bytes available to the portal, and its size.
+    pub fn set_data_dir(&self, free: u64, size: u64) {
+        self.data_dir_free
+            .set(i64::try_from(free).unwrap_or(i64::MAX));
+        self.data_dir_size
+            .set(i64::try_from(size).unwrap_or(i64::MAX));
     }
 
     /// The text exposition format.
@@ -461,6 +493,9 @@ mod tests {
         m.set_state(&QueueCounts::default(), &[], &[]);
         let text = m.render().expect("render");
         assert!(!text.contains("atrium_jobs{"), "{text}");
-        assert!(!text.contains("atrium_sessions{"), "{text}");
+        assert!(
+            text.contains("atrium_sessions{kind=\"notebook\",state=\"ready\"} 0"),
+            "{text}"
+        );
     }
 }

@@ -52,6 +52,16 @@ pub async fn metrics(
             "metrics without the scheduler's or the sessions' state"
         ),
     }
+    match nix::sys::statvfs::statvfs(&state.config.data_dir) {
+        Ok(fs) => {
+            let block = fs.fragment_size();
+            state.metrics.set_data_dir(
+                fs.blocks_available().saturating_mul(block),
+                fs.blocks().saturating_mul(block),
+            );
+        }
+        Err(e) => tracing::debug!(error = %e, "the data directory's file system unread"),
+    }
     let text = state.metrics.render().map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")

@@ -128,6 +128,52 @@ async fn metrics_show_the_queue_the_gpus_and_the_scheduler_at_work() {
         assert_eq!(value(&text, family, &[]), Some(0.0), "{family}: {text}");
     }
 
+    // Every metric the dashboard and the alert rules in deploy/ ask for is there.
+    let families: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(deploy.join("grafana/atrium.json")).expect("the dashboard"),
+    )
+    .expect("the dashboard's JSON");
+    let mut queries: Vec<String> = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            queries.push(target["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    assert!(queries.len() >= 15, "{queries:?}");
+    queries.push(
+        std::fs::read_to_string(deploy.join("prometheus/atrium-alerts.yml")).expect("the alerts"),
+    );
+    let mut asked = std::collections::BTreeSet::new();
+    for query in &queries {
+        let mut rest = query.as_str();
+        while let Some(at) = rest.find("atrium_") {
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[at + name.len()..];
+            asked.insert(name);
+        }
+    }
+    assert!(asked.len() >= 15, "{asked:?}");
+    for name in &asked {
+        let family = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .filter(|base| families.contains(base))
+            .unwrap_or(name);
+        assert!(
+            families.contains(family),
+            "{name} is asked for in deploy/ but not in /metrics: {families:?}"
+        );
+    }
+
     // The queue moves: what the next scrape says follows it.
     let cancelled = reqwest::Client::new()
         .delete(c.app.url(&format!("/api/v1/jobs/{long}")))
