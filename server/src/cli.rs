@@ -5,7 +5,8 @@
 //! module parses their arguments and calls them.
 
 use std::io::{BufRead, IsTerminal};
-use std::path::PathBuf;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
@@ -36,9 +37,19 @@ impl Cli {
     /// spends more time in thread hand-offs than in parsing). The portal itself gets a
     /// worker per core.
     pub fn single_threaded(&self) -> bool {
-        !matches!(
+        !self.is_administration()
+    }
+
+    /// The portal and the commands an administrator runs on its database.
+    fn is_administration(&self) -> bool {
+        matches!(
             self.command,
-            Command::Serve | Command::Migrate | Command::Config(_) | Command::User(_)
+            Command::Serve
+                | Command::Migrate
+                | Command::Backup { .. }
+                | Command::Restore { .. }
+                | Command::Config(_)
+                | Command::User(_)
         )
     }
 }
@@ -48,15 +59,7 @@ impl Cli {
     /// files no one else may read: the portal, its administration commands and job
     /// steps; not the Slurm-style client a user runs, nor a user's home sync.
     pub fn is_portal_side(&self) -> bool {
-        matches!(
-            self.command,
-            Command::Serve
-                | Command::Migrate
-                | Command::Config(_)
-                | Command::User(_)
-                | Command::Slurm(_)
-                | Command::Step(_)
-        )
+        self.is_administration() || matches!(self.command, Command::Slurm(_) | Command::Step(_))
     }
 }
 
@@ -66,6 +69,12 @@ pub enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Copy the database (SQLite, while the portal serves) to FILE, and the portal's
+    /// key (`jwt.key`) to FILE.key. PostgreSQL: use `pg_dump`.
+    Backup { file: PathBuf },
+    /// Put a backup (FILE and FILE.key) in place as this configuration's database and
+    /// key; the portal must be stopped and the data directory hold no database yet.
+    Restore { file: PathBuf },
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -219,6 +228,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             println!("migrations applied to {}", config.database_url());
             Ok(())
+        }
+        Command::Backup { file } => {
+            let config = usable_config(path)?;
+            backup(&config, &file).await
+        }
+        Command::Restore { file } => {
+            let config = usable_config(path)?;
+            restore(&config, &file)
         }
         Command::Config(ConfigCommand::Check) => config_check(path),
         Command::User(command) => {
@@ -481,6 +498,114 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
             }
         }
     }
+    Ok(())
+}
+
+/// The portal's key file beside a backup `file`: `FILE.key`.
+fn key_beside(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".key");
+    PathBuf::from(name)
+}
+
+/// `atrium backup FILE`: a consistent copy of the SQLite database while the portal
+/// serves, and its key (without it, a restored portal's sessions and tokens derived
+/// from it would not be recognised).
+async fn backup(config: &Config, file: &Path) -> anyhow::Result<()> {
+    let url = config.database_url();
+    if !url.is_sqlite() {
+        anyhow::bail!(
+            "the database is PostgreSQL: back it up with pg_dump (docs/operations.md, \"Backup and restore\")"
+        );
+    }
+    let key_file = key_beside(file);
+    for f in [file, key_file.as_path()] {
+        if f.exists() {
+            anyhow::bail!("{} exists: the backup does not overwrite it", f.display());
+        }
+    }
+    // Made empty and private first (SQLite fills an empty file): the copy is never
+    // readable by others, not even for a moment.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .with_context(|| format!("creating {}", file.display()))?;
+    let store = open_store(config).await?;
+    let copied = store.backup_into(file).await;
+    store.close().await;
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(file);
+        return Err(e).with_context(|| format!("copying the database to {}", file.display()));
+    }
+    if config.auth.jwt_secret.is_none() {
+        let key = config.data_dir.join("jwt.key");
+        if key.exists() {
+            copy_private(&key, &key_file)?;
+        }
+    }
+    println!(
+        "atrium: backed up {} to {}{}",
+        url.redacted(),
+        file.display(),
+        if key_file.exists() {
+            format!(" and its key to {}", key_file.display())
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+/// `atrium restore FILE`: the backup becomes this configuration's database (and its
+/// key the portal's), in a data directory that has none yet.
+fn restore(config: &Config, file: &Path) -> anyhow::Result<()> {
+    let url = config.database_url();
+    let Some(target) = url.sqlite_file().filter(|_| url.is_sqlite()) else {
+        anyhow::bail!("the database is PostgreSQL: restore it with pg_restore or psql");
+    };
+    if !file.is_file() {
+        anyhow::bail!("{}: no such backup", file.display());
+    }
+    if target.exists() {
+        anyhow::bail!(
+            "{} exists: stop the portal and move the database away before restoring over it",
+            target.display()
+        );
+    }
+    crate::startup::secure_data_dir(&config.data_dir, Some(&target))?;
+    // Copied beside the target, then renamed: a restore cut short leaves no database
+    // that looks whole.
+    let partial = target.with_extension("db.restoring");
+    copy_private(file, &partial)?;
+    std::fs::rename(&partial, &target)?;
+    let key_file = key_beside(file);
+    if key_file.exists() && config.auth.jwt_secret.is_none() {
+        copy_private(&key_file, &config.data_dir.join("jwt.key"))?;
+    }
+    println!(
+        "atrium: restored {} as {}",
+        file.display(),
+        target.display()
+    );
+    Ok(())
+}
+
+/// Copy `from` to `to` (which must not exist), readable by the owner only.
+fn copy_private(from: &Path, to: &Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(to)
+        .with_context(|| format!("creating {}", to.display()))?;
+    let mut input =
+        std::fs::File::open(from).with_context(|| format!("reading {}", from.display()))?;
+    std::io::copy(&mut input, &mut out)?;
+    out.flush()?;
+    out.sync_all()?;
     Ok(())
 }
 

@@ -157,6 +157,18 @@ impl Store {
         Ok(())
     }
 
+    /// A consistent copy of a SQLite database in `file` (which must not exist), taken
+    /// while the portal serves: `VACUUM INTO` reads one snapshot of the database, as a
+    /// reader does, so writers go on. SQLite only (PostgreSQL has `pg_dump`).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn backup_into(&self, file: &std::path::Path) -> Result<()> {
+        sqlx::query("VACUUM INTO $1")
+            .bind(file.to_string_lossy().into_owned())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }

@@ -85,6 +85,12 @@ pub async fn spawn_with(options: Options) -> TestApp {
     start(data_dir, config_path).await
 }
 
+/// A portal on the configuration at `config_path` (its data directory and whatever
+/// else the test made under `data_dir`, which the portal owns from now on).
+pub async fn spawn_on_config(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
+    start(data_dir, config_path).await
+}
+
 async fn start(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
     let (child, stderr, base, admin_password) = launch(&config_path);
     TestApp {

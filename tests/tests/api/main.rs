@@ -4,6 +4,7 @@
 mod accounting;
 mod admin;
 mod admission;
+mod backup;
 mod benchmarks;
 mod browser;
 mod cli;
