@@ -9,6 +9,7 @@ mod benchmarks;
 mod browser;
 mod cli;
 mod compat;
+mod deploy;
 mod differential;
 mod helpers;
 mod homes;
