@@ -264,10 +264,7 @@ impl Cluster {
                 .queues
                 .get(&Cluster::queue_key(j))
                 .and_then(|q| q.reason);
-            Some(match (j.reason, q) {
-                (PendingReason::Priority | PendingReason::None, Some(r)) => r,
-                (r, _) => r,
-            })
+            Some(shown_reason(j.reason, q))
         } else {
             Some(j.reason)
         }
@@ -301,10 +298,7 @@ impl Cluster {
                         r
                     }
                 };
-                match (j.reason, queue_reason) {
-                    (PendingReason::Priority | PendingReason::None, Some(r)) => r,
-                    (r, _) => r,
-                }
+                shown_reason(j.reason, queue_reason)
             } else {
                 j.reason
             };
@@ -484,5 +478,14 @@ impl Cluster {
                 }
             })
             .collect()
+    }
+}
+
+/// What `squeue` shows for a queued job: its own reason, unless it has none beyond
+/// waiting its turn, then its queue's (what stopped the queue's head).
+fn shown_reason(own: PendingReason, queue: Option<PendingReason>) -> PendingReason {
+    match (own, queue) {
+        (PendingReason::Priority | PendingReason::None, Some(r)) => r,
+        (r, _) => r,
     }
 }

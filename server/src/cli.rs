@@ -526,12 +526,7 @@ async fn backup(config: &Config, file: &Path) -> anyhow::Result<()> {
     }
     // Made empty and private first (SQLite fills an empty file): the copy is never
     // readable by others, not even for a moment.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(file)
-        .with_context(|| format!("creating {}", file.display()))?;
+    create_private(file)?;
     let store = open_store(config).await?;
     let copied = store.backup_into(file).await;
     store.close().await;
@@ -592,15 +587,20 @@ fn restore(config: &Config, file: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Copy `from` to `to` (which must not exist), readable by the owner only.
-fn copy_private(from: &Path, to: &Path) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let mut out = std::fs::OpenOptions::new()
+/// A new, empty file at `path` (which must not exist), readable by the owner only.
+fn create_private(path: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(to)
-        .with_context(|| format!("creating {}", to.display()))?;
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))
+}
+
+/// Copy `from` to `to` (which must not exist), readable by the owner only.
+fn copy_private(from: &Path, to: &Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = create_private(to)?;
     let mut input =
         std::fs::File::open(from).with_context(|| format!("reading {}", from.display()))?;
     std::io::copy(&mut input, &mut out)?;

@@ -984,13 +984,7 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
                 self.programs.slurmd.as_os_str(),
                 self.conf.as_os_str(),
             ]);
-            spec.envs = self
-                .nss_env()
-                .into_iter()
-                .chain(self.env())
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect();
-            spec.current_dir = Some(self.dir.join("spool"));
+            self.daemon_env(&mut spec);
             let daemon = Supervised::spawn(spec)?;
             net.attach(daemon.pid(), i)
                 .await
@@ -1071,15 +1065,21 @@ PartitionName={DEBUG_PARTITION} Nodes=ALL MaxTime=1:00:00 State=UP
         };
         let mut spec =
             SupervisedCommand::new(daemon.name(), program, self.out_path(daemon)).args(args);
+        self.daemon_env(&mut spec);
+        Supervised::spawn(spec)
+    }
+
+    /// A daemon's environment (the users and hosts of nss_wrapper, Slurm's own) and
+    /// working directory: slurmstepd inherits slurmd's, and the keeper finds the job
+    /// steps by it.
+    fn daemon_env(&self, spec: &mut SupervisedCommand) {
         spec.envs = self
             .nss_env()
             .into_iter()
             .chain(self.env())
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
-        // slurmstepd inherits slurmd's working directory; the keeper finds the job steps by it.
         spec.current_dir = Some(self.dir.join("spool"));
-        Supervised::spawn(spec)
     }
 
     /// Runs the client `program` with `args` until it succeeds with an output that is `ready`;
