@@ -515,7 +515,7 @@ async fn backup(config: &Config, file: &Path) -> anyhow::Result<()> {
     let url = config.database_url();
     if !url.is_sqlite() {
         anyhow::bail!(
-            "the database is PostgreSQL: back it up with pg_dump (docs/operations.md, \"Backup and restore\")"
+            "the database is PostgreSQL: back it up with pg_dump (docs/OPERATIONS.md, \"Backup and restore\")"
         );
     }
     let key_file = key_beside(file);
