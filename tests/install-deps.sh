@@ -56,9 +56,12 @@ JUPYTER_PINS=(
     rfc3987==1.3.8
 )
 
-# Cargo tools required by the test runner: "binary-name crate-name".
+# Cargo tools required by the test runner: "binary-name crate-name" (crate@version pins one).
 CARGO_TOOLS=(
     "cargo-nextest cargo-nextest"
+    # The Debian package (server/Cargo.toml, tests/tests/api/package.rs): this version's
+    # symlink assets. About 80 s to build on two cores.
+    "cargo-deb cargo-deb@3.8.0"
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -70,9 +70,8 @@ pub fn venv_or_skip(test: &str) -> anyhow::Result<Option<PathBuf>> {
     if complete {
         return Ok(Some(venv));
     }
-    let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
     anyhow::ensure!(
-        !in_ci,
+        !super::in_ci(),
         "{test}: the Jupyter environment {} is missing or incomplete (CI is set, so this fails \
          instead of skipping); run tests/install-deps.sh",
         venv.display()

@@ -30,6 +30,12 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
+/// Whether this is a CI run (`CI` set, other than to `false` or `0`): there a missing test
+/// dependency fails the test that needs it instead of skipping it.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
 /// Whether fixtures print their timings (`ATRIUM_TEST_VERBOSE` set).
 pub fn verbose() -> bool {
     std::env::var_os("ATRIUM_TEST_VERBOSE").is_some()

@@ -57,6 +57,9 @@ pub struct TestApp {
     pub data_dir: tempfile::TempDir,
     pub config_path: PathBuf,
     pub admin_password: Option<String>,
+    /// The binary and the environment it runs with (restarts run the same).
+    program: PathBuf,
+    env: Vec<(String, std::ffi::OsString)>,
     child: Option<Child>,
     stderr: mpsc::Receiver<String>,
 }
@@ -91,28 +94,60 @@ pub async fn spawn_on_config(data_dir: tempfile::TempDir, config_path: PathBuf) 
     start(data_dir, config_path).await
 }
 
+/// A portal run by `program` (an installed copy of the binary) on the configuration at
+/// `config_path`, with `env` (`ATRIUM_…` overrides) set; `dir` is the test's, owned by
+/// the portal from now on.
+pub async fn spawn_program(
+    program: &Path,
+    config_path: PathBuf,
+    env: &[(&str, &Path)],
+    dir: tempfile::TempDir,
+) -> TestApp {
+    let env = env
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.as_os_str().to_owned()))
+        .collect();
+    launch_app(program.to_path_buf(), env, dir, config_path)
+}
+
 async fn start(data_dir: tempfile::TempDir, config_path: PathBuf) -> TestApp {
-    let (child, stderr, base, admin_password) = launch(&config_path);
+    launch_app(atrium_bin(), Vec::new(), data_dir, config_path)
+}
+
+fn launch_app(
+    program: PathBuf,
+    env: Vec<(String, std::ffi::OsString)>,
+    data_dir: tempfile::TempDir,
+    config_path: PathBuf,
+) -> TestApp {
+    let (child, stderr, base, admin_password) = launch(&program, &env, &config_path);
     TestApp {
         base,
         data_dir,
         config_path,
         admin_password,
+        program,
+        env,
         child: Some(child),
         stderr,
     }
 }
 
-/// Start `atrium serve` and wait until it listens.
-fn launch(config_path: &Path) -> (Child, mpsc::Receiver<String>, String, Option<String>) {
+/// Start `program serve` (`atrium`) with `env` and wait until it listens.
+fn launch(
+    program: &Path,
+    env: &[(String, std::ffi::OsString)],
+    config_path: &Path,
+) -> (Child, mpsc::Receiver<String>, String, Option<String>) {
     // The portal starts with descriptor 9 open and inheritable, as a service manager or
     // a shell may leave one: no job may ever see it (checked by the job tests).
     let mut shell = Command::new("/bin/sh");
     shell
         .arg("-c")
         .arg("exec 9</dev/null; exec \"$0\" \"$@\"")
-        .arg(atrium_bin());
+        .arg(program);
     let mut child = without_atrium_env(shell)
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .arg("--config")
         .arg(config_path)
         .arg("serve")
@@ -338,7 +373,7 @@ impl TestApp {
     /// Start the portal again on the same configuration and data (a new port).
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "stop the portal first");
-        let (child, stderr, base, _) = launch(&self.config_path);
+        let (child, stderr, base, _) = launch(&self.program, &self.env, &self.config_path);
         self.child = Some(child);
         self.stderr = stderr;
         self.base = base;

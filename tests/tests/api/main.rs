@@ -25,6 +25,7 @@ mod metrics;
 mod notify;
 mod postgres;
 mod privilege;
+mod package;
 mod proxy_security;
 mod quotas;
 mod scheduler_restore;
