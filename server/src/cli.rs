@@ -1,4 +1,4 @@
-//! The command line: `serve`, `migrate`, `config check`, and local account management
+//! The command line: `serve`, `migrate`, `config check`, `doctor`, and local account management
 //! (`user add|list|passwd|disable`), which works on the database directly, as an
 //! administrator on the head node would. The Slurm-style client commands (`sbatch`,
 //! `squeue`, `sinfo`, `scancel`, `sacct`) live in the `atrium-client` crate; this
@@ -49,6 +49,7 @@ impl Cli {
                 | Command::Backup { .. }
                 | Command::Restore { .. }
                 | Command::Config(_)
+                | Command::Doctor { .. }
                 | Command::User(_)
         )
     }
@@ -78,6 +79,14 @@ pub enum Command {
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Check this machine and the configuration: container runtime, cgroups, GPUs,
+    /// LDAP, Slurm, the data directory, TLS, migrations, disk space. Each problem is
+    /// printed with its fix; exit status 1 when there is one (warnings alone: 0).
+    Doctor {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Manage local accounts.
     #[command(subcommand)]
     User(UserCommand),
@@ -238,6 +247,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             restore(&config, &file)
         }
         Command::Config(ConfigCommand::Check) => config_check(path),
+        Command::Doctor { json } => doctor(path, json).await,
         Command::User(command) => {
             let config = usable_config(path)?;
             let store = open_store(&config).await?;
@@ -322,6 +332,37 @@ fn config_check(path: Option<&std::path::Path>) -> anyhow::Result<()> {
         println!("{problem}");
     }
     bail!("{} problem(s) in {source}", loaded.problems.len())
+}
+
+/// `atrium doctor`: the configuration's own problems first (as `config check`), then
+/// every check of [`crate::doctor`]; an error (exit status 1) when any is a problem.
+async fn doctor(path: Option<&std::path::Path>, json: bool) -> anyhow::Result<()> {
+    let loaded = load_config(path)?;
+    let mut report = crate::doctor::run(&loaded.config).await;
+    let config_problems: Vec<crate::doctor::Finding> = loaded
+        .problems
+        .iter()
+        .map(|p| {
+            crate::doctor::Finding::problem(
+                "config",
+                p.to_string(),
+                "correct the key it names (atrium config check)",
+            )
+        })
+        .collect();
+    if !config_problems.is_empty() {
+        report =
+            crate::doctor::Report::new(config_problems.into_iter().chain(report.checks).collect());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.text());
+    }
+    if report.problems > 0 {
+        bail!("{} problem(s) found", report.problems);
+    }
+    Ok(())
 }
 
 /// Who ran the command, for the audit log.

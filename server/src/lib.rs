@@ -10,6 +10,7 @@ pub mod benchmarks;
 pub mod cli;
 pub mod config;
 pub mod csv;
+pub mod doctor;
 pub mod domain;
 pub mod homes;
 pub mod http;

@@ -1,7 +1,7 @@
-//! Small things every layer needs: the wall clock and random tokens.
+//! Small things every layer needs: the wall clock, random tokens, free space.
 //!
 //! Owns: reading the clock (milliseconds and seconds since the epoch), writing a
-//! time as RFC 3339, and making random URL-safe text. Must not touch: anything else in the crate (it is a leaf).
+//! time as RFC 3339, making random URL-safe text, and the space of a file system. Must not touch: anything else in the crate (it is a leaf).
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
@@ -18,6 +18,17 @@ pub fn random_text(n: usize) -> String {
     let mut bytes = vec![0u8; n];
     rand::rng().fill_bytes(&mut bytes);
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Bytes available to the portal (not reserved for root) and the size of the file
+/// system holding `path`: `(free, size)`.
+pub fn file_system_space(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    let fs = nix::sys::statvfs::statvfs(path).map_err(std::io::Error::from)?;
+    let block = fs.fragment_size();
+    Ok((
+        fs.blocks_available().saturating_mul(block),
+        fs.blocks().saturating_mul(block),
+    ))
 }
 
 /// Unix time in seconds.

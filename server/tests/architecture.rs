@@ -295,6 +295,17 @@ fn the_layers_import_only_downwards() {
         !imports("sched").contains("services"),
         "sched imports services"
     );
+    // `atrium doctor` is a top: only the command line runs it, and it serves nothing.
+    for (module, deps) in &edges {
+        let name = module.join("::");
+        if !matches!(name.as_str(), "cli" | "doctor" | "") {
+            assert!(
+                !deps.contains(&vec!["doctor".to_string()]),
+                "{name} imports doctor"
+            );
+        }
+    }
+    assert!(!imports("doctor").contains("http"), "doctor imports http");
 }
 
 /// The modules `module` (and everything under it) imports, as paths.

@@ -52,14 +52,8 @@ pub async fn metrics(
             "metrics without the scheduler's or the sessions' state"
         ),
     }
-    match nix::sys::statvfs::statvfs(&state.config.data_dir) {
-        Ok(fs) => {
-            let block = fs.fragment_size();
-            state.metrics.set_data_dir(
-                fs.blocks_available().saturating_mul(block),
-                fs.blocks().saturating_mul(block),
-            );
-        }
+    match crate::util::file_system_space(&state.config.data_dir) {
+        Ok((free, size)) => state.metrics.set_data_dir(free, size),
         Err(e) => tracing::debug!(error = %e, "the data directory's file system unread"),
     }
     let text = state.metrics.render().map_err(ApiError::internal)?;

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use scheduler::JobOutcome;
 use serde::{Deserialize, Serialize};
 
-pub use runtime::{detect_available, detect_runtime, RuntimeKind};
+pub use runtime::{detect_available, detect_runtime, probe_command, ProbeCommand, RuntimeKind};
 pub use supervisor::{exec, run};
 
 /// Everything a step needs, written by the portal as `spec.json`.

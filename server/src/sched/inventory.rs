@@ -13,7 +13,10 @@ use serde::{Serialize, Serializer};
 
 use crate::config::{ClusterSection, DeclaredGpu};
 
-pub use nvidia_smi::{model_from_name, parse_gpu_list, parse_gpu_query, with_mig, ListedGpu};
+pub use nvidia_smi::{
+    mig_modes, model_from_name, parse_gpu_list, parse_gpu_query, parse_mig_modes, query, with_mig,
+    GpuQuery, ListedGpu, MigMode, TIMEOUT as NVIDIA_SMI_TIMEOUT,
+};
 
 /// The scheduler's configuration for this node, and what is known of each GPU.
 #[derive(Debug, Clone, PartialEq, Serialize)]

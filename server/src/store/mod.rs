@@ -151,6 +151,55 @@ impl Store {
         Ok(())
     }
 
+    /// The embedded migrations compared with those the database has applied, without
+    /// applying any (`atrium doctor`).
+    pub async fn migration_status(&self) -> Result<MigrationStatus> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        let exists = match self.backend {
+            Backend::Sqlite => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
+            }
+            Backend::Postgres => {
+                "SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'"
+            }
+        };
+        let tables: i64 = sqlx::query(exists)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        let mut applied = Vec::new();
+        if tables > 0 {
+            // `success` is a boolean, which the Any driver does not read from SQLite.
+            for row in sqlx::query(
+                "SELECT version, CAST(CASE WHEN success THEN 1 ELSE 0 END AS BIGINT), checksum \
+                 FROM _sqlx_migrations",
+            )
+            .fetch_all(&self.pool)
+            .await?
+            {
+                applied.push(AppliedMigration {
+                    version: row.try_get(0)?,
+                    success: row.try_get::<i64, _>(1)? != 0,
+                    checksum: row.try_get(2)?,
+                });
+            }
+        }
+        let known = migrator
+            .iter()
+            .filter(|m| !m.migration_type.is_down_migration())
+            .map(|m| KnownMigration {
+                version: m.version,
+                description: m.description.to_string(),
+                checksum: m.checksum.to_vec(),
+            })
+            .collect();
+        Ok(MigrationStatus::compare(known, applied))
+    }
+
     /// Whether the database answers.
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
@@ -233,4 +282,107 @@ fn opt_i64(row: &AnyRow, column: &str) -> Result<Option<i64>> {
 /// A 0/1 flag column (both databases store flags as integers).
 fn flag(row: &AnyRow, column: &str) -> Result<bool> {
     Ok(row.try_get::<i64, _>(column)? != 0)
+}
+
+/// A migration this binary carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownMigration {
+    pub version: i64,
+    pub description: String,
+    pub checksum: Vec<u8>,
+}
+
+/// A row of `_sqlx_migrations`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedMigration {
+    pub version: i64,
+    pub success: bool,
+    pub checksum: Vec<u8>,
+}
+
+/// The database's migrations against this binary's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// How many this binary carries.
+    pub known: usize,
+    /// Applied, and the same as this binary's.
+    pub current: usize,
+    /// Not applied yet: `serve` or `migrate` applies them.
+    pub pending: Vec<KnownMigration>,
+    /// Applied by another binary (a newer release): this one does not know them.
+    pub unknown: Vec<i64>,
+    /// Applied with another checksum than this binary's: `migrate` refuses to run.
+    pub modified: Vec<i64>,
+    /// Started and not finished.
+    pub failed: Vec<i64>,
+}
+
+impl MigrationStatus {
+    /// Compare (pure).
+    pub fn compare(known: Vec<KnownMigration>, applied: Vec<AppliedMigration>) -> Self {
+        let mut status = MigrationStatus {
+            known: known.len(),
+            ..Self::default()
+        };
+        for a in &applied {
+            match known.iter().find(|k| k.version == a.version) {
+                _ if !a.success => status.failed.push(a.version),
+                None => status.unknown.push(a.version),
+                Some(k) if k.checksum != a.checksum => status.modified.push(a.version),
+                Some(_) => status.current += 1,
+            }
+        }
+        status.pending = known
+            .into_iter()
+            .filter(|k| !applied.iter().any(|a| a.version == k.version))
+            .collect();
+        status
+    }
+}
+
+#[cfg(test)]
+mod migration_status_tests {
+    use super::*;
+
+    fn known(version: i64, checksum: u8) -> KnownMigration {
+        KnownMigration {
+            version,
+            description: format!("m{version}"),
+            checksum: vec![checksum],
+        }
+    }
+
+    fn applied(version: i64, checksum: u8, success: bool) -> AppliedMigration {
+        AppliedMigration {
+            version,
+            success,
+            checksum: vec![checksum],
+        }
+    }
+
+    #[test]
+    fn pending_unknown_modified_and_failed_migrations_are_told_apart() {
+        let status = MigrationStatus::compare(
+            vec![known(1, 1), known(2, 2), known(3, 3), known(4, 4)],
+            vec![
+                applied(1, 1, true),
+                applied(2, 9, true),
+                applied(3, 3, false),
+                applied(7, 7, true),
+            ],
+        );
+        assert_eq!(status.known, 4);
+        assert_eq!(status.current, 1);
+        assert_eq!(status.pending, vec![known(4, 4)]);
+        assert_eq!(status.unknown, vec![7]);
+        assert_eq!(status.modified, vec![2]);
+        assert_eq!(status.failed, vec![3]);
+    }
+
+    #[test]
+    fn a_database_without_migrations_has_every_one_pending() {
+        let status = MigrationStatus::compare(vec![known(1, 1), known(2, 2)], vec![]);
+        assert_eq!(status.pending.len(), 2);
+        assert_eq!(status.current, 0);
+    }
 }

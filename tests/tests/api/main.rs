@@ -11,6 +11,7 @@ mod cli;
 mod compat;
 mod deploy;
 mod differential;
+mod doctor;
 mod helpers;
 mod homes;
 mod hostile;

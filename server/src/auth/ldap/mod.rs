@@ -166,6 +166,26 @@ impl Directory {
             .then_some(name)
     }
 
+    /// Reach the directory on a new connection and, with search-then-bind, bind as
+    /// the service account, as a login does (`atrium doctor`). `Ok(true)`: the
+    /// service account bound; `Ok(false)`: connected, and there is no service account
+    /// (direct bind). `InvalidCredentials`: the directory refused the service account.
+    pub async fn check_service_account(&self) -> Result<bool, DirectoryError> {
+        let attempt = async {
+            let mut conn = self.pool.get(self.timeout, true).await?;
+            let Some(search) = &self.config.search else {
+                return Ok(false);
+            };
+            self.bind(conn.ldap(), &search.bind_dn, search.bind_password.expose())
+                .await?
+                .map_err(|()| DirectoryError::InvalidCredentials)?;
+            Ok(true)
+        };
+        tokio::time::timeout(self.timeout, attempt)
+            .await
+            .map_err(|_| DirectoryError::Unavailable("timed out".into()))?
+    }
+
     /// Authenticate `raw_username` with `password` against the directory.
     pub async fn login(
         &self,

@@ -12,6 +12,7 @@ mod apptainer;
 mod bubblewrap;
 mod oci;
 mod plain;
+mod probe;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::StepSpec;
+
+pub use probe::{probe_command, ProbeCommand};
 
 /// The runtime a step runs in, as stored in `spec.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

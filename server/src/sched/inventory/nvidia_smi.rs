@@ -171,39 +171,95 @@ async fn run(program: &Path, args: &[&str], timeout: Duration) -> Result<String,
     String::from_utf8(output.stdout).map_err(|_| RunError::Failed("output is not UTF-8".into()))
 }
 
-/// The GPUs `program` (normally `nvidia-smi`) reports, with their MIG instances, or
-/// `None` when it is not installed (logged at info) or fails (logged as a warning).
-pub(crate) async fn discover(program: &Path, timeout: Duration) -> Option<Vec<DiscoveredGpu>> {
-    let shown = program.display();
+/// What [`query`] found: `None` when `nvidia-smi` is not installed, else the GPUs and
+/// why their MIG instances are unknown (`-L` failed); an error when it failed.
+pub type GpuQuery = Result<Option<(Vec<DiscoveredGpu>, Option<String>)>, String>;
+
+/// What `program` (normally `nvidia-smi`) says: `Ok(None)` when it is not installed,
+/// an error when it fails or prints what cannot be read; else the GPUs with their MIG
+/// instances, and why those are unknown when `-L` failed.
+pub async fn query(program: &Path, timeout: Duration) -> GpuQuery {
     let query = match run(program, &QUERY_ARGS, timeout).await {
         Ok(text) => text,
-        Err(RunError::NotFound) => {
-            tracing::info!("{shown} is not installed: using declared GPUs only");
-            return None;
-        }
-        Err(RunError::Failed(why)) => {
-            tracing::warn!("{shown} failed ({why}): using declared GPUs only");
-            return None;
-        }
+        Err(RunError::NotFound) => return Ok(None),
+        Err(RunError::Failed(why)) => return Err(format!("it failed ({why})")),
     };
-    let gpus = match parse_gpu_query(&query) {
-        Ok(gpus) => gpus,
-        Err(why) => {
-            tracing::warn!(
-                "cannot read the GPUs {shown} reports ({why}): using declared GPUs only"
-            );
-            return None;
-        }
-    };
+    let gpus = parse_gpu_query(&query)
+        .map_err(|why| format!("cannot read the GPUs it reports ({why})"))?;
     let listed = match run(program, &LIST_ARGS, timeout).await {
         Ok(text) => parse_gpu_list(&text),
         Err(RunError::NotFound) => Err("it disappeared".into()),
         Err(RunError::Failed(why)) => Err(why),
     };
-    match listed {
-        Ok(listed) => Some(with_mig(gpus, &listed)),
+    Ok(Some(match listed {
+        Ok(listed) => (with_mig(gpus, &listed), None),
+        Err(why) => (gpus, Some(why)),
+    }))
+}
+
+/// `index, mig.mode.current, mig.mode.pending` of every GPU.
+pub const MIG_MODE_ARGS: [&str; 2] = [
+    "--query-gpu=index,mig.mode.current,mig.mode.pending",
+    "--format=csv,noheader",
+];
+
+/// A GPU's MIG mode now and after its next reset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigMode {
+    pub index: u32,
+    /// `Enabled`, `Disabled`, or `[N/A]` on GPUs without MIG.
+    pub current: String,
+    pub pending: String,
+}
+
+/// Parse `nvidia-smi --query-gpu=index,mig.mode.current,mig.mode.pending
+/// --format=csv,noheader`.
+pub fn parse_mig_modes(text: &str) -> Result<Vec<MigMode>, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            let [index, current, pending] = fields[..] else {
+                return Err(format!("expected index, current, pending in {line:?}"));
+            };
+            Ok(MigMode {
+                index: index
+                    .parse()
+                    .map_err(|_| format!("bad index in {line:?}"))?,
+                current: current.to_string(),
+                pending: pending.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The MIG modes `program` reports (`nvidia-smi`); an error when it fails.
+pub async fn mig_modes(program: &Path, timeout: Duration) -> Result<Vec<MigMode>, String> {
+    match run(program, &MIG_MODE_ARGS, timeout).await {
+        Ok(text) => parse_mig_modes(&text),
+        Err(RunError::NotFound) => Err("it is not installed".into()),
+        Err(RunError::Failed(why)) => Err(why),
+    }
+}
+
+/// The GPUs `program` (normally `nvidia-smi`) reports, with their MIG instances, or
+/// `None` when it is not installed (logged at info) or fails (logged as a warning).
+pub(crate) async fn discover(program: &Path, timeout: Duration) -> Option<Vec<DiscoveredGpu>> {
+    let shown = program.display();
+    match query(program, timeout).await {
+        Ok(None) => {
+            tracing::info!("{shown} is not installed: using declared GPUs only");
+            None
+        }
         Err(why) => {
-            tracing::warn!("{shown} -L failed ({why}): MIG instances are not known");
+            tracing::warn!("{shown}: {why}: using declared GPUs only");
+            None
+        }
+        Ok(Some((gpus, mig_error))) => {
+            if let Some(why) = mig_error {
+                tracing::warn!("{shown} -L failed ({why}): MIG instances are not known");
+            }
             Some(gpus)
         }
     }
