@@ -37,3 +37,4 @@ mod slurm_nodes;
 mod srun;
 mod tls;
 mod tokens;
+mod upgrade;
