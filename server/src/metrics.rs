@@ -4,7 +4,7 @@
 //! (the HTTP layer records into it).
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use scheduler::{NodeView, QueueCounts};
@@ -68,6 +68,26 @@ pub struct SchedulerMetrics {
     decisions: IntCounterVec,
     queue_wait: Histogram,
     commit: Histogram,
+    pub usage: UsageMetrics,
+}
+
+/// Running jobs' GPUs at their latest usage sample (set by the step tasks).
+#[derive(Clone, Debug)]
+pub struct UsageMetrics {
+    utilization: GaugeVec,
+    memory: IntGaugeVec,
+    sampled: IntGauge,
+    idle: IntGauge,
+}
+
+/// One GPU of a running job at its latest sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuReading {
+    pub index: u32,
+    pub utilization_percent: u32,
+    pub memory_bytes: u64,
+    /// Below the idle threshold.
+    pub idle: bool,
 }
 
 /// LDAP binds (logins and the service account's searches).
@@ -193,6 +213,7 @@ impl Metrics {
                  database, durably",
                 &SHORT,
             )?,
+            usage: UsageMetrics::new(r)?,
         };
         for kind in ["start", "signal"] {
             scheduler.decisions.with_label_values(&[kind]);
@@ -404,6 +425,75 @@ impl SchedulerMetrics {
 
     pub fn committed(&self, seconds: f64) {
         self.commit.observe(seconds);
+    }
+}
+
+impl UsageMetrics {
+    fn new(r: &Registry) -> Result<Self, prometheus::Error> {
+        let utilization = GaugeVec::new(
+            Opts::new(
+                "job_gpu_utilization_ratio",
+                "Utilisation of each GPU a running job holds, at the job's latest usage \
+                 sample (0 to 1)",
+            ),
+            &["node", "gpu"],
+        )?;
+        r.register(Box::new(utilization.clone()))?;
+        let sampled = IntGauge::new(
+            "job_gpus_sampled",
+            "GPUs held by running jobs whose utilisation was read at the latest sample",
+        )?;
+        let idle = IntGauge::new(
+            "job_gpus_idle",
+            "GPUs held by running jobs that were idle (under 10 % busy) at the latest \
+             sample",
+        )?;
+        r.register(Box::new(sampled.clone()))?;
+        r.register(Box::new(idle.clone()))?;
+        Ok(UsageMetrics {
+            utilization,
+            memory: gauges(
+                r,
+                "job_gpu_memory_used_bytes",
+                "Memory used on each GPU a running job holds, at the job's latest usage \
+                 sample",
+                &["node", "gpu"],
+            )?,
+            sampled,
+            idle,
+        })
+    }
+
+    /// A running job's GPUs were read: `before` is what the last reading of the same
+    /// job said (counted out first).
+    pub fn gpus(&self, node: &str, before: &[GpuReading], now: &[GpuReading]) {
+        self.gone(node, before);
+        for g in now {
+            let gpu = g.index.to_string();
+            self.utilization
+                .with_label_values(&[node, &gpu])
+                .set(f64::from(g.utilization_percent) / 100.0);
+            self.memory
+                .with_label_values(&[node, &gpu])
+                .set(g.memory_bytes as i64);
+            self.sampled.inc();
+            if g.idle {
+                self.idle.inc();
+            }
+        }
+    }
+
+    /// The job that held these GPUs ended.
+    pub fn gone(&self, node: &str, readings: &[GpuReading]) {
+        for g in readings {
+            let gpu = g.index.to_string();
+            let _ = self.utilization.remove_label_values(&[node, &gpu]);
+            let _ = self.memory.remove_label_values(&[node, &gpu]);
+            self.sampled.dec();
+            if g.idle {
+                self.idle.dec();
+            }
+        }
     }
 }
 

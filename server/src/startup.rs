@@ -182,6 +182,7 @@ impl Application {
             mounts: crate::launch::storage_mounts(&config.storage),
             hidden,
             portal: Some(portal),
+            usage_interval_secs: config.jobs.usage_interval_seconds,
         };
         let jobs_runtime = settings.runtime.clone();
         let spool = settings.spool_dir.clone();

@@ -1389,3 +1389,108 @@ async fn scheduler_batch_on_postgres() {
     let (store, _db) = on_postgres().await;
     scheduler_batch_suite(store).await;
 }
+
+/// Jobs' usage: the latest record replaces the one before, a final record is never
+/// replaced by a late sample, and the idle-GPU list takes the last week's jobs,
+/// longest idle first, joined with what lists show of them.
+async fn job_usage_suite(store: Store) {
+    use atrium::store::{JobChange, JobRecord, JobUsageRow};
+    let t = 1_741_032_000_000;
+    let mut changes = Vec::new();
+    for (id, task) in [(1, -1), (2, -1), (3, 0), (4, -1)] {
+        changes.push(JobChange::Submitted(Box::new(JobRecord {
+            id,
+            task,
+            user_name: format!("user{id}"),
+            account: "acct".into(),
+            partition: "gpu".into(),
+            name: format!("job{id}"),
+            state: "RUNNING".into(),
+            submit_time: t,
+            gpus: "gpu:1".into(),
+            request: "{}".into(),
+            environment: "{}".into(),
+            ..JobRecord::default()
+        })));
+    }
+    store
+        .commit_scheduler_batch(&[], &changes)
+        .await
+        .expect("jobs");
+    let row = |id: i64, task: i64, at: i64, complete: bool, idle: f64| JobUsageRow {
+        job_id: id,
+        task,
+        sampled_at: at,
+        complete,
+        cpu_seconds: idle * 2.0,
+        max_rss_bytes: 1 << 30,
+        gpu_idle_seconds: idle,
+        gpu_utilization: (idle > 0.0).then_some(3.5),
+        series: format!("{{\"at\":{at}}}"),
+    };
+    assert_eq!(store.job_usage(1, -1).await.expect("none"), None);
+    store
+        .record_job_usage(&row(1, -1, t, false, 10.0))
+        .await
+        .expect("first");
+    store
+        .record_job_usage(&row(1, -1, t + 1000, false, 20.0))
+        .await
+        .expect("later");
+    assert_eq!(
+        store.job_usage(1, -1).await.expect("read"),
+        Some(row(1, -1, t + 1000, false, 20.0))
+    );
+    store
+        .record_job_usage(&row(1, -1, t + 2000, true, 30.0))
+        .await
+        .expect("final");
+    // A sample read after the end does not replace the final record.
+    store
+        .record_job_usage(&row(1, -1, t + 3000, false, 99.0))
+        .await
+        .expect("late");
+    assert_eq!(
+        store.job_usage(1, -1).await.expect("read"),
+        Some(row(1, -1, t + 2000, true, 30.0))
+    );
+    store
+        .record_job_usage(&row(2, -1, t, true, 500.0))
+        .await
+        .expect("2");
+    store
+        .record_job_usage(&row(3, 0, t, false, 40.0))
+        .await
+        .expect("3_0");
+    store
+        .record_job_usage(&row(4, -1, t, true, 0.0))
+        .await
+        .expect("never idle");
+    // Job 2 was sampled before the week began.
+    store
+        .record_job_usage(&row(2, -1, t - 10, true, 500.0))
+        .await
+        .expect("2 again");
+    let idle = store.idle_gpu_jobs(t - 5, 10).await.expect("idle");
+    let found: Vec<(i64, i64, f64)> = idle
+        .iter()
+        .map(|j| (j.job_id, j.task, j.gpu_idle_seconds))
+        .collect();
+    assert_eq!(found, vec![(3, 0, 40.0), (1, -1, 30.0)]);
+    assert_eq!(idle[0].user_name, "user3");
+    assert_eq!(idle[0].name, "job3");
+    assert_eq!(idle[0].gpu_utilization, Some(3.5));
+    assert_eq!(store.idle_gpu_jobs(t - 5, 1).await.expect("one").len(), 1);
+}
+
+#[tokio::test]
+async fn job_usage_on_sqlite() {
+    let (store, _dir) = on_sqlite().await;
+    job_usage_suite(store).await;
+}
+
+#[tokio::test]
+async fn job_usage_on_postgres() {
+    let (store, _db) = on_postgres().await;
+    job_usage_suite(store).await;
+}

@@ -41,6 +41,9 @@ pub struct JobsConfig {
     /// Most jobs pending and running per user where no quota sets
     /// `max_submitted_jobs`; 0: no default.
     pub max_submitted_jobs_per_user: u32,
+    /// Seconds between two samples of a running job's CPU time, memory and GPUs (as
+    /// Slurm's `JobAcctGatherFrequency`); 0: totals at the end only.
+    pub usage_interval_seconds: u64,
 }
 
 impl Default for JobsConfig {
@@ -54,10 +57,13 @@ impl Default for JobsConfig {
             max_array_size: MaxArraySize::DEFAULT.get(),
             max_job_count: DEFAULT_MAX_JOB_COUNT,
             max_submitted_jobs_per_user: DEFAULT_MAX_SUBMITTED_JOBS_PER_USER,
+            usage_interval_seconds: DEFAULT_USAGE_INTERVAL_SECONDS,
         }
     }
 }
 
+/// Slurm's default `JobAcctGatherFrequency`.
+pub const DEFAULT_USAGE_INTERVAL_SECONDS: u64 = 30;
 /// Slurm's default `MaxJobCount`.
 pub const DEFAULT_MAX_JOB_COUNT: u64 = 10_000;
 /// Half of it: one user cannot fill the queue alone.
@@ -102,6 +108,12 @@ impl JobsConfig {
             self.max_script_bytes,
             1024,
         );
+        if self.usage_interval_seconds > 86_400 {
+            problem(
+                "jobs.usage_interval_seconds",
+                "must be at most 86400 (one sample a day); 0 samples at the end only".into(),
+            );
+        }
     }
 }
 

@@ -42,7 +42,9 @@ pub use cluster::{ClusterSection, DeclaredGpu, DeclaredMig, PartitionSection, Pa
 pub use database::{DatabaseConfig, DatabaseUrl};
 pub use environments::{is_name as is_session_name, EnvironmentConfig};
 pub use http::HttpConfig;
-pub use jobs::{JobsConfig, SubmissionLimits, DEFAULT_MAX_SCRIPT_BYTES};
+pub use jobs::{
+    JobsConfig, SubmissionLimits, DEFAULT_MAX_SCRIPT_BYTES, DEFAULT_USAGE_INTERVAL_SECONDS,
+};
 pub use ldap::{LdapAttributes, LdapConfig, LdapGroupsConfig, LdapSearchConfig};
 pub use log::LogConfig;
 pub use notify::{is_address, is_domain, NotifyConfig, MAX_ADDRESS_LEN};

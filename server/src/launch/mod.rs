@@ -18,11 +18,15 @@
 //! `--signal` (`early_signal.rs`): the supervisor sends the signal `seconds_before`
 //! the time limit of each run, to the batch shell (`B:`) or to what it started; it
 //! finds the shell as the user's process running the step's script.
+//! Usage (`usage.rs`): the supervisor samples the job's CPU time, memory and GPUs
+//! into `usage.json` (0600), which the portal stores while the job runs and once it
+//! ends.
 //! Must not touch: the database or the scheduler.
 
 mod early_signal;
 mod runtime;
 mod supervisor;
+pub mod usage;
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -82,6 +86,21 @@ pub struct StepSpec {
     /// The script's arguments (`sbatch script ARGS`).
     #[serde(default)]
     pub args: Vec<String>,
+    /// Seconds between two samples of the job's use of its CPUs, memory and GPUs
+    /// (`usage.json`); 0: none (the totals at the end only).
+    #[serde(default = "default_usage_interval")]
+    pub usage_interval_secs: u64,
+    /// The GPUs whose utilisation the samples read (`nvidia-smi` indices): the
+    /// job's whole GPUs and shared ones, not MIG instances (which do not report it).
+    #[serde(default)]
+    pub sampled_gpus: Vec<u32>,
+    /// The node the step runs on, as the scheduler names it.
+    #[serde(default)]
+    pub node: String,
+}
+
+fn default_usage_interval() -> u64 {
+    crate::config::DEFAULT_USAGE_INTERVAL_SECONDS
 }
 
 /// `--signal=[B:]SIG@TIME`: what the supervisor sends before the time limit.

@@ -19,6 +19,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::early_signal;
 use super::runtime::{ContainerRuntime, Host, StepFiles};
+use super::usage::{self, Usage};
 use super::{read_spec, write_private, write_state, ProcessIdentity, StepSpec, StepState};
 use crate::privilege;
 
@@ -110,7 +111,13 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     let mut look = tokio::time::interval(SHELL_LOOK);
     // The first sample one period in: a short job costs no walk through /proc.
     let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + MEMORY_POLL, MEMORY_POLL);
-    let mut memory = MemorySampler::new(pid);
+    let mut memory = ProcessSampler::new(pid);
+    // Usage: the first sample one interval in (a short job has its totals only).
+    let mut usage = Usage::new(state.started_at_ms, spec.usage_interval_secs as u32);
+    usage.node = spec.node.clone();
+    let every = Duration::from_secs(spec.usage_interval_secs.max(1));
+    let mut usage_tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    usage_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let status = loop {
         let stop = |reason: &mut Option<&'static str>,
                     kill_at: &mut Option<tokio::time::Instant>,
@@ -144,6 +151,13 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
                     eprintln!("{}", early_signal::deliver(signal, shell, &script, shell_uid));
                 }
             }
+            _ = usage_tick.tick(), if spec.usage_interval_secs > 0 && kill_at.is_none() => {
+                let sample = usage_sample(&mut memory, cgroup.as_deref(), &spec.sampled_gpus).await;
+                usage.record(&sample);
+                if let Err(e) = write_private(&dir.join(usage::USAGE_FILE), &serde_json::to_vec(&usage)?, 0o600, false) {
+                    eprintln!("cannot write the usage samples: {e}");
+                }
+            }
             _ = poll.tick(), if memory_limit_kb.is_some() && kill_at.is_none() => {
                 if let Some(max) = memory_limit_kb {
                     if memory.sample_kb() > max {
@@ -153,11 +167,28 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
             }
         }
     };
+    // The kernel's account of every process the job waited for: the trampoline has
+    // been reaped, nothing else was started yet.
+    let (mut cpu_seconds, mut max_rss) = usage::children_usage();
     // Nothing of the job outlives it.
     remove_container(&spec).await;
     let _ = killpg(group, Signal::SIGKILL);
     let _ = std::fs::remove_file(StepFiles::in_dir(dir).env_file);
     let setup = errors.await.unwrap_or_default();
+    if let Some(c) = cgroup.as_deref().and_then(usage::cgroup_usage) {
+        // The cgroup's, before it goes.
+        cpu_seconds = cpu_seconds.max(c.cpu_seconds);
+        max_rss = max_rss.max(c.peak_bytes.unwrap_or(c.memory_bytes));
+    }
+    usage.finish(crate::util::now_ms(), cpu_seconds, max_rss);
+    if let Err(e) = write_private(
+        &dir.join(usage::USAGE_FILE),
+        &serde_json::to_vec(&usage)?,
+        0o600,
+        true,
+    ) {
+        eprintln!("cannot write the usage samples: {e}");
+    }
     if let Some(cg) = &cgroup {
         if cgroup_oom_killed(cg) {
             reason = Some("out_of_memory");
@@ -182,6 +213,31 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     state.ended_at_ms = Some(crate::util::now_ms());
     write_state(dir, &state)?;
     Ok(())
+}
+
+/// Linux reports process times in `/proc/PID/stat` in `USER_HZ`, 100 per second.
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+
+/// One usage sample: the job's cgroup where it has one (its counters include every
+/// process that ever ran in it), else a walk of its processes; and its GPUs.
+async fn usage_sample(
+    processes: &mut ProcessSampler,
+    cgroup: Option<&Path>,
+    gpus: &[u32],
+) -> usage::Sample {
+    let (cpu_seconds, rss_bytes) = match cgroup.and_then(usage::cgroup_usage) {
+        Some(c) => (c.cpu_seconds, c.memory_bytes),
+        None => {
+            let p = processes.sample(true);
+            (p.cpu_ticks as f64 / CLOCK_TICKS_PER_SECOND, p.rss_kb * 1024)
+        }
+    };
+    usage::Sample {
+        at_ms: crate::util::now_ms(),
+        cpu_seconds,
+        rss_bytes,
+        gpus: usage::gpu_samples(gpus).await,
+    }
 }
 
 /// The job's cgroup v2 directory when the memory controller can be delegated to
@@ -218,12 +274,13 @@ fn cgroup_oom_killed(dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Samples of a job's resident memory, without walking all of `/proc` at each one: the
-/// walk (over every process of the machine, so its cost grows with the number of jobs,
-/// and all the supervisors' together with its square) runs every [`FULL_WALK_EVERY`]th
-/// sample; in between, the processes it found are read again. A process the job starts
-/// in between counts from the next walk.
-struct MemorySampler {
+/// Samples of a job's processes (resident memory, CPU time), without walking all of
+/// `/proc` at each one: the walk (over every process of the machine, so its cost grows
+/// with the number of jobs, and all the supervisors' together with its square) runs
+/// every [`FULL_WALK_EVERY`]th memory sample and at every usage sample; in between, the
+/// processes it found are read again. A process the job starts in between counts from
+/// the next walk.
+struct ProcessSampler {
     leader: u32,
     /// The job's processes at the last walk: (pid, start time in ticks).
     known: Vec<(u32, u64)>,
@@ -233,7 +290,15 @@ struct MemorySampler {
 /// A full walk of `/proc` every so many samples (with [`MEMORY_POLL`]: every 5 s).
 const FULL_WALK_EVERY: u32 = 20;
 
-impl MemorySampler {
+/// What one look at the job's processes read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ProcessSample {
+    rss_kb: u64,
+    /// User and system time of the processes and of the children they waited for.
+    cpu_ticks: u64,
+}
+
+impl ProcessSampler {
     fn new(leader: u32) -> Self {
         Self {
             leader,
@@ -242,27 +307,38 @@ impl MemorySampler {
         }
     }
 
-    /// The job's resident memory now (kB).
+    /// The job's resident memory now (kB), walking `/proc` every so often.
     fn sample_kb(&mut self) -> u64 {
         let full = self.samples.is_multiple_of(FULL_WALK_EVERY);
+        self.sample(full).rss_kb
+    }
+
+    /// The job's processes now; `full`: walk all of `/proc` for them.
+    fn sample(&mut self, full: bool) -> ProcessSample {
         self.samples = self.samples.wrapping_add(1);
+        let sum = |procs: &mut dyn Iterator<Item = JobProcess>| {
+            procs.fold(ProcessSample::default(), |s, p| ProcessSample {
+                rss_kb: s.rss_kb + p.rss_kb,
+                cpu_ticks: s.cpu_ticks + p.cpu_ticks,
+            })
+        };
         if full {
             let found = job_processes(self.leader);
             self.known = found.iter().map(|p| (p.pid, p.start)).collect();
-            return found.iter().map(|p| p.rss_kb).sum();
+            return sum(&mut found.into_iter());
         }
-        let mut total = 0;
+        let mut alive = Vec::with_capacity(self.known.len());
         self.known.retain(|&(pid, start)| {
             match super::stat_fields(pid).map(|f| JobProcess::from_stat(pid, &f)) {
                 // Still there, and not another process under a reused pid.
                 Some(p) if p.start == start && !p.zombie => {
-                    total += p.rss_kb;
+                    alive.push(p);
                     true
                 }
                 _ => false,
             }
         });
-        total
+        sum(&mut alive.into_iter())
     }
 }
 
@@ -276,6 +352,8 @@ struct JobProcess {
     /// Start time after boot, in clock ticks (tells a reused pid apart).
     start: u64,
     rss_kb: u64,
+    /// `utime + stime + cutime + cstime`, in clock ticks.
+    cpu_ticks: u64,
     /// Ended, not yet reaped.
     zombie: bool,
 }
@@ -292,6 +370,7 @@ impl JobProcess {
             start: num(19).unwrap_or(0),
             // Field 24 of stat (index 21 here) is the resident set in pages.
             rss_kb: num(21).unwrap_or(0) * 4,
+            cpu_ticks: (11..=14).filter_map(num).sum(),
             zombie: fields.first().is_some_and(|state| state == "Z"),
         }
     }
@@ -524,7 +603,7 @@ mod tests {
         assert!(found.iter().any(|p| p.pid == leader));
         assert!(found.iter().all(|p| p.rss_kb > 0), "{found:?}");
 
-        let mut sampler = MemorySampler::new(leader);
+        let mut sampler = ProcessSampler::new(leader);
         let walked = sampler.sample_kb();
         assert!(walked > 0);
         assert_eq!(sampler.known.len(), 3);

@@ -258,6 +258,22 @@ pub fn add_step_tools(env: &mut Vec<(String, String)>, tools: &StepTools<'_>) {
 
 /// Physical GPU indices of an allocation on one node (whole GPUs, MIG parents,
 /// shard parents), each once, for `SLURM_JOB_GPUS` and device access.
+pub fn sampled_gpus(node: &NodeAllocation) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for s in &node.slices {
+        let i = match s {
+            scheduler::SliceId::Gpu { index } => *index,
+            scheduler::SliceId::Shard { gpu, .. } => *gpu,
+            scheduler::SliceId::Mig { .. } => continue,
+        };
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// Physical GPU indices of the node's slices, each once.
 pub fn gpu_indices(node: &NodeAllocation) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();
     for s in &node.slices {

@@ -15,6 +15,7 @@ mod quotas;
 mod sql;
 mod steps;
 mod tokens;
+mod usage;
 mod users;
 
 use std::time::Duration;
@@ -39,6 +40,7 @@ pub use logins::LoginSession;
 pub use quotas::QuotaRecord;
 pub use steps::{NewStep, StepEnd, StepRecord};
 pub use tokens::{ApiToken, NewApiToken, TokenOwner};
+pub use usage::{IdleGpuJob, JobUsageRow};
 pub use users::{Group, NewUser, PosixIdentity, Revoked, User};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");

@@ -124,6 +124,8 @@ async fn metrics_show_the_queue_the_gpus_and_the_scheduler_at_work() {
         "atrium_proxy_requests_total",
         "atrium_proxy_websocket_messages_total",
         "atrium_session_ready_seconds_count",
+        "atrium_job_gpus_sampled",
+        "atrium_job_gpus_idle",
     ] {
         assert_eq!(value(&text, family, &[]), Some(0.0), "{family}: {text}");
     }

@@ -415,6 +415,9 @@ pub(crate) mod tests {
             signal: None,
             append_output: false,
             args: Vec::new(),
+            usage_interval_secs: 0,
+            sampled_gpus: Vec::new(),
+            node: String::new(),
         }
     }
 

@@ -64,6 +64,9 @@ pub fn probe_command(
         signal: None,
         append_output: false,
         args: Vec::new(),
+        usage_interval_secs: 0,
+        sampled_gpus: Vec::new(),
+        node: String::new(),
     };
     runtime.check(&spec)?;
     let files = StepFiles {

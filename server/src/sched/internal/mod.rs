@@ -47,7 +47,7 @@ pub fn start(
 ) -> (Scheduler, tokio::task::JoinHandle<anyhow::Result<()>>) {
     let (tx, rx) = mpsc::channel(16_384);
     let (ready_tx, ready) = watch::channel(false);
-    let runner = steps::StepRunner::new(settings, store.clone(), tx.clone());
+    let runner = steps::StepRunner::new(settings, store.clone(), tx.clone(), metrics.usage.clone());
     let task = tokio::spawn(async move {
         let mut actor = actor::Actor::load(store, config, runner, notifier, metrics).await?;
         actor.adopt_steps().await?;

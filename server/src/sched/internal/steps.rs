@@ -13,10 +13,11 @@ use std::time::Duration;
 use scheduler::{Allocation, JobId, JobOutcome, JobRequest};
 use tokio::sync::mpsc;
 
-use crate::launch::{self, RuntimeKind, StepSpec, StepState};
+use crate::launch::{self, usage, RuntimeKind, StepSpec, StepState};
+use crate::metrics::{GpuReading, UsageMetrics};
 use crate::sched::handle::{Command, StepEnd};
 use crate::sched::step_env::{self, StepContext};
-use crate::store::{JobStart, Store};
+use crate::store::{JobStart, JobUsageRow, Store};
 
 /// How steps are started.
 #[derive(Debug, Clone)]
@@ -36,6 +37,8 @@ pub struct LaunchSettings {
     pub hidden: Vec<PathBuf>,
     /// How jobs reach the portal to record their steps (`srun`); `None`: they do not.
     pub portal: Option<JobPortal>,
+    /// `[jobs] usage_interval_seconds`: how often supervisors sample a job's use.
+    pub usage_interval_secs: u64,
 }
 
 /// What a job's `srun` is given: the step commands' directory (`<spool>/bin`), the
@@ -58,17 +61,35 @@ pub(super) struct StepRunner {
     settings: std::sync::Arc<LaunchSettings>,
     store: Store,
     actor: mpsc::Sender<Command>,
+    usage: UsageMetrics,
 }
 
 /// How often an adopted step's state file is read.
 const ADOPTED_POLL: Duration = Duration::from_millis(200);
 
 impl StepRunner {
-    pub fn new(settings: LaunchSettings, store: Store, actor: mpsc::Sender<Command>) -> Self {
+    pub fn new(
+        settings: LaunchSettings,
+        store: Store,
+        actor: mpsc::Sender<Command>,
+        usage: UsageMetrics,
+    ) -> Self {
         StepRunner {
             settings: std::sync::Arc::new(settings),
             store,
             actor,
+            usage,
+        }
+    }
+
+    fn recorder(&self, job: JobId) -> UsageRecorder {
+        UsageRecorder {
+            store: self.store.clone(),
+            metrics: self.usage.clone(),
+            job,
+            sampled_at: None,
+            readings: Vec::new(),
+            node: String::new(),
         }
     }
 
@@ -88,9 +109,10 @@ impl StepRunner {
         let settings = self.settings.clone();
         let store = self.store.clone();
         let actor = self.actor.clone();
+        let usage = self.recorder(job);
         tokio::spawn(async move {
             let end = match start_step(&settings, &store, job, &allocation, &start, &user).await {
-                Ok(child) => watch(&settings, job, Some(child), rx).await,
+                Ok(child) => watch(&settings, job, Some(child), rx, usage).await,
                 Err(message) => {
                     tracing::warn!(%job, %message, "the step could not start");
                     StepEnd {
@@ -117,8 +139,9 @@ impl StepRunner {
         let (tx, rx) = mpsc::unbounded_channel();
         let settings = self.settings.clone();
         let actor = self.actor.clone();
+        let usage = self.recorder(job);
         tokio::spawn(async move {
-            let end = watch(&settings, job, None, rx).await;
+            let end = watch(&settings, job, None, rx, usage).await;
             let _ = actor.send(Command::StepEnded(end)).await;
         });
         Some(tx)
@@ -291,6 +314,9 @@ async fn start_step(
         memory_limit_mb: Some(node.memory_mb),
         kill_grace_secs: settings.kill_grace_secs,
         gpu_indices: step_env::gpu_indices(node),
+        usage_interval_secs: settings.usage_interval_secs,
+        sampled_gpus: step_env::sampled_gpus(node),
+        node: node.node.clone(),
         runtime,
         drop_privileges: settings.drop_privileges,
         image,
@@ -318,8 +344,12 @@ async fn watch(
     job: JobId,
     mut child: Option<tokio::process::Child>,
     mut signals: mpsc::UnboundedReceiver<StepSignal>,
+    mut usage: UsageRecorder,
 ) -> StepEnd {
     let dir = StepRunner::dir(settings, job);
+    let every = Duration::from_secs(settings.usage_interval_secs.max(1));
+    let mut usage_tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    usage_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pending: Vec<StepSignal> = Vec::new();
     let mut signals_open = true;
     let state = loop {
@@ -343,6 +373,7 @@ async fn watch(
             Duration::from_millis(10)
         };
         tokio::select! {
+            _ = usage_tick.tick(), if settings.usage_interval_secs > 0 => usage.look(&dir).await,
             sig = signals.recv(), if signals_open => match sig {
                 Some(s) => pending.push(s),
                 None => signals_open = false,
@@ -375,10 +406,80 @@ async fn watch(
             }
         }
     };
+    usage.finish(&dir).await;
     StepEnd {
         job,
         outcome: state.outcome.unwrap_or(JobOutcome::Signaled(9)),
         time_limit: state.reason.as_deref() == Some("time_limit"),
         message: state.error.clone(),
+    }
+}
+
+/// Reads a step's `usage.json` and records what is new: in the store (the job's
+/// efficiency, the list of idle GPUs) and in the metrics (its GPUs now).
+struct UsageRecorder {
+    store: Store,
+    metrics: UsageMetrics,
+    job: JobId,
+    /// The latest sample recorded.
+    sampled_at: Option<i64>,
+    /// What the metrics hold of this job's GPUs, and on which node.
+    readings: Vec<GpuReading>,
+    node: String,
+}
+
+impl UsageRecorder {
+    /// Record the latest sample if it is new.
+    async fn look(&mut self, dir: &Path) {
+        let usage = match usage::read(dir) {
+            Ok(Some(u)) => u,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(job = %self.job, error = %e, "reading the job's usage failed");
+                return;
+            }
+        };
+        if self.sampled_at == Some(usage.sampled_at_ms) {
+            return;
+        }
+        let row = JobUsageRow {
+            job_id: self.job.job as i64,
+            task: self.job.task.map_or(-1, i64::from),
+            sampled_at: usage.sampled_at_ms,
+            complete: usage.complete,
+            cpu_seconds: usage.cpu_seconds,
+            max_rss_bytes: i64::try_from(usage.max_rss_bytes).unwrap_or(i64::MAX),
+            gpu_idle_seconds: usage.gpu_idle_seconds(),
+            gpu_utilization: usage.mean_gpu_utilization_percent(),
+            series: match serde_json::to_string(&usage) {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+        };
+        if let Err(e) = self.store.record_job_usage(&row).await {
+            tracing::warn!(job = %self.job, error = %e, "recording the job's usage failed");
+            return;
+        }
+        self.sampled_at = Some(usage.sampled_at_ms);
+        let now: Vec<GpuReading> = usage
+            .gpus
+            .iter()
+            .filter(|g| g.samples > 0 && !usage.complete)
+            .map(|g| GpuReading {
+                index: g.index,
+                utilization_percent: g.last_utilization_percent,
+                memory_bytes: g.last_memory_bytes,
+                idle: g.last_utilization_percent < usage::GPU_IDLE_PERCENT,
+            })
+            .collect();
+        self.metrics.gpus(&usage.node, &self.readings, &now);
+        self.readings = now;
+        self.node = usage.node;
+    }
+
+    /// The step ended: record its final figures; its GPUs leave the metrics.
+    async fn finish(mut self, dir: &Path) {
+        self.look(dir).await;
+        self.metrics.gone(&self.node, &self.readings);
     }
 }

@@ -1,0 +1,438 @@
+//! A step's resource use over its run, as its supervisor samples it every
+//! `usage_interval_secs` (Slurm's `JobAcctGatherFrequency`) into `usage.json` in the
+//! step directory: CPU time and resident memory of the job's processes (or of its
+//! cgroup), and the utilisation and memory of its GPUs from `nvidia-smi`. What is
+//! kept is compact: totals over the whole run, one summary per GPU, and a series of
+//! at most [`MAX_POINTS`] points (when it is full, neighbours are merged and the
+//! interval doubles, so a week-long job keeps the shape of its whole run).
+//! Owns: the series and its arithmetic (pure, unit-tested), reading `nvidia-smi`'s
+//! per-GPU query and a cgroup's counters.
+//! Must not touch: the database, the scheduler.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The most points a series keeps.
+pub const MAX_POINTS: usize = 240;
+
+/// Utilisation (percent) below which a GPU counts as idle; the same threshold the
+/// sessions' culling uses for "busy".
+pub const GPU_IDLE_PERCENT: u32 = 10;
+
+/// How long one `nvidia-smi` query may take.
+const NVIDIA_SMI_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A job's use of what it was given, from its start to the latest sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// The node the job ran on.
+    #[serde(default)]
+    pub node: String,
+    pub started_at_ms: i64,
+    /// The latest sample (the end, once the step is over).
+    pub sampled_at_ms: i64,
+    /// Seconds between two points of `points`.
+    pub interval_secs: u32,
+    /// CPU time (user and system) of the job's processes.
+    pub cpu_seconds: f64,
+    /// Peak resident memory.
+    pub max_rss_bytes: u64,
+    /// Each GPU the job holds whose utilisation can be read (not MIG instances).
+    pub gpus: Vec<GpuUsage>,
+    pub points: Vec<UsagePoint>,
+    /// The step is over: these are the final figures.
+    #[serde(default)]
+    pub complete: bool,
+}
+
+/// One GPU over the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuUsage {
+    pub index: u32,
+    #[serde(default)]
+    pub uuid: String,
+    /// Samples that read its utilisation.
+    pub samples: u32,
+    pub utilization_sum: u64,
+    pub max_utilization_percent: u32,
+    pub last_utilization_percent: u32,
+    pub max_memory_bytes: u64,
+    pub last_memory_bytes: u64,
+    pub memory_total_bytes: u64,
+    /// Time it spent below [`GPU_IDLE_PERCENT`].
+    pub idle_seconds: f64,
+}
+
+impl GpuUsage {
+    pub fn mean_utilization_percent(&self) -> Option<f64> {
+        (self.samples > 0).then(|| self.utilization_sum as f64 / f64::from(self.samples))
+    }
+}
+
+/// One point of the series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsagePoint {
+    /// Seconds after the start.
+    pub t: u32,
+    /// CPU cores busy, on average since the point before.
+    pub cpu: f32,
+    /// Resident memory, MiB.
+    pub rss_mib: u32,
+    /// Mean utilisation of the job's GPUs, percent (none without a GPU reading).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u8>,
+    /// Memory used on the job's GPUs, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_mib: Option<u32>,
+}
+
+/// What one sample read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    pub at_ms: i64,
+    /// CPU time of the job so far.
+    pub cpu_seconds: f64,
+    pub rss_bytes: u64,
+    pub gpus: Vec<GpuSample>,
+}
+
+/// One GPU as `nvidia-smi` shows it now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuSample {
+    pub index: u32,
+    pub uuid: String,
+    pub utilization_percent: Option<u32>,
+    pub memory_used_bytes: Option<u64>,
+    pub memory_total_bytes: Option<u64>,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl Usage {
+    pub fn new(started_at_ms: i64, interval_secs: u32) -> Usage {
+        Usage {
+            started_at_ms,
+            sampled_at_ms: started_at_ms,
+            interval_secs: interval_secs.max(1),
+            ..Default::default()
+        }
+    }
+
+    /// Add a sample; the series folds when it is full.
+    pub fn record(&mut self, sample: &Sample) {
+        let dt = (sample.at_ms - self.sampled_at_ms).max(1) as f64 / 1000.0;
+        let cpu = (sample.cpu_seconds - self.cpu_seconds).max(0.0) / dt;
+        self.cpu_seconds = self.cpu_seconds.max(sample.cpu_seconds);
+        self.max_rss_bytes = self.max_rss_bytes.max(sample.rss_bytes);
+        self.sampled_at_ms = self.sampled_at_ms.max(sample.at_ms);
+        let mut utilisation = Vec::new();
+        let mut memory: Option<u64> = None;
+        for g in &sample.gpus {
+            let at = match self.gpus.iter().position(|u| u.index == g.index) {
+                Some(at) => at,
+                None => {
+                    self.gpus.push(GpuUsage {
+                        index: g.index,
+                        uuid: g.uuid.clone(),
+                        ..Default::default()
+                    });
+                    self.gpus.len() - 1
+                }
+            };
+            let gpu = &mut self.gpus[at];
+            if let Some(u) = g.utilization_percent {
+                gpu.samples += 1;
+                gpu.utilization_sum += u64::from(u);
+                gpu.max_utilization_percent = gpu.max_utilization_percent.max(u);
+                gpu.last_utilization_percent = u;
+                if u < GPU_IDLE_PERCENT {
+                    gpu.idle_seconds += dt;
+                }
+                utilisation.push(u);
+            }
+            if let Some(m) = g.memory_used_bytes {
+                gpu.max_memory_bytes = gpu.max_memory_bytes.max(m);
+                gpu.last_memory_bytes = m;
+                *memory.get_or_insert(0) += m;
+            }
+            if let Some(t) = g.memory_total_bytes {
+                gpu.memory_total_bytes = t;
+            }
+        }
+        let gpu = (!utilisation.is_empty())
+            .then(|| (utilisation.iter().sum::<u32>() / utilisation.len() as u32).min(100) as u8);
+        self.points.push(UsagePoint {
+            t: ((sample.at_ms - self.started_at_ms).max(0) / 1000) as u32,
+            cpu: cpu as f32,
+            rss_mib: (sample.rss_bytes / MIB) as u32,
+            gpu,
+            gpu_mib: memory.map(|m| (m / MIB) as u32),
+        });
+        if self.points.len() > MAX_POINTS {
+            self.fold();
+        }
+    }
+
+    /// Halve the series: each pair of neighbours becomes one point (the mean of
+    /// rates, the larger of amounts), and the interval doubles.
+    fn fold(&mut self) {
+        let merged = self
+            .points
+            .chunks(2)
+            .map(|pair| match pair {
+                [a, b] => UsagePoint {
+                    t: a.t,
+                    cpu: (a.cpu + b.cpu) / 2.0,
+                    rss_mib: a.rss_mib.max(b.rss_mib),
+                    gpu: match (a.gpu, b.gpu) {
+                        (Some(x), Some(y)) => Some(((u16::from(x) + u16::from(y)) / 2) as u8),
+                        (x, y) => x.or(y),
+                    },
+                    gpu_mib: a.gpu_mib.max(b.gpu_mib),
+                },
+                [a] => *a,
+                _ => UsagePoint::default(),
+            })
+            .collect();
+        self.points = merged;
+        self.interval_secs = self.interval_secs.saturating_mul(2);
+    }
+
+    /// The step ended: take the final totals where they are larger (the kernel's
+    /// count of every process the job waited for, which sampling can miss).
+    pub fn finish(&mut self, at_ms: i64, cpu_seconds: f64, max_rss_bytes: u64) {
+        self.cpu_seconds = self.cpu_seconds.max(cpu_seconds);
+        self.max_rss_bytes = self.max_rss_bytes.max(max_rss_bytes);
+        self.sampled_at_ms = self.sampled_at_ms.max(at_ms);
+        self.complete = true;
+    }
+
+    /// Time the job's GPUs sat idle, summed over its GPUs.
+    pub fn gpu_idle_seconds(&self) -> f64 {
+        self.gpus.iter().map(|g| g.idle_seconds).sum()
+    }
+
+    /// Mean utilisation over the GPUs that have readings.
+    pub fn mean_gpu_utilization_percent(&self) -> Option<f64> {
+        let (sum, samples) = self.gpus.iter().fold((0u64, 0u64), |(s, n), g| {
+            (s + g.utilization_sum, n + u64::from(g.samples))
+        });
+        (samples > 0).then(|| sum as f64 / samples as f64)
+    }
+}
+
+/// Read `usage.json` of a step directory; `None` when the step has not sampled yet.
+pub fn read(dir: &Path) -> std::io::Result<Option<Usage>> {
+    match std::fs::read(dir.join(USAGE_FILE)) {
+        Ok(bytes) => Ok(Some(
+            serde_json::from_slice(&bytes).map_err(std::io::Error::other)?,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub(super) const USAGE_FILE: &str = "usage.json";
+
+/// `nvidia-smi`'s reading of the GPUs `indices` (none when there are none to read or
+/// it is not installed).
+pub(super) async fn gpu_samples(indices: &[u32]) -> Vec<GpuSample> {
+    if indices.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<String> = indices.iter().map(u32::to_string).collect();
+    let run = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
+        .args([
+            "--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total",
+            "--format=csv,noheader,nounits",
+            "-i",
+            &list.join(","),
+        ])
+        .env_clear()
+        .envs(crate::privilege::base_env())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(NVIDIA_SMI_TIMEOUT, run).await {
+        Ok(Ok(out)) if out.status.success() => {
+            parse_gpu_query(&String::from_utf8_lossy(&out.stdout))
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Lines of `--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total
+/// --format=csv,noheader,nounits` (`[N/A]` where a GPU, e.g. in MIG mode, does not
+/// report a field).
+pub(super) fn parse_gpu_query(text: &str) -> Vec<GpuSample> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            let [index, uuid, util, used, total] = fields[..] else {
+                return None;
+            };
+            let mib = |v: &str| v.parse::<u64>().ok().map(|m| m * MIB);
+            Some(GpuSample {
+                index: index.parse().ok()?,
+                uuid: uuid.to_string(),
+                utilization_percent: util.parse().ok(),
+                memory_used_bytes: mib(used),
+                memory_total_bytes: mib(total),
+            })
+        })
+        .collect()
+}
+
+/// A cgroup v2's CPU time (`cpu.stat`'s `usage_usec`), current and peak memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct CgroupUsage {
+    pub cpu_seconds: f64,
+    pub memory_bytes: u64,
+    /// `memory.peak` (kernels from 5.19); `None` before.
+    pub peak_bytes: Option<u64>,
+}
+
+pub(super) fn cgroup_usage(dir: &Path) -> Option<CgroupUsage> {
+    let stat = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
+    let usec: u64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let number = |file: &str| {
+        std::fs::read_to_string(dir.join(file))
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some(CgroupUsage {
+        cpu_seconds: usec as f64 / 1e6,
+        memory_bytes: number("memory.current").unwrap_or(0),
+        peak_bytes: number("memory.peak"),
+    })
+}
+
+/// CPU time and largest resident set of every process the caller waited for (and
+/// those they waited for in turn): the kernel's account of a finished job.
+pub(super) fn children_usage() -> (f64, u64) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    match getrusage(UsageWho::RUSAGE_CHILDREN) {
+        Ok(r) => {
+            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            let cpu = secs(r.user_time()) + secs(r.system_time());
+            // `ru_maxrss` is in kilobytes on Linux.
+            (cpu, (r.max_rss().max(0) as u64) * 1024)
+        }
+        Err(_) => (0.0, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(at_s: i64, cpu: f64, rss_mib: u64, gpus: &[(u32, Option<u32>, u64)]) -> Sample {
+        Sample {
+            at_ms: at_s * 1000,
+            cpu_seconds: cpu,
+            rss_bytes: rss_mib * MIB,
+            gpus: gpus
+                .iter()
+                .map(|&(index, util, mem)| GpuSample {
+                    index,
+                    uuid: format!("GPU-{index}"),
+                    utilization_percent: util,
+                    memory_used_bytes: Some(mem * MIB),
+                    memory_total_bytes: Some(80 * 1024 * MIB),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_sample_adds_a_point_with_rates_and_the_totals_keep_the_largest() {
+        let mut u = Usage::new(0, 30);
+        u.record(&sample(
+            30,
+            60.0,
+            500,
+            &[(0, Some(90), 1000), (1, Some(2), 10)],
+        ));
+        u.record(&sample(
+            60,
+            75.0,
+            300,
+            &[(0, Some(100), 2000), (1, Some(4), 10)],
+        ));
+        assert_eq!(u.cpu_seconds, 75.0);
+        assert_eq!(u.max_rss_bytes, 500 * MIB);
+        assert_eq!(u.points.len(), 2);
+        assert_eq!(u.points[0].t, 30);
+        assert_eq!(u.points[0].cpu, 2.0);
+        assert_eq!(u.points[1].cpu, 0.5);
+        assert_eq!(u.points[1].rss_mib, 300);
+        assert_eq!(u.points[0].gpu, Some(46));
+        assert_eq!(u.points[1].gpu_mib, Some(2010));
+        assert_eq!(u.gpus[0].mean_utilization_percent(), Some(95.0));
+        assert_eq!(u.gpus[0].max_memory_bytes, 2000 * MIB);
+        // GPU 1 sat idle through both intervals; GPU 0 never did.
+        assert_eq!(u.gpus[0].idle_seconds, 0.0);
+        assert_eq!(u.gpus[1].idle_seconds, 60.0);
+        assert_eq!(u.gpu_idle_seconds(), 60.0);
+        assert_eq!(u.mean_gpu_utilization_percent(), Some(49.0));
+        u.finish(61_000, 80.0, 100 * MIB);
+        assert_eq!((u.cpu_seconds, u.max_rss_bytes), (80.0, 500 * MIB));
+        assert!(u.complete);
+    }
+
+    #[test]
+    fn a_full_series_folds_to_half_at_twice_the_interval() {
+        let mut u = Usage::new(0, 1);
+        for i in 1..=MAX_POINTS as i64 + 1 {
+            let gpu = if i % 2 == 0 { Some(100) } else { Some(0) };
+            u.record(&sample(i, i as f64, i as u64, &[(0, gpu, 1)]));
+        }
+        assert_eq!(u.points.len(), MAX_POINTS / 2 + 1);
+        assert_eq!(u.interval_secs, 2);
+        assert_eq!(u.points[0].t, 1);
+        assert_eq!(u.points[0].rss_mib, 2);
+        assert_eq!(u.points[0].gpu, Some(50));
+        assert_eq!(u.points.last().map(|p| p.t), Some(MAX_POINTS as u32 + 1));
+        // The totals do not fold.
+        assert_eq!(u.gpus[0].samples, MAX_POINTS as u32 + 1);
+        let idle = (MAX_POINTS / 2 + 1) as f64;
+        assert_eq!(u.gpu_idle_seconds(), idle);
+    }
+
+    #[test]
+    fn nvidia_smi_lines_read_with_missing_fields() {
+        let text = "0, GPU-5b7e1d2c-0f4e-4c2a-9d1b-3a5f6e7d8c9b, 87, 30512, 81920\n\
+                    1, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee, [N/A], 1024, 81920\n\
+                    garbage\n";
+        let gpus = parse_gpu_query(text);
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(gpus[0].index, 0);
+        assert_eq!(gpus[0].utilization_percent, Some(87));
+        assert_eq!(gpus[0].memory_used_bytes, Some(30512 * MIB));
+        assert_eq!(gpus[1].utilization_percent, None);
+        assert_eq!(gpus[1].memory_total_bytes, Some(81920 * MIB));
+    }
+
+    #[test]
+    fn a_cgroup_reads_its_counters() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("cpu.stat"),
+            "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n",
+        )
+        .expect("cpu.stat");
+        std::fs::write(dir.path().join("memory.current"), "4096\n").expect("current");
+        let u = cgroup_usage(dir.path()).expect("read");
+        assert_eq!(u.cpu_seconds, 2.5);
+        assert_eq!(u.memory_bytes, 4096);
+        assert_eq!(u.peak_bytes, None);
+    }
+}
