@@ -420,6 +420,12 @@ impl Portal {
             .await
     }
 
+    /// `GET /jobs/{id}/efficiency`.
+    pub async fn efficiency(&self, id: &str) -> Result<crate::seff::Efficiency, CallError> {
+        self.call(self.http.get(self.url(&format!("/jobs/{id}/efficiency"))))
+            .await
+    }
+
     /// `GET /jobs` with `query`, every page.
     pub async fn jobs(&self, query: &[(&str, String)]) -> Result<Vec<JobInfo>, CallError> {
         const PER_PAGE: u64 = 10_000; // the portal's largest page: one call for a whole queue

@@ -1,4 +1,4 @@
-//! The Slurm-style command line client: `atrium sbatch|squeue|sinfo|scancel|sacct`,
+//! The Slurm-style command line client: `atrium sbatch|squeue|sinfo|scancel|sacct|seff`,
 //! `scontrol` (`show hostnames`, `requeue|hold|release`) and inside a job `srun`
 //! (also reachable through symlinks named after those commands) talking to a
 //! portal's `/api/v1` with a personal token (a job's own steps and requeue: with its
@@ -17,6 +17,7 @@ pub mod sacct_fields;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod seff;
 pub mod sinfo;
 pub mod squeue;
 pub mod srun;
@@ -27,8 +28,8 @@ use std::path::Path;
 use api::{CallError, Portal, Settings};
 
 /// The commands a symlink to `atrium` may be named after.
-pub const SLURM_COMMANDS: [&str; 7] = [
-    "sbatch", "squeue", "sinfo", "scancel", "sacct", "srun", "scontrol",
+pub const SLURM_COMMANDS: [&str; 8] = [
+    "sbatch", "squeue", "sinfo", "scancel", "sacct", "srun", "scontrol", "seff",
 ];
 
 /// The Slurm command a program run as `program` (its `argv[0]`: a path or a name)

@@ -1,5 +1,5 @@
 # /etc/profile.d/atrium.sh (the Debian package): atrium's Slurm-style commands
-# (sbatch, squeue, sinfo, scancel, sacct: links to /usr/bin/atrium) on every login
+# (sbatch, squeue, sinfo, scancel, sacct, seff: links to /usr/bin/atrium) on every login
 # shell's PATH. Last on it, so that a Slurm client installed on this machine keeps
 # its own commands; `atrium sbatch …` always works.
 case ":${PATH}:" in

@@ -123,6 +123,13 @@ pub(in crate::sched) enum Command {
     },
     /// The lines `squeue` lists, counted by partition, state and pending reason.
     QueueCounts { reply: Reply<QueueCounts> },
+    /// What a job used, where the backend's own accounting knows it (Slurm's
+    /// `sacct`); atrium's supervisors write theirs to the store, and the internal
+    /// backend answers `None`.
+    Usage {
+        job: JobId,
+        reply: Reply<Option<JobUsage>>,
+    },
     /// Write what must be written before the portal stops (the internal scheduler:
     /// a last snapshot) and stop answering.
     Shutdown { reply: Reply<()> },
@@ -361,6 +368,12 @@ impl Scheduler {
         self.ask(|reply| Command::QueueCounts { reply }).await
     }
 
+    /// What `job` used, as the backend's own accounting knows it (`None`: it keeps
+    /// none; the caller has checked that the job is visible to whom it answers).
+    pub async fn usage(&self, job: JobId) -> Result<Option<JobUsage>, SchedError> {
+        self.ask(|reply| Command::Usage { job, reply }).await
+    }
+
     /// Replace every quota; they apply from the next pass. Answers once durable.
     pub async fn set_limits(&self, limits: LimitsConfig) -> Result<(), SchedError> {
         self.ask(|reply| Command::Limits {
@@ -487,4 +500,17 @@ mod tests {
         let missing = user("bob").visible(None::<(&str, i32)>, |j| j.0);
         assert!(matches!(missing, Err(SchedError::NotFound)));
     }
+}
+
+/// What a job used, as Slurm's accounting (`sacct`) records it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobUsage {
+    /// `TotalCPU`: user and system time of all its steps.
+    pub cpu_seconds: Option<f64>,
+    /// The largest `MaxRSS` (or `TRESUsageInMax` `mem`) of its steps.
+    pub max_rss_bytes: Option<u64>,
+    /// `TRESUsageInAve` `gres/gpuutil` (where Slurm gathers GPU use), percent.
+    pub gpu_utilization_percent: Option<f64>,
+    /// `TRESUsageInMax` `gres/gpumem`.
+    pub gpu_memory_bytes: Option<u64>,
 }

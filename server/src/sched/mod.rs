@@ -15,7 +15,7 @@ pub mod slurm;
 pub mod step_env;
 pub mod submission;
 
-pub use handle::{OptionJudge, Requester, SchedError, Scheduler};
+pub use handle::{JobUsage, OptionJudge, Requester, SchedError, Scheduler};
 pub use internal::{JobPortal, LaunchSettings};
 pub use job_token::JobTokens;
 pub use submission::{Submission, SubmissionError};

@@ -49,7 +49,7 @@ pub struct SubmitJob {
 }
 
 /// A job or array task. Fields without a value are left out.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Default, Serialize, ToSchema)]
 pub struct JobInfo {
     /// `123`, or `123_4` for an array task.
     pub id: String,
@@ -263,6 +263,19 @@ impl Jobs {
             audit,
             steps: JobSteps::new(store, tokens),
         }
+    }
+
+    pub(super) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub(super) fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
+    }
+
+    /// The cluster's name (`SLURM_CLUSTER_NAME`).
+    pub(super) fn cluster_name(&self) -> &str {
+        &self.config.jobs.cluster_name
     }
 
     /// The steps of jobs: what a running job's `srun` records with its token.

@@ -15,6 +15,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod benchmarks;
+pub mod efficiency;
 pub mod job_steps;
 pub mod jobs;
 pub mod nodes;

@@ -78,6 +78,19 @@ impl JobCluster {
         Self::start_configured(gpus, database_url, "").await
     }
 
+    /// As [`JobCluster::start`], with `keys` added to its `[jobs]` section.
+    pub async fn start_with_jobs(gpus: u32, keys: &str) -> JobCluster {
+        let root = private_root();
+        let config =
+            cluster_config(root.path(), gpus).replacen("[jobs]\n", &format!("[jobs]\n{keys}\n"), 1);
+        let app = spawn_with(Options {
+            extra_config: config,
+            database_url: None,
+        })
+        .await;
+        JobCluster { app, root }
+    }
+
     /// As [`JobCluster::start`], with `extra` appended to the configuration.
     pub async fn start_with(gpus: u32, extra: &str) -> JobCluster {
         Self::start_configured(gpus, None, extra).await

@@ -16,7 +16,7 @@ use crate::helpers::{atrium_bin, spawn_program};
 /// The configuration the unit, the package and the image use.
 const CONFIG: &str = "/etc/atrium/atrium.toml";
 /// The Slurm-style commands the package links to the binary, in /usr/lib/atrium/bin.
-const COMMANDS: [&str; 5] = ["sbatch", "squeue", "sinfo", "scancel", "sacct"];
+const COMMANDS: [&str; 6] = ["sbatch", "squeue", "sinfo", "scancel", "sacct", "seff"];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -574,7 +574,8 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
     let id = c
         .sbatch(
             &eve,
-            "#!/bin/bash\n#SBATCH --gres=gpu:a100:1\nsleep 2\nexit 4\n",
+            "#!/bin/bash\n#SBATCH --gres=gpu:a100:1\n\
+             end=$((SECONDS + 2)); while [ $SECONDS -lt $end ]; do :; done\nexit 4\n",
         )
         .await;
     c.wait_for(&eve, &id, &["RUNNING"], RUN).await;
@@ -601,6 +602,21 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
         atrium_tests::support::slurm::ACCOUNT,
         "{job}"
     );
+    // What it used, from sacct (TotalCPU, MaxRSS): about 2 s of one core.
+    let (status, e) = send(
+        &c,
+        reqwest::Method::GET,
+        &format!("/api/v1/jobs/{id}/efficiency"),
+        &eve.token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{e}");
+    assert_eq!(e["source"], "slurm", "{e}");
+    assert_eq!(e["complete"], true, "{e}");
+    let cpu = e["cpu_seconds"].as_f64().expect("TotalCPU");
+    assert!((1.0..10.0).contains(&cpu), "{e}");
+    assert!(e["max_rss_bytes"].as_u64().is_some_and(|m| m > 0), "{e}");
     let (status, usage) = send(
         &c,
         reqwest::Method::GET,

@@ -8,6 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
+pub use crate::services::efficiency::{Efficiency, GpuEfficiency, IdleGpus, Series, SeriesPoint};
 use crate::services::jobs::JobAction;
 pub use crate::services::jobs::{DryRun, JobInfo, JobList, JobQuery as ListQuery, SubmitJob};
 
@@ -76,6 +77,28 @@ pub async fn get(
     caller.require(Scope::Read)?;
     let job = parse_id(&id)?;
     Ok(HttpResponse::Ok().json(state.jobs.show(&caller, job).await?))
+}
+
+/// What a job used of what it was given (as Slurm's `seff`, with its GPUs).
+#[utoipa::path(get, path = "/api/v1/jobs/{id}/efficiency", responses((status = 200, body = Efficiency), (status = 404)))]
+pub async fn efficiency(
+    caller: Principal,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Read)?;
+    let job = parse_id(&id)?;
+    Ok(HttpResponse::Ok().json(state.jobs.efficiency(&caller, job).await?))
+}
+
+/// The jobs of the last week that held GPUs idle longest (administrators).
+#[utoipa::path(get, path = "/api/v1/admin/idle-gpus", responses((status = 200, body = [IdleGpus]), (status = 403)))]
+pub async fn idle_gpus(
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Admin)?;
+    Ok(HttpResponse::Ok().json(state.jobs.idle_gpus(&caller).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

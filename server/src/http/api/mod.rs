@@ -28,6 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/admin/users", web::get().to(users::list))
         .route("/admin/users/{name}/{action}", web::post().to(users::act))
         .route("/admin/groups", web::get().to(groups::list))
+        .route("/admin/idle-gpus", web::get().to(jobs::idle_gpus))
         .route("/admin/sessions", web::get().to(sessions::list_running))
         .route("/admin/nodes/{name}/{action}", web::post().to(nodes::act))
         .route("/admin/quotas", web::get().to(quotas::list))
@@ -43,6 +44,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::get().to(jobs::get))
         .route("/jobs/{id}", web::delete().to(jobs::cancel))
         .route("/jobs/{id}/output", web::get().to(output::get))
+        .route("/jobs/{id}/efficiency", web::get().to(jobs::efficiency))
         .route("/jobs/{id}/steps", web::post().to(job_steps::start))
         .route("/jobs/{id}/steps/{step}", web::put().to(job_steps::end))
         .route(
@@ -90,6 +92,7 @@ pub use crate::util::rfc3339;
 #[openapi(
     info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes, usage accounting, benchmark runs and sizing advice of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
+          jobs::efficiency, jobs::idle_gpus,
           job_steps::start, job_steps::end, job_steps::requeue_itself,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
           sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
@@ -99,6 +102,7 @@ pub use crate::util::rfc3339;
           benchmarks::list, benchmarks::get, benchmarks::delete, benchmark_charts::scaling,
           benchmark_charts::storage, sizing::get, sizing::reference_rows),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::DryRun, jobs::JobInfo, jobs::JobList, jobs::Done,
+                       jobs::Efficiency, jobs::GpuEfficiency, jobs::Series, jobs::SeriesPoint, jobs::IdleGpus,
                        job_steps::StartStep, job_steps::EndStep, job_steps::StepInfo,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,

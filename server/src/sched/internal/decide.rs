@@ -286,6 +286,10 @@ impl Decider {
             Command::QueueCounts { reply } => {
                 let _ = reply.send(Ok(self.cluster.queue_counts()));
             }
+            // Its supervisors' samples are in the store.
+            Command::Usage { reply, .. } => {
+                let _ = reply.send(Ok(None));
+            }
             Command::Limits { limits, reply } => {
                 if self.cluster.config().limits == *limits {
                     let _ = reply.send(Ok(()));

@@ -18,7 +18,7 @@ use super::parse::{self, SlurmNode, SlurmPartition, SqueueRow};
 use super::reconcile::{self, Change, Entry};
 use super::{lock, Shared, SlurmSettings};
 use crate::privilege::Identity;
-use crate::sched::handle::{Control, Requester, SchedError};
+use crate::sched::handle::{Control, JobUsage, Requester, SchedError};
 use crate::sched::submission::Submission;
 use crate::store::{JobChange, JobRecord, Store};
 use crate::util::now_secs;
@@ -613,6 +613,27 @@ impl Backend {
         }
         s.unreachable = Some(why.to_string());
         reconcile::mark_unknown(&mut s.jobs);
+    }
+
+    /// What `sacct` recorded of `job`'s use (its allocation and its steps); `None`
+    /// when it has nothing (no accounting storage, or not started).
+    pub(super) async fn usage(&self, job: JobId) -> Result<Option<JobUsage>, SchedError> {
+        let args = vec![
+            "-n".to_string(),
+            "-P".into(),
+            format!("--delimiter={}", parse::SEP),
+            "-o".into(),
+            parse::SACCT_USAGE_FIELDS.join(","),
+            "-j".into(),
+            job.to_string(),
+        ];
+        match self.settings.cli.admin("sacct", &args).await {
+            Ok(out) => Ok(parse::sacct_usage(&out)),
+            Err(e) => {
+                tracing::warn!(%job, error = %e, "sacct could not tell a job's usage");
+                Ok(None)
+            }
+        }
     }
 
     /// Ask `sacct` about jobs `squeue` no longer lists.

@@ -211,6 +211,12 @@ async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
             Command::Job { who, job, reply } => {
                 let _ = reply.send(backend.job(&who, job));
             }
+            Command::Usage { job, reply } => {
+                let b = backend.clone();
+                tokio::spawn(async move {
+                    let _ = reply.send(b.usage(job).await);
+                });
+            }
             Command::Squeue { filter, reply } => {
                 let _ = reply.send(Ok(backend.squeue(&filter)));
             }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use scheduler::{JobOutcome, JobState, NodeState, SliceUsage, TimeLimit};
 
+use crate::sched::handle::JobUsage;
 use crate::sched::step_env::{expand_pattern, NO_TASK};
 
 /// The field separator asked of `squeue -O` (ASCII unit separator): job names and
@@ -512,6 +513,91 @@ impl SlurmPartition {
     }
 }
 
+/// The `sacct` fields [`sacct_usage`] reads, in order.
+pub const SACCT_USAGE_FIELDS: [&str; 5] = [
+    "JobID",
+    "TotalCPU",
+    "MaxRSS",
+    "TRESUsageInAve",
+    "TRESUsageInMax",
+];
+
+/// A time as `sacct` prints `TotalCPU`: `[D-][HH:]MM:SS[.mmm]`.
+pub fn sacct_seconds(text: &str) -> Option<f64> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let (days, rest) = match text.split_once('-') {
+        Some((d, r)) => (d.parse::<f64>().ok()?, r),
+        None => (0.0, text),
+    };
+    let parts: Vec<f64> = rest
+        .split(':')
+        .map(|p| p.parse::<f64>().ok())
+        .collect::<Option<_>>()?;
+    let (h, m, s) = match parts[..] {
+        [h, m, s] => (h, m, s),
+        [m, s] => (0.0, m, s),
+        [s] => (0.0, 0.0, s),
+        _ => return None,
+    };
+    Some(days * 86_400.0 + h * 3600.0 + m * 60.0 + s)
+}
+
+/// A size as `sacct` prints `MaxRSS` or a TRES amount: bytes, or with a `K`, `M`,
+/// `G`, `T` or `P` suffix (powers of 1024).
+pub fn sacct_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (number, unit) = match text.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&text[..i], c.to_ascii_uppercase()),
+        _ => (text, 'B'),
+    };
+    let power = "BKMGTP".find(unit)?;
+    let value: f64 = number.parse().ok()?;
+    Some((value * 1024f64.powi(power as i32)) as u64)
+}
+
+/// One entry of a TRES string (`cpu=00:00:03,mem=1804K,gres/gpuutil=87`).
+fn tres<'a>(tres: &'a str, key: &str) -> Option<&'a str> {
+    tres.split(',').find_map(|kv| {
+        kv.split_once('=')
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+    })
+}
+
+/// What `sacct -P -o` [`SACCT_USAGE_FIELDS`] says a job used: its allocation's
+/// `TotalCPU` (every step's), the largest memory and GPU figures of its steps;
+/// `None` when it lists nothing of the job.
+pub fn sacct_usage(out: &str) -> Option<JobUsage> {
+    let mut usage = JobUsage::default();
+    let mut any = false;
+    for line in out.lines().filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split(SEP).collect();
+        let [id, total_cpu, max_rss, ave, max] = f[..] else {
+            continue;
+        };
+        any = true;
+        if !id.contains('.') {
+            usage.cpu_seconds = sacct_seconds(total_cpu);
+            continue;
+        }
+        let larger = |a: Option<u64>, b: Option<u64>| a.max(b);
+        usage.max_rss_bytes = larger(usage.max_rss_bytes, sacct_bytes(max_rss));
+        usage.max_rss_bytes = larger(usage.max_rss_bytes, tres(max, "mem").and_then(sacct_bytes));
+        usage.gpu_memory_bytes = larger(
+            usage.gpu_memory_bytes,
+            tres(max, "gres/gpumem").and_then(sacct_bytes),
+        );
+        if let Some(u) = tres(ave, "gres/gpuutil").and_then(|v| v.parse::<f64>().ok()) {
+            usage.gpu_utilization_percent =
+                Some(usage.gpu_utilization_percent.unwrap_or(0.0).max(u));
+        }
+    }
+    any.then_some(usage)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -711,5 +797,42 @@ mod tests {
         assert_eq!(id_in_parentheses("ann(20381)"), Some(20381));
         assert_eq!(id_in_parentheses("20381(20381)"), Some(20381));
         assert_eq!(id_in_parentheses("ann"), None);
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn sacct_times_and_sizes_read_in_every_form() {
+        assert_eq!(sacct_seconds("00:03.814"), Some(3.814));
+        assert_eq!(sacct_seconds("01:02:03"), Some(3723.0));
+        assert_eq!(sacct_seconds("2-01:00:00"), Some(176_400.0));
+        assert_eq!(sacct_seconds(""), None);
+        assert_eq!(sacct_seconds("soon"), None);
+        assert_eq!(sacct_bytes("1804K"), Some(1804 * 1024));
+        assert_eq!(sacct_bytes("1.5G"), Some(1_610_612_736));
+        assert_eq!(sacct_bytes("2332"), Some(2332));
+        assert_eq!(sacct_bytes("0"), Some(0));
+        assert_eq!(sacct_bytes(""), None);
+        assert_eq!(sacct_bytes("12Q"), None);
+    }
+
+    #[test]
+    fn a_jobs_usage_is_its_allocations_cpu_and_its_steps_largest_figures() {
+        let out = [
+            "42\x1f00:07.500\x1f\x1f\x1f",
+            "42.batch\x1f00:05.000\x1f204800K\x1fcpu=00:00:05,mem=204800K\x1fcpu=00:00:05,mem=204800K",
+            "42.extern\x1f00:00:00\x1f0\x1f\x1f",
+            "42.0\x1f00:02.500\x1f1024K\x1fcpu=00:00:02,gres/gpuutil=87,mem=1M\x1fcpu=00:00:02,gres/gpumem=30G,gres/gpuutil=100,mem=300M",
+        ]
+        .join("\n");
+        let u = sacct_usage(&out).expect("usage");
+        assert_eq!(u.cpu_seconds, Some(7.5));
+        assert_eq!(u.max_rss_bytes, Some(300 << 20));
+        assert_eq!(u.gpu_utilization_percent, Some(87.0));
+        assert_eq!(u.gpu_memory_bytes, Some(30 << 30));
+        assert_eq!(sacct_usage(""), None);
     }
 }

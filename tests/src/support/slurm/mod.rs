@@ -746,6 +746,7 @@ impl Slurm {
 # AccountingStorageTRES=gres/gpu needs slurmdbd: slurmctld 22.05 refuses to start without it.
 AccountingStorageType=accounting_storage/none
 MinJobAge=600
+JobAcctGatherType=jobacct_gather/none
 "
             .to_string(),
             Some(a) => format!(
@@ -757,6 +758,9 @@ AccountingStoragePass={}/munge/munge.socket
 AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/gpu:1g.10gb
 AccountingStorageEnforce=limits
 MinJobAge=2
+# Steps' CPU time and memory, sampled every second, for sacct's MaxRSS and TRESUsageIn*.
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
 ",
                 self.controller_addr(),
                 a.ports.1,
@@ -794,8 +798,7 @@ SchedulerParameters=sched_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 GresTypes=gpu
-{accounting}JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
+{accounting}JobCompType=jobcomp/none
 ReturnToService=2
 SlurmdParameters=config_overrides
 {nodes}PartitionName={DEFAULT_PARTITION} Default=YES Nodes=ALL MaxTime=INFINITE State=UP

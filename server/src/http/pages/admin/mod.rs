@@ -1,5 +1,6 @@
 //! The administrators' pages under `/admin`: an overview, users, groups, quotas,
-//! everyone's jobs and sessions, nodes, and the audit log.
+//! everyone's jobs and sessions, the jobs that held GPUs idle, nodes, and the audit
+//! log.
 //!
 //! Owns: laying out what the services return, and the forms that call them. Must not touch: the rules (who may do what, what a valid quota or reason
 //! is, what is audited); the services (`crate::services`) decide those, and these
@@ -8,6 +9,7 @@
 
 mod audit;
 mod groups;
+mod idle_gpus;
 mod jobs;
 mod nodes;
 mod overview;
@@ -42,6 +44,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/admin/jobs", web::get().to(jobs::show))
         .route("/admin/jobs/{id}/cancel", web::post().to(jobs::cancel))
         .route("/admin/sessions", web::get().to(sessions::show))
+        .route("/admin/idle-gpus", web::get().to(idle_gpus::show))
         .route("/admin/sessions/{id}/stop", web::post().to(sessions::stop))
         .route("/admin/nodes", web::get().to(nodes::show))
         .route("/admin/nodes/{name}/{action}", web::post().to(nodes::act))

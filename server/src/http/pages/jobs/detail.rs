@@ -14,6 +14,7 @@ use crate::auth::{Principal, Scope};
 use crate::http::authn::PageUser;
 use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::efficiency::Efficiency;
 use crate::services::jobs::{JobAction, JobInfo};
 use crate::services::output::Tail;
 
@@ -35,6 +36,116 @@ struct JobPage {
     output_error: Option<String>,
     /// The outcome of an action on this page (a refused cancel).
     notice: Option<String>,
+    /// What it used of what it was given, once sampled.
+    usage: Option<UsageView>,
+}
+
+/// The job's efficiency as the page shows it: `seff`'s figures and a small chart
+/// per resource.
+struct UsageView {
+    facts: Vec<(&'static str, String)>,
+    charts: Vec<Spark>,
+    final_figures: bool,
+}
+
+/// One resource over the run, as an SVG polyline in a [`SPARK_W`] × [`SPARK_H`] box.
+struct Spark {
+    id: &'static str,
+    title: String,
+    points: String,
+}
+
+const SPARK_W: f64 = 480.0;
+const SPARK_H: f64 = 60.0;
+
+/// `(t, value)` pairs scaled to the chart's box, `top` at its top.
+fn spark(values: &[(u32, f64)], top: f64, end: u32) -> String {
+    let end = f64::from(end.max(1));
+    let top = if top > 0.0 { top } else { 1.0 };
+    values
+        .iter()
+        .map(|&(t, v)| {
+            let x = f64::from(t) / end * SPARK_W;
+            let y = SPARK_H - (v / top).clamp(0.0, 1.0) * SPARK_H;
+            format!("{x:.1},{y:.1}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn usage_view(e: &Efficiency) -> Option<UsageView> {
+    e.source.as_ref()?;
+    let mut facts = Vec::new();
+    if let Some(cpu) = e.cpu_seconds {
+        let pct = e
+            .cpu_efficiency_percent
+            .map_or(String::new(), |p| format!(": {p:.1} % of its cores × time"));
+        facts.push(("CPU used", format!("{}{pct}", duration(cpu.round() as u64))));
+    }
+    if let Some(rss) = e.max_rss_bytes {
+        let pct = e
+            .memory_efficiency_percent
+            .map_or(String::new(), |p| format!(": {p:.1} % of its request"));
+        facts.push(("Peak memory", format!("{} MiB{pct}", rss >> 20)));
+    }
+    if let Some(u) = e.gpu_utilization_percent {
+        facts.push(("GPU utilisation", format!("{u:.1} % on average")));
+    }
+    if let Some(idle) = e.gpu_idle_seconds {
+        facts.push(("GPU idle", duration(idle.round() as u64)));
+    }
+    let mut charts = Vec::new();
+    if let Some(series) = &e.series {
+        let end = series.points.last().map_or(1, |p| p.t);
+        let cores = e.cpus.unwrap_or(1) as f64;
+        let cpu: Vec<(u32, f64)> = series
+            .points
+            .iter()
+            .map(|p| (p.t, f64::from(p.cpu)))
+            .collect();
+        charts.push(Spark {
+            id: "usage-cpu",
+            title: format!("CPU cores busy (of {cores})"),
+            points: spark(&cpu, cores, end),
+        });
+        let mem_top = e
+            .memory_requested_bytes
+            .map_or(0.0, |b| (b >> 20) as f64)
+            .max(
+                series
+                    .points
+                    .iter()
+                    .map(|p| f64::from(p.rss_mib))
+                    .fold(0.0, f64::max),
+            );
+        let mem: Vec<(u32, f64)> = series
+            .points
+            .iter()
+            .map(|p| (p.t, f64::from(p.rss_mib)))
+            .collect();
+        charts.push(Spark {
+            id: "usage-memory",
+            title: format!("Memory, MiB (of {mem_top:.0})"),
+            points: spark(&mem, mem_top, end),
+        });
+        let gpu: Vec<(u32, f64)> = series
+            .points
+            .iter()
+            .filter_map(|p| Some((p.t, f64::from(p.gpu?))))
+            .collect();
+        if !gpu.is_empty() {
+            charts.push(Spark {
+                id: "usage-gpu",
+                title: "GPU utilisation, % (of 100)".into(),
+                points: spark(&gpu, 100.0, end),
+            });
+        }
+    }
+    Some(UsageView {
+        facts,
+        charts,
+        final_figures: e.complete,
+    })
 }
 
 impl JobPage {
@@ -85,6 +196,11 @@ async fn job_page(
         ),
         Err(e) => return Err(e),
     };
+    let usage = state
+        .jobs
+        .efficiency_of(&info)
+        .await
+        .map_err(ApiError::from)?;
     render(
         &JobPage {
             nav: Nav::of(me),
@@ -96,6 +212,7 @@ async fn job_page(
             output,
             output_error,
             notice,
+            usage: usage_view(&usage),
         },
         status,
     )
@@ -192,6 +309,7 @@ mod tests {
             output,
             output_error: None,
             notice: None,
+            usage: None,
         }
         .render()
         .expect("render")
@@ -232,6 +350,24 @@ mod tests {
         let mut job = info("COMPLETED");
         job.exit_code = Some(3);
         job.message = Some("exited <3>".into());
+        let mut samples = crate::launch::usage::Usage::new(0, 30);
+        for (i, util) in [(1, 90), (2, 5)] {
+            samples.record(&crate::launch::usage::Sample {
+                at_ms: i * 30_000,
+                cpu_seconds: i as f64 * 30.0,
+                rss_bytes: 512 << 20,
+                gpus: vec![crate::launch::usage::GpuSample {
+                    index: 0,
+                    utilization_percent: Some(util),
+                    ..Default::default()
+                }],
+            });
+        }
+        samples.finish(60_000, 60.0, 0);
+        let usage = usage_view(&crate::services::efficiency::efficiency(
+            &job,
+            Some(&samples),
+        ));
         let html = JobPage {
             nav: nav(),
             time_used: duration(job.time_used),
@@ -242,9 +378,21 @@ mod tests {
             output: None,
             output_error: Some("not a regular file".into()),
             notice: Some("Job 42 is already over".into()),
+            usage,
         }
         .render()
         .expect("render");
+        // The efficiency: figures, and a chart per resource with the GPU's.
+        assert!(html.contains("<dt>Peak memory</dt><dd>512 MiB"), "{html}");
+        assert!(
+            html.contains("<dt>GPU idle</dt><dd>00:00:30</dd>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<polyline points=\"240.0,6.0 480.0,57.0\""),
+            "GPU at 90 % then 5 %: {html}"
+        );
+        assert!(html.contains("over its whole run"), "{html}");
         assert!(!html.contains("/jobs/42/cancel"), "{html}");
         assert!(html.contains("data-follow=\"false\""), "{html}");
         assert!(html.contains("id=\"job-exit-code\">3<"), "{html}");
