@@ -37,6 +37,7 @@ PACKAGES=(
     slurmdbd            # tests/src/support/slurm with accounting: sacct, AllocTRES with gres/gpu, sacctmgr limits
     mariadb-server      # the private MariaDB behind that slurmdbd (mariadbd, mariadb-install-db)
     bubblewrap          # the job container runtime the job tests run (server/src/launch)
+    prometheus          # promtool: tests/tests/api/metrics.rs lints a live /metrics and checks deploy/prometheus's rules
     fio                 # server/src/benchmarks/parse: a parser test runs fio; the fio starter benchmark job
     python3             # job scripts in tests and starter scripts
     python3-venv        # the session tests' JupyterLab/TensorBoard environment (ATRIUM_TEST_JUPYTER)
@@ -133,6 +134,8 @@ if is_installed munge; then keep_system_service_off munge munged '--socket='; fi
 # The fixture's slurmdbd runs as `slurmdbd -D -v` (the system unit: `-D -s`), its MariaDB with
 # --datadir=<dir>/mysql/data under an atrium-slurm-* temp dir.
 if is_installed slurmdbd; then keep_system_service_off slurmdbd slurmdbd '-D -v'; fi
+# Only promtool is used; Debian's prometheus package enables a server on port 9090.
+if is_installed prometheus; then keep_system_service_off prometheus prometheus 'atrium-prometheus-'; fi
 if is_installed mariadb-server; then keep_system_service_off mariadb mariadbd 'atrium-slurm-'; fi
 
 # ensure_jupyter_venv: create $JUPYTER_VENV with $JUPYTER_PINS unless its stamp says it holds

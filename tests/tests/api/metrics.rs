@@ -176,6 +176,10 @@ async fn metrics_show_the_queue_the_gpus_and_the_scheduler_at_work() {
         );
     }
 
+    // Prometheus's own tools: the exposition follows its naming conventions, and the
+    // alert rules load.
+    promtool_checks(&text, &deploy.join("prometheus/atrium-alerts.yml"));
+
     // The queue moves: what the next scrape says follows it.
     let cancelled = reqwest::Client::new()
         .delete(c.app.url(&format!("/api/v1/jobs/{long}")))
@@ -202,5 +206,55 @@ async fn metrics_show_the_queue_the_gpus_and_the_scheduler_at_work() {
         "atrium_scheduler_decisions_total",
         &[("decision", "signal")],
         1.0,
+    );
+}
+
+/// `promtool check metrics` on a scrape (its lint: units in names, `_total` counters,
+/// help text …) and `promtool check rules` on the alert rules. promtool comes with
+/// Debian's `prometheus` (tests/install-deps.sh); without it the checks are skipped,
+/// except in CI.
+fn promtool_checks(scrape: &str, rules: &std::path::Path) {
+    use std::io::Write;
+    let promtool = std::path::Path::new("/usr/bin/promtool");
+    if !promtool.exists() {
+        assert!(
+            !atrium_tests::support::in_ci(),
+            "promtool is missing (tests/install-deps.sh installs prometheus)"
+        );
+        eprintln!("promtool is not installed: the exposition and the rules are not linted");
+        return;
+    }
+    let mut lint = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool check metrics");
+    lint.stdin
+        .take()
+        .expect("stdin")
+        .write_all(scrape.as_bytes())
+        .expect("write the scrape");
+    let out = lint.wait_with_output().expect("promtool");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool check metrics: {said}"
+    );
+    let out = std::process::Command::new(promtool)
+        .args(["check", "rules"])
+        .arg(rules)
+        .output()
+        .expect("promtool check rules");
+    assert!(
+        out.status.success(),
+        "promtool check rules: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }
