@@ -274,18 +274,27 @@ fn cgroup_oom_killed(dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Samples of a job's processes (resident memory, CPU time), without walking all of
-/// `/proc` at each one: the walk (over every process of the machine, so its cost grows
-/// with the number of jobs, and all the supervisors' together with its square) runs
-/// every [`FULL_WALK_EVERY`]th memory sample and at every usage sample; in between, the
-/// processes it found are read again. A process the job starts in between counts from
-/// the next walk.
+/// Samples of a job's processes (resident memory, CPU time), cheaply: a walk of
+/// `/proc` (every [`FULL_WALK_EVERY`]th memory sample and at every usage sample) lists
+/// the machine's processes but reads only those it has not seen (a new process belongs
+/// to the job if its parent does, or if it is in the job's session or process group:
+/// that is decided at its birth) and the job's own; the others' are read again every
+/// [`RECHECK_EVERY`]th walk. In between walks, the job's known processes are read
+/// again. A process that leaves the tree (double-forking, `setsid`) stays counted once
+/// seen. Without this, every supervisor read every process of the machine at each walk:
+/// a cost that grew with the number of jobs, and all the supervisors' with its square.
 struct ProcessSampler {
     leader: u32,
-    /// The job's processes at the last walk: (pid, start time in ticks).
+    /// The job's processes at the last look: (pid, start time in ticks).
     known: Vec<(u32, u64)>,
+    /// The machine's other processes at the last walk.
+    others: std::collections::HashSet<u32>,
     samples: u32,
+    walks: u32,
 }
+
+/// Every so many walks, the other processes are read again (a pid reused since).
+const RECHECK_EVERY: u32 = 12;
 
 /// A full walk of `/proc` every so many samples (with [`MEMORY_POLL`]: every 5 s).
 const FULL_WALK_EVERY: u32 = 20;
@@ -303,8 +312,60 @@ impl ProcessSampler {
         Self {
             leader,
             known: Vec::new(),
+            others: Default::default(),
             samples: 0,
+            walks: 0,
         }
+    }
+
+    /// The job's processes now, from a walk of `/proc` (see [`ProcessSampler`]).
+    fn walk(&mut self) -> Vec<JobProcess> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let listed: Vec<u32> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .collect();
+        let recheck = self.walks.is_multiple_of(RECHECK_EVERY);
+        self.walks = self.walks.wrapping_add(1);
+        let known: std::collections::HashMap<u32, u64> = self.known.iter().copied().collect();
+        let mut procs: Vec<JobProcess> = listed
+            .iter()
+            .filter(|pid| recheck || known.contains_key(pid) || !self.others.contains(pid))
+            .filter_map(|&pid| Some(JobProcess::from_stat(pid, &super::stat_fields(pid)?)))
+            .collect();
+        // Parents start before their children: one pass in that order finds the tree,
+        // a few more where they started in the same tick.
+        procs.sort_by_key(|p| (p.start, p.pid));
+        let leader = u64::from(self.leader);
+        let mut job = std::collections::HashSet::new();
+        loop {
+            let before = job.len();
+            for p in &procs {
+                if known.get(&p.pid) == Some(&p.start)
+                    || p.pid == self.leader
+                    || p.group == leader
+                    || p.session == leader
+                    || job.contains(&p.parent)
+                {
+                    job.insert(p.pid);
+                }
+            }
+            if job.len() == before {
+                break;
+            }
+        }
+        self.others = listed
+            .into_iter()
+            .filter(|pid| !job.contains(pid))
+            .collect();
+        let found: Vec<JobProcess> = procs
+            .into_iter()
+            .filter(|p| job.contains(&p.pid) && !p.zombie)
+            .collect();
+        self.known = found.iter().map(|p| (p.pid, p.start)).collect();
+        found
     }
 
     /// The job's resident memory now (kB), walking `/proc` every so often.
@@ -323,9 +384,7 @@ impl ProcessSampler {
             })
         };
         if full {
-            let found = job_processes(self.leader);
-            self.known = found.iter().map(|p| (p.pid, p.start)).collect();
-            return sum(&mut found.into_iter());
+            return sum(&mut self.walk().into_iter());
         }
         let mut alive = Vec::with_capacity(self.known.len());
         self.known.retain(|&(pid, start)| {
@@ -377,41 +436,11 @@ impl JobProcess {
 }
 
 /// The job's processes: every process descended from its first process `leader`, or
-/// in the session or process group it made (a process that left the tree by
-/// double-forking stays counted; bubblewrap's sandbox is a session of its own, still
-/// in the tree). Walks all of `/proc`.
+/// in the session or process group it made (bubblewrap's sandbox is a session of its
+/// own, still in the tree). Walks all of `/proc`.
+#[cfg(test)]
 fn job_processes(leader: u32) -> Vec<JobProcess> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let procs: std::collections::HashMap<u32, JobProcess> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| Some((pid, JobProcess::from_stat(pid, &super::stat_fields(pid)?))))
-        .collect();
-    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
-    for p in procs.values() {
-        children.entry(p.parent).or_default().push(p.pid);
-    }
-    let leader_id = u64::from(leader);
-    let mut counted: std::collections::HashSet<u32> = procs
-        .values()
-        .filter(|p| p.group == leader_id || p.session == leader_id)
-        .map(|p| p.pid)
-        .collect();
-    let mut visited = std::collections::HashSet::new();
-    let mut todo = vec![leader];
-    while let Some(pid) = todo.pop() {
-        if procs.contains_key(&pid) && visited.insert(pid) {
-            counted.insert(pid);
-            todo.extend(children.get(&pid).into_iter().flatten().copied());
-        }
-    }
-    counted
-        .iter()
-        .filter_map(|pid| procs.get(pid).copied())
-        .filter(|p| !p.zombie)
-        .collect()
+    ProcessSampler::new(leader).walk()
 }
 
 /// Remove the step's container, which may outlive its runtime's client when that
@@ -583,6 +612,72 @@ mod tests {
         let mut pids: Vec<u32> = found.iter().map(|p| p.pid).collect();
         pids.sort_unstable();
         pids
+    }
+
+    #[test]
+    fn a_later_walk_finds_the_processes_started_since_and_never_an_outsiders() {
+        use std::os::unix::process::CommandExt as _;
+        // The shell forks nothing until the flag exists (`[` is a builtin).
+        let dir = tempfile::tempdir().expect("tempdir");
+        let flag = dir.path().join("go");
+        let mut job = std::process::Command::new("/bin/sh")
+            .args([
+                "-c",
+                "while [ ! -e \"$1\" ]; do :; done; (sleep 30 &); exec sleep 31",
+                "sh",
+            ])
+            .arg(&flag)
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let mut outsider = std::process::Command::new("/bin/sleep")
+            .arg("33")
+            .spawn()
+            .expect("sleep");
+        // Whatever happens below, nothing is left running.
+        struct Reap(i32, i32);
+        impl Drop for Reap {
+            fn drop(&mut self) {
+                let _ = killpg(Pid::from_raw(self.0), Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(Pid::from_raw(self.1), Signal::SIGKILL);
+            }
+        }
+        let reap = Reap(job.id() as i32, outsider.id() as i32);
+        let mut sampler = ProcessSampler::new(job.id());
+        let first = sampler.walk();
+        assert_eq!(pids(&first), vec![job.id()], "{first:?}");
+        std::fs::write(&flag, "").expect("flag");
+        // Once a fresh walk (which reads every process) sees them, the sampler's next
+        // walk, which reads only what is new, must too.
+        let sleeps = |found: &[JobProcess]| {
+            found.len() == 2
+                && found.iter().all(|p| {
+                    std::fs::read_to_string(format!("/proc/{}/comm", p.pid))
+                        .is_ok_and(|c| c.trim() == "sleep")
+                })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let fresh = loop {
+            let found = job_processes(job.id());
+            if sleeps(&found) {
+                break found;
+            }
+            assert!(std::time::Instant::now() < deadline, "{found:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Its second walk: no recheck of the others.
+        let later = sampler.walk();
+        assert_eq!(sampler.walks, 2);
+        assert_eq!(
+            pids(&later),
+            pids(&fresh),
+            "the exec'd shell and the double-forked sleep"
+        );
+        assert!(!pids(&later).contains(&outsider.id()));
+        assert!(sampler.others.contains(&outsider.id()));
+        drop(reap);
+        let _ = job.wait();
+        let _ = outsider.wait();
     }
 
     #[test]

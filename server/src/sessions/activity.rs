@@ -12,8 +12,9 @@ use serde::Deserialize;
 use super::{upstream, Kind, Route, Sessions};
 use crate::util::now_ms;
 
-/// GPU utilisation (percent) at or above which a session's GPU counts as busy.
-const GPU_BUSY_PERCENT: u32 = 10;
+/// GPU utilisation (percent) at or above which a session's GPU counts as busy: where
+/// the jobs' usage samples stop counting it idle.
+const GPU_BUSY_PERCENT: u32 = crate::launch::usage::GPU_IDLE_PERCENT;
 
 #[derive(Debug, Deserialize)]
 struct Kernel {
