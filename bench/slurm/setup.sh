@@ -12,6 +12,8 @@
 # namespace of its own, on a private bridge (10.x.y.0/24, its name in DIR/run/bridge);
 # slurmctld listens on the host's side of it. SLURM_MAX_JOB_COUNT raises MaxJobCount
 # (Slurm's default: 10,000). SLURM_CPUS sets each node's CPUs (16; 4 with SLURM_NODES=3).
+# SLURM_ACCT_GATHER=linux samples each job's processes (JobAcctGatherType, default none)
+# every SLURM_ACCT_GATHER_FREQUENCY seconds (30, Slurm's default).
 #
 # The daemons and the jobs resolve users and hosts through nss_wrapper: DIR/passwd and
 # DIR/group (copies of /etc/passwd and /etc/group, or of the caller's NSS_WRAPPER_PASSWD
@@ -172,7 +174,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 GresTypes=gpu
 AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+JobAcctGatherType=jobacct_gather/${SLURM_ACCT_GATHER:-none}
+JobAcctGatherFrequency=task=${SLURM_ACCT_GATHER_FREQUENCY:-30}
 JobCompType=jobcomp/none
 ReturnToService=2
 SlurmdParameters=config_overrides
