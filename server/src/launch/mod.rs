@@ -8,7 +8,8 @@
 //! `supervisor.log` (0600) and `slurm_script` (the user's, mode 0500, so only they
 //! can read it). The supervisor survives the portal: the portal finds it again
 //! through the state file, checking pid *and* start time so that a reused pid is
-//! never mistaken for it.
+//! never mistaken for it. Once the step's end is recorded in the database, the portal
+//! removes its directory (`sched::internal::steps`).
 //!
 //! Memory: cgroup v2 is used when its memory controller is available to us;
 //! otherwise (cgroup v1 or no delegation) the supervisor samples the resident

@@ -70,6 +70,25 @@ async fn a_jobs_cpu_and_memory_are_sampled_while_it_runs_and_shown_once_it_is_ov
 
     let job = c.wait_ended(&alice, &id, Duration::from_secs(60)).await;
     assert_eq!(job["state"], "COMPLETED", "{job}");
+    // Its end recorded, its step directory (spec, script, state, samples) goes.
+    let spool = c.root.path().join("spool");
+    atrium_tests::support::until(
+        "the ended step's directory to go",
+        Duration::from_secs(30),
+        || {
+            let left: Vec<String> = std::fs::read_dir(&spool)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| *n == id || n.starts_with(".ended-"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            async move { left.is_empty().then_some(()) }
+        },
+    )
+    .await
+    .expect("the step directory removed");
     let (status, e) = efficiency(&c, &alice.token, &id).await;
     assert_eq!(status, 200);
     assert_eq!(e["complete"], true, "{e}");

@@ -221,6 +221,7 @@ impl Actor {
             Command::Shutdown { reply } => return Some(reply),
             Command::StepEnded(ref end) => {
                 self.steps.remove(&end.job);
+                batch.ended_steps.push(end.job);
             }
             _ => {}
         }
@@ -237,6 +238,7 @@ impl Actor {
             for notice in batch.notices {
                 self.notifier.send(notice);
             }
+            self.runner.remove(batch.ended_steps);
             return;
         }
         let started = Instant::now();
@@ -267,6 +269,9 @@ impl Actor {
         for notice in batch.notices {
             self.notifier.send(notice);
         }
+        // Their ends are durable: nothing needs their directories any more (a restart
+        // adopts only the steps of running jobs).
+        self.runner.remove(batch.ended_steps);
         self.metrics
             .decided(DecisionKind::Start, batch.launches.len());
         self.metrics

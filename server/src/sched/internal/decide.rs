@@ -78,6 +78,8 @@ pub(super) struct Batch {
     pub signals: Vec<(JobId, StepSignal)>,
     /// Notifications, sent once the batch is written.
     pub notices: Vec<Notice>,
+    /// Steps that ended: their directories go once the batch is written.
+    pub ended_steps: Vec<JobId>,
     /// Something changed: run a scheduling pass before writing.
     pub touched: bool,
 }

@@ -97,6 +97,35 @@ impl StepRunner {
         settings.spool_dir.join(job.to_string())
     }
 
+    /// Remove the directories of steps whose end is recorded: each is renamed out of
+    /// the way at once (a job requeued and started again gets a fresh one), then
+    /// deleted off the actor.
+    pub fn remove(&self, jobs: Vec<JobId>) {
+        if jobs.is_empty() {
+            return;
+        }
+        let mut ended = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let dir = Self::dir(&self.settings, job);
+            let away = self
+                .settings
+                .spool_dir
+                .join(format!(".ended-{job}-{}", crate::util::random_text(8)));
+            match std::fs::rename(&dir, &away) {
+                Ok(()) => ended.push(away),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!(%job, error = %e, "removing the step directory failed"),
+            }
+        }
+        tokio::task::spawn_blocking(move || {
+            for dir in ended {
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    tracing::warn!(dir = %dir.display(), error = %e, "removing an ended step's directory failed");
+                }
+            }
+        });
+    }
+
     /// Start the step of a job that was just placed.
     pub fn launch(
         &self,
