@@ -33,6 +33,7 @@
 # printed at the start and after each side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 
 slurm_only=false
@@ -82,8 +83,6 @@ trap cleanup EXIT
 
 # --- helpers ----------------------------------------------------------------------------
 now_ns() { echo "${EPOCHREALTIME/./}000"; }           # wall clock, same as `date +%s%N`
-median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 # ratio A B: A/B with 3 significant digits, or "-" when either is missing.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || a == "-" || b == "-" || b == 0) print "-"; else printf "%.3g\n", a / b}'; }
 # time_ms CMD...: run CMD (output discarded) and print its wall time in ms.
@@ -93,16 +92,6 @@ time_ms() {
     "$@" >/dev/null 2>&1 || return 1
     t1=${EPOCHREALTIME/./}
     awk -v d=$((t1 - t0)) 'BEGIN {printf "%.2f\n", d / 1000}'
-}
-# wait_until SECONDS CMD...: poll CMD every $POLL s until it succeeds; fail after SECONDS.
-wait_until() {
-    local limit=$1 end
-    shift
-    end=$((SECONDS + limit))
-    until "$@"; do
-        ((SECONDS < end)) || return 1
-        sleep "$POLL"
-    done
 }
 
 # latency_runs SIDE DIR EMPTY SUBMIT...: LATENCY_RUNS times, write a 1-GPU job script whose

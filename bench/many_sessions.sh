@@ -26,6 +26,7 @@
 # a temporary directory removed at exit; the sessions are stopped through the portal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 for arg in "$@"; do
     case $arg in
@@ -59,18 +60,7 @@ done
 ((SESSIONS % USERS == 0)) || die "SESSIONS ($SESSIONS) must be a multiple of USERS ($USERS)"
 per_user=$((SESSIONS / USERS))
 
-median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || b == 0) print "-"; else printf "%.3g\n", a / b}'; }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-wait_until() {
-    local limit=$1 end
-    shift
-    end=$((SECONDS + limit))
-    until "$@"; do
-        ((SECONDS < end)) || return 1
-        sleep "$POLL"
-    done
-}
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }

@@ -42,6 +42,7 @@
 # and at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 
 postgres=false
@@ -98,18 +99,6 @@ cleanup() {
 trap cleanup EXIT
 
 # --- helpers ----------------------------------------------------------------------------
-median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-# wait_until SECONDS CMD...: poll CMD every $POLL s until it succeeds; fail after SECONDS.
-wait_until() {
-    local limit=$1 end
-    shift
-    end=$((SECONDS + limit))
-    until "$@"; do
-        ((SECONDS < end)) || return 1
-        sleep "$POLL"
-    done
-}
 # time_ms CMD...: run CMD (output discarded) and print its wall time in ms.
 time_ms() {
     local t0 t1

@@ -46,6 +46,7 @@
 # atrium/CHP is the figure to compare across machines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 
 proxy_only=false
@@ -91,22 +92,10 @@ for tool in wrk curl node python3; do
 done
 
 # --- helpers ----------------------------------------------------------------------------
-median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 # ratio A B: A/B with 3 significant digits, or "-" when either is missing.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || a == "-" || b == "-" || b == 0) print "-"; else printf "%.3g\n", a / b}'; }
 # minus A B: A-B in ms (3 decimals), or "-".
 minus() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || a == "-" || b == "-") print "-"; else printf "%.3f\n", a - b}'; }
-# wait_until SECONDS CMD...: poll CMD every $POLL s until it succeeds; fail after SECONDS.
-wait_until() {
-    local limit=$1 end
-    shift
-    end=$((SECONDS + limit))
-    until "$@"; do
-        ((SECONDS < end)) || return 1
-        sleep "$POLL"
-    done
-}
 # free_port: a port free on 127.0.0.1 right now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }

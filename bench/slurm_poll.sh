@@ -31,6 +31,7 @@
 set -euo pipefail
 trap 'echo "slurm_poll.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 case "${1:-}" in
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -77,8 +78,6 @@ cleanup() {
 trap cleanup EXIT
 
 now_ns() { echo "${EPOCHREALTIME/./}000"; }
-median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }        # own CPU, clock ticks
 child_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; }  # reaped children's CPU
 hz=$(getconf CLK_TCK)
 
@@ -168,16 +167,16 @@ window() {
     if [[ -n "$which" ]]; then
         start_portal "$which" "$log"
         sleep 10 # its first poll (a sweep of the whole queue) and start-up are over
-        p0=$(ticks "$portal_pid")
+        p0=$(cpu_ticks "$portal_pid")
         k0=$(child_ticks "$portal_pid")
     fi
     : >"$log.mark"
-    c0=$(ticks "$ctld")
+    c0=$(cpu_ticks "$ctld")
     sleep "$WINDOW"
-    c1=$(ticks "$ctld")
+    c1=$(cpu_ticks "$ctld")
     ctld_ms[$name]=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v w="$WINDOW" 'BEGIN {printf "%.2f", d * 1000 / hz / w}')
     if [[ -n "$which" ]]; then
-        p1=$(ticks "$portal_pid")
+        p1=$(cpu_ticks "$portal_pid")
         k1=$(child_ticks "$portal_pid")
         local n=$((WINDOW / 5))
         own_ms[$name]=$(awk -v d=$((p1 - p0)) -v hz="$hz" -v n="$n" 'BEGIN {printf "%.1f", d * 1000 / hz / n}')

@@ -22,6 +22,7 @@
 # uid BENCH_UID=20990). Never part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 RUNS=${RUNS:-20}
 WARM=${WARM:-3}
@@ -56,16 +57,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-wait_until() {
-    local limit=$1 end
-    shift
-    end=$((SECONDS + limit))
-    until "$@"; do
-        ((SECONDS < end)) || return 1
-        sleep 0.05
-    done
-}
-median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 mkdir -p "$work/data" "$work/home/bench"
 chmod 0755 "$work/home"

@@ -26,6 +26,7 @@
 # nvidia-smi run per job) is not in these figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 
 JOBS=${JOBS:-100}
@@ -50,24 +51,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_until() {
-    local limit=$1 end
-    shift
-    end=$((SECONDS + limit))
-    until "$@"; do
-        ((SECONDS < end)) || return 1
-        sleep "$POLL"
-    done
-}
-# ticks PID...: user + system clock ticks (1/100 s) of these processes, summed.
-ticks() {
-    local pid sum=0 t
-    for pid in "$@"; do
-        t=$(awk '{s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13]}' "/proc/$pid/stat" 2>/dev/null) || continue
-        sum=$((sum + t))
-    done
-    echo "$sum"
-}
 # per_job_minute TICKS: ms of CPU per job per minute over the window.
 per_job_minute() { awk -v t="$1" -v j="$JOBS" -v w="$WINDOW" 'BEGIN {printf "%.1f", t * 10 / j / (w / 60)}'; }
 
@@ -125,7 +108,7 @@ discover_gpus = false
 TOML
     env -u ATRIUM_CONFIG "$bin" --config "$run/atrium.toml" serve >"$run/out" 2>>"$run/err" &
     atrium_pid=$!
-    wait_until 60 grep -q "listening on" "$run/out" || die "the portal did not start: $(tail -5 "$run/err")"
+    wait_until 60 grep -qs "listening on" "$run/out" || die "the portal did not start: $(tail -5 "$run/err")"
     base=$(sed -n 's/^atrium: listening on //p' "$run/out")
     local password jar="$run/jar" csrf token
     password=$(sed -n 's/^ *password: //p' "$run/out")
@@ -151,11 +134,11 @@ TOML
     local pids before_s before_p after_s after_p
     pids=$(supervisors)
     [[ $(wc -w <<<"$pids") == "$JOBS" ]] || die "$(wc -w <<<"$pids") supervisors for $JOBS jobs"
-    before_s=$(ticks $pids)
-    before_p=$(ticks "$atrium_pid")
+    before_s=$(cpu_ticks $pids)
+    before_p=$(cpu_ticks "$atrium_pid")
     sleep "$WINDOW"
-    after_s=$(ticks $pids)
-    after_p=$(ticks "$atrium_pid")
+    after_s=$(cpu_ticks $pids)
+    after_p=$(cpu_ticks "$atrium_pid")
     echo "$(per_job_minute $((after_s - before_s))) $(per_job_minute $((after_p - before_p)))"
     stop_portal
 }
@@ -179,11 +162,11 @@ measure_slurm() {
     local steps daemons before_s before_d after_s after_d
     steps=$(pgrep -x slurmstepd | tr '\n' ' ')
     daemons="$(cat "$slurm_dir"/run/slurmctld.pid) $(cat "$slurm_dir"/run/slurmd*.pid)"
-    before_s=$(ticks $steps)
-    before_d=$(ticks $daemons)
+    before_s=$(cpu_ticks $steps)
+    before_d=$(cpu_ticks $daemons)
     sleep "$WINDOW"
-    after_s=$(ticks $steps)
-    after_d=$(ticks $daemons)
+    after_s=$(cpu_ticks $steps)
+    after_d=$(cpu_ticks $daemons)
     echo "$(per_job_minute $((after_s - before_s))) $(per_job_minute $((after_d - before_d)))"
     scancel -u root >/dev/null 2>&1 || true
     bench/slurm/stop.sh "$slurm_dir" >/dev/null 2>&1 || true

@@ -1,0 +1,30 @@
+# Helpers the benchmark scripts share; sourced after they `cd` to the repository root.
+#
+#   median                 the median of the numbers on standard input (one a line)
+#   loadavg                the 1, 5 and 15 minute load averages
+#   wait_until SECONDS CMD poll CMD every $POLL seconds (0.05 unless the script sets it)
+#                          until it succeeds; fail after SECONDS
+#   cpu_ticks PID...       user + system clock ticks (1/100 s) of these processes, summed
+#                          (those gone count nothing)
+
+median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+wait_until() {
+    local limit=$1 end
+    shift
+    end=$((SECONDS + limit))
+    until "$@"; do
+        ((SECONDS < end)) || return 1
+        sleep "${POLL:-0.05}"
+    done
+}
+cpu_ticks() {
+    local pid sum=0 t
+    for pid in "$@"; do
+        # After the command name (which may hold spaces): utime and stime are the 12th
+        # and 13th fields.
+        t=$(awk '{s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13]}' "/proc/$pid/stat" 2>/dev/null) || continue
+        sum=$((sum + ${t:-0}))
+    done
+    echo "$sum"
+}
