@@ -47,6 +47,8 @@ pub struct Efficiency {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct Gpu {
     pub index: u32,
+    #[serde(default)]
+    pub uuid: String,
     pub mean_utilization_percent: Option<f64>,
     pub max_utilization_percent: u32,
     pub max_memory_bytes: u64,
@@ -154,17 +156,25 @@ fn gpu_lines(e: &Efficiency, out: &mut Vec<String>) {
         return;
     }
     for g in &e.gpus {
-        let mean = g
-            .mean_utilization_percent
-            .map_or("n/a".to_string(), |m| format!("{m:.2}%"));
-        out.push(format!(
-            "GPU {}: {mean} mean, {}% max utilization; memory {} of {}; idle {}",
-            g.index,
-            g.max_utilization_percent,
+        // A MIG instance is named by its UUID after its GPU's index.
+        let name = if g.uuid.starts_with("MIG-") {
+            format!("{} ({})", g.index, g.uuid)
+        } else {
+            g.index.to_string()
+        };
+        let memory = format!(
+            "memory {} of {}",
             memory(g.max_memory_bytes),
-            memory(g.memory_total_bytes),
-            clock(g.idle_seconds),
-        ));
+            memory(g.memory_total_bytes)
+        );
+        out.push(match g.mean_utilization_percent {
+            Some(mean) => format!(
+                "GPU {name}: {mean:.2}% mean, {}% max utilization; {memory}; idle {}",
+                g.max_utilization_percent,
+                clock(g.idle_seconds),
+            ),
+            None => format!("GPU {name}: {memory} (utilization not reported)"),
+        });
     }
     if let Some(u) = e.gpu_utilization_percent {
         out.push(format!("GPU Efficiency: {u:.2}% mean utilization"));
@@ -211,14 +221,24 @@ mod tests {
             max_rss_bytes: Some(1288490189),
             memory_efficiency_percent: Some(30.0),
             gres: "gpu:1".into(),
-            gpus: vec![Gpu {
-                index: 0,
-                mean_utilization_percent: Some(87.5),
-                max_utilization_percent: 100,
-                max_memory_bytes: 30 << 30,
-                memory_total_bytes: 80 << 30,
-                idle_seconds: 3.0,
-            }],
+            gpus: vec![
+                Gpu {
+                    index: 0,
+                    uuid: "GPU-5b7e1d2c".into(),
+                    mean_utilization_percent: Some(87.5),
+                    max_utilization_percent: 100,
+                    max_memory_bytes: 30 << 30,
+                    memory_total_bytes: 80 << 30,
+                    idle_seconds: 3.0,
+                },
+                Gpu {
+                    index: 1,
+                    uuid: "MIG-aaaaaaaa".into(),
+                    max_memory_bytes: 1 << 30,
+                    memory_total_bytes: 10 << 30,
+                    ..Default::default()
+                },
+            ],
             gpu_utilization_percent: Some(87.5),
             gpu_idle_seconds: Some(3.0),
             ..Default::default()
@@ -239,6 +259,7 @@ mod tests {
                 "Memory Efficiency: 30.00% of 4.00 GB",
                 "GPUs: gpu:1",
                 "GPU 0: 87.50% mean, 100% max utilization; memory 30.00 GB of 80.00 GB; idle 00:00:03",
+                "GPU 1 (MIG-aaaaaaaa): memory 1.00 GB of 10.00 GB (utilization not reported)",
                 "GPU Efficiency: 87.50% mean utilization",
                 "GPU Idle: 00:00:03 GPU-time",
             ]

@@ -95,6 +95,9 @@ pub struct StepSpec {
     /// job's whole GPUs and shared ones, not MIG instances (which do not report it).
     #[serde(default)]
     pub sampled_gpus: Vec<u32>,
+    /// The MIG instances the samples read the memory of.
+    #[serde(default)]
+    pub sampled_migs: Vec<usage::MigSlice>,
     /// The node the step runs on, as the scheduler names it.
     #[serde(default)]
     pub node: String,

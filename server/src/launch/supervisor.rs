@@ -152,7 +152,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
                 }
             }
             _ = usage_tick.tick(), if spec.usage_interval_secs > 0 && kill_at.is_none() => {
-                let sample = usage_sample(&mut memory, cgroup.as_deref(), &spec.sampled_gpus).await;
+                let sample = usage_sample(&mut memory, cgroup.as_deref(), &spec.sampled_gpus, &spec.sampled_migs).await;
                 usage.record(&sample);
                 if let Err(e) = write_private(&dir.join(usage::USAGE_FILE), &serde_json::to_vec(&usage)?, 0o600, false) {
                     eprintln!("cannot write the usage samples: {e}");
@@ -224,6 +224,7 @@ async fn usage_sample(
     processes: &mut ProcessSampler,
     cgroup: Option<&Path>,
     gpus: &[u32],
+    migs: &[usage::MigSlice],
 ) -> usage::Sample {
     let (cpu_seconds, rss_bytes) = match cgroup.and_then(usage::cgroup_usage) {
         Some(c) => (c.cpu_seconds, c.memory_bytes),
@@ -236,7 +237,11 @@ async fn usage_sample(
         at_ms: crate::util::now_ms(),
         cpu_seconds,
         rss_bytes,
-        gpus: usage::gpu_samples(gpus).await,
+        gpus: [
+            usage::gpu_samples(gpus).await,
+            usage::mig_samples(migs).await,
+        ]
+        .concat(),
     }
 }
 

@@ -39,7 +39,8 @@ pub struct Usage {
     pub cpu_seconds: f64,
     /// Peak resident memory.
     pub max_rss_bytes: u64,
-    /// Each GPU the job holds whose utilisation can be read (not MIG instances).
+    /// Each GPU the job holds, and each MIG instance (memory only: `nvidia-smi` reads
+    /// no utilisation of an instance).
     pub gpus: Vec<GpuUsage>,
     pub points: Vec<UsagePoint>,
     /// The step is over: these are the final figures.
@@ -130,7 +131,11 @@ impl Usage {
         let mut utilisation = Vec::new();
         let mut memory: Option<u64> = None;
         for g in &sample.gpus {
-            let at = match self.gpus.iter().position(|u| u.index == g.index) {
+            let at = match self
+                .gpus
+                .iter()
+                .position(|u| u.index == g.index && u.uuid == g.uuid)
+            {
                 Some(at) => at,
                 None => {
                     self.gpus.push(GpuUsage {
@@ -243,25 +248,16 @@ pub(super) async fn gpu_samples(indices: &[u32]) -> Vec<GpuSample> {
         return Vec::new();
     }
     let list: Vec<String> = indices.iter().map(u32::to_string).collect();
-    let run = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
-        .args([
-            "--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total",
-            "--format=csv,noheader,nounits",
-            "-i",
-            &list.join(","),
-        ])
-        .env_clear()
-        .envs(crate::privilege::base_env())
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(NVIDIA_SMI_TIMEOUT, run).await {
-        Ok(Ok(out)) if out.status.success() => {
-            parse_gpu_query(&String::from_utf8_lossy(&out.stdout))
-        }
-        _ => Vec::new(),
-    }
+    let query = [
+        "--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total",
+        "--format=csv,noheader,nounits",
+        "-i",
+        &list.join(","),
+    ];
+    nvidia_smi(&query)
+        .await
+        .map(|text| parse_gpu_query(&text))
+        .unwrap_or_default()
 }
 
 /// Lines of `--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total
@@ -284,6 +280,151 @@ pub(super) fn parse_gpu_query(text: &str) -> Vec<GpuSample> {
             })
         })
         .collect()
+}
+
+/// A MIG instance a job holds: its GPU's index and its UUID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigSlice {
+    pub gpu: u32,
+    pub uuid: String,
+}
+
+/// The memory of the MIG instances `migs` (utilisation is not reported per instance):
+/// `nvidia-smi -q -x -d MEMORY -i GPU` for each of their GPUs, the instances told apart
+/// by UUID (from `nvidia-smi -L` where the XML does not carry it).
+pub(super) async fn mig_samples(migs: &[MigSlice]) -> Vec<GpuSample> {
+    let mut gpus: Vec<u32> = migs.iter().map(|m| m.gpu).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let mut out = Vec::new();
+    let mut listed: Option<String> = None;
+    for gpu in gpus {
+        let index = gpu.to_string();
+        let Some(xml) = nvidia_smi(&["-q", "-x", "-d", "MEMORY", "-i", &index]).await else {
+            continue;
+        };
+        let mut devices = parse_mig_memory(&xml);
+        if devices.iter().any(|d| d.uuid.is_none()) {
+            if listed.is_none() {
+                listed = nvidia_smi(&["-L"]).await;
+            }
+            let uuids = listed
+                .as_deref()
+                .map(|l| mig_uuids(l, gpu))
+                .unwrap_or_default();
+            for d in devices.iter_mut().filter(|d| d.uuid.is_none()) {
+                d.uuid = uuids
+                    .iter()
+                    .find(|(n, _)| *n == d.device)
+                    .map(|(_, u)| u.clone());
+            }
+        }
+        for m in migs.iter().filter(|m| m.gpu == gpu) {
+            if let Some(d) = devices
+                .iter()
+                .find(|d| d.uuid.as_deref() == Some(m.uuid.as_str()))
+            {
+                out.push(GpuSample {
+                    index: gpu,
+                    uuid: m.uuid.clone(),
+                    utilization_percent: None,
+                    memory_used_bytes: d.used_bytes,
+                    memory_total_bytes: d.total_bytes,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// What `nvidia-smi ARGS` printed, if it ran and succeeded in time.
+async fn nvidia_smi(args: &[&str]) -> Option<String> {
+    let run = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
+        .args(args)
+        .env_clear()
+        .envs(crate::privilege::base_env())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(NVIDIA_SMI_TIMEOUT, run).await {
+        Ok(Ok(out)) if out.status.success() => {
+            Some(String::from_utf8_lossy(&out.stdout).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// One `<mig_device>` of `nvidia-smi -q -x`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct MigMemory {
+    /// Its `<index>`: the `Device N` of `nvidia-smi -L`.
+    pub device: u32,
+    pub uuid: Option<String>,
+    pub used_bytes: Option<u64>,
+    pub total_bytes: Option<u64>,
+}
+
+/// The MIG devices of `nvidia-smi -q -x` output with their `<fb_memory_usage>`.
+pub(super) fn parse_mig_memory(xml: &str) -> Vec<MigMemory> {
+    // nvidia-smi names its DTD (`<!DOCTYPE nvidia_smi_log SYSTEM …>`); nothing is
+    // fetched or expanded from it.
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let Ok(doc) = roxmltree::Document::parse_with_options(xml, options) else {
+        return Vec::new();
+    };
+    let child = |n: roxmltree::Node<'_, '_>, name: &str| {
+        n.children()
+            .find(|c| c.has_tag_name(name))
+            .and_then(|c| c.text())
+            .map(|t| t.trim().to_string())
+    };
+    let mib = |v: Option<String>| {
+        v.and_then(|v| v.strip_suffix("MiB").map(|n| n.trim().to_string()))
+            .and_then(|n| n.parse::<u64>().ok())
+            .map(|n| n * MIB)
+    };
+    doc.descendants()
+        .filter(|n| n.has_tag_name("mig_device"))
+        .filter_map(|d| {
+            let memory = d.children().find(|c| c.has_tag_name("fb_memory_usage"));
+            Some(MigMemory {
+                device: child(d, "index")?.parse().ok()?,
+                uuid: child(d, "uuid").filter(|u| u.starts_with("MIG-")),
+                used_bytes: memory.and_then(|m| mib(child(m, "used"))),
+                total_bytes: memory.and_then(|m| mib(child(m, "total"))),
+            })
+        })
+        .collect()
+}
+
+/// `(Device N, UUID)` of GPU `gpu`'s MIG instances in `nvidia-smi -L` output.
+pub(super) fn mig_uuids(list: &str, gpu: u32) -> Vec<(u32, String)> {
+    let mut current: Option<u32> = None;
+    let mut out = Vec::new();
+    for line in list.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("GPU ") {
+            current = rest
+                .split_once(':')
+                .and_then(|(i, _)| i.trim().parse().ok());
+        } else if line.starts_with("MIG ") && current == Some(gpu) {
+            let device = line
+                .split_once("Device")
+                .and_then(|(_, r)| r.split_once(':'))
+                .and_then(|(n, _)| n.trim().parse().ok());
+            let uuid = line
+                .rsplit_once("(UUID:")
+                .and_then(|(_, r)| r.strip_suffix(')'))
+                .map(|u| u.trim().to_string());
+            if let (Some(device), Some(uuid)) = (device, uuid) {
+                out.push((device, uuid));
+            }
+        }
+    }
+    out
 }
 
 /// A cgroup v2's CPU time (`cpu.stat`'s `usage_usec`), current and peak memory.
@@ -419,6 +560,81 @@ mod tests {
         assert_eq!(gpus[0].memory_used_bytes, Some(30512 * MIB));
         assert_eq!(gpus[1].utilization_percent, None);
         assert_eq!(gpus[1].memory_total_bytes, Some(81920 * MIB));
+    }
+
+    #[test]
+    fn mig_instances_read_their_memory_by_uuid() {
+        // `nvidia-smi -q -x -d MEMORY` of a GPU in MIG mode: the GPU's own memory is
+        // N/A, each instance has its own; one driver writes the instance's UUID, the
+        // other leaves it to `nvidia-smi -L`.
+        let xml = r#"<?xml version="1.0" ?>
+<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
+<nvidia_smi_log>
+  <gpu id="00000000:07:00.0">
+    <fb_memory_usage><total>81920 MiB</total><used>N/A</used></fb_memory_usage>
+    <mig_devices>
+      <mig_device>
+        <index>0</index>
+        <gpu_instance_id>1</gpu_instance_id>
+        <compute_instance_id>0</compute_instance_id>
+        <fb_memory_usage><total>40192 MiB</total><reserved>0 MiB</reserved><used>298 MiB</used><free>39894 MiB</free></fb_memory_usage>
+      </mig_device>
+      <mig_device>
+        <index>1</index>
+        <uuid>MIG-bbbbbbbb-0000-5000-8000-000000000001</uuid>
+        <fb_memory_usage><total>9728 MiB</total><used>13 MiB</used></fb_memory_usage>
+      </mig_device>
+    </mig_devices>
+  </gpu>
+</nvidia_smi_log>"#;
+        let devices = parse_mig_memory(xml);
+        assert_eq!(devices.len(), 2);
+        assert_eq!(devices[0].device, 0);
+        assert_eq!(devices[0].uuid, None);
+        assert_eq!(devices[0].used_bytes, Some(298 * MIB));
+        assert_eq!(devices[0].total_bytes, Some(40192 * MIB));
+        assert_eq!(
+            devices[1].uuid.as_deref(),
+            Some("MIG-bbbbbbbb-0000-5000-8000-000000000001")
+        );
+        let list = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5b7e1d2c-0f4e-4c2a-9d1b-3a5f6e7d8c9b)
+  MIG 3g.40gb     Device  0: (UUID: MIG-aaaaaaaa-0000-5000-8000-000000000000)
+  MIG 1g.10gb     Device  1: (UUID: MIG-bbbbbbbb-0000-5000-8000-000000000001)
+GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-6b7e1d2c-0f4e-4c2a-9d1b-3a5f6e7d8c9b)
+  MIG 7g.80gb     Device  0: (UUID: MIG-cccccccc-0000-5000-8000-000000000002)
+";
+        assert_eq!(
+            mig_uuids(list, 0),
+            vec![
+                (0, "MIG-aaaaaaaa-0000-5000-8000-000000000000".to_string()),
+                (1, "MIG-bbbbbbbb-0000-5000-8000-000000000001".to_string()),
+            ]
+        );
+        assert_eq!(mig_uuids(list, 1).len(), 1);
+        assert!(parse_mig_memory("not xml").is_empty());
+        // Two instances of one GPU are kept apart in the usage.
+        let mut u = Usage::new(0, 30);
+        u.record(&Sample {
+            at_ms: 30_000,
+            gpus: vec![
+                GpuSample {
+                    index: 0,
+                    uuid: "MIG-a".into(),
+                    memory_used_bytes: Some(MIB),
+                    ..Default::default()
+                },
+                GpuSample {
+                    index: 0,
+                    uuid: "MIG-b".into(),
+                    memory_used_bytes: Some(2 * MIB),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        });
+        assert_eq!(u.gpus.len(), 2);
+        assert_eq!(u.gpus[1].max_memory_bytes, 2 * MIB);
+        assert_eq!(u.mean_gpu_utilization_percent(), None);
     }
 
     #[test]

@@ -273,6 +273,20 @@ pub fn sampled_gpus(node: &NodeAllocation) -> Vec<u32> {
     out
 }
 
+/// The node's MIG instances, which usage samples read the memory of.
+pub fn sampled_migs(node: &NodeAllocation) -> Vec<crate::launch::usage::MigSlice> {
+    node.slices
+        .iter()
+        .filter_map(|s| match s {
+            scheduler::SliceId::Mig { gpu, uuid, .. } => Some(crate::launch::usage::MigSlice {
+                gpu: *gpu,
+                uuid: uuid.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Physical GPU indices of the node's slices, each once.
 pub fn gpu_indices(node: &NodeAllocation) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();

@@ -54,7 +54,8 @@ pub struct Efficiency {
     pub memory_efficiency_percent: Option<f64>,
     /// Generic resources per node (`gpu:2`).
     pub gres: String,
-    /// Each GPU whose utilisation was read (not MIG instances).
+    /// Each GPU read, and each MIG instance (its memory only: no utilisation is
+    /// reported per instance).
     pub gpus: Vec<GpuEfficiency>,
     /// Mean utilisation over its GPUs, percent.
     pub gpu_utilization_percent: Option<f64>,

@@ -417,6 +417,7 @@ pub(crate) mod tests {
             args: Vec::new(),
             usage_interval_secs: 0,
             sampled_gpus: Vec::new(),
+            sampled_migs: Vec::new(),
             node: String::new(),
         }
     }

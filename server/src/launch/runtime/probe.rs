@@ -66,6 +66,7 @@ pub fn probe_command(
         args: Vec::new(),
         usage_interval_secs: 0,
         sampled_gpus: Vec::new(),
+        sampled_migs: Vec::new(),
         node: String::new(),
     };
     runtime.check(&spec)?;

@@ -345,6 +345,7 @@ async fn start_step(
         gpu_indices: step_env::gpu_indices(node),
         usage_interval_secs: settings.usage_interval_secs,
         sampled_gpus: step_env::sampled_gpus(node),
+        sampled_migs: step_env::sampled_migs(node),
         node: node.node.clone(),
         runtime,
         drop_privileges: settings.drop_privileges,
