@@ -337,8 +337,9 @@ pub(super) async fn mig_samples(migs: &[MigSlice]) -> Vec<GpuSample> {
     out
 }
 
-/// What `nvidia-smi ARGS` printed, if it ran and succeeded in time.
-async fn nvidia_smi(args: &[&str]) -> Option<String> {
+/// What `nvidia-smi ARGS` printed, if it ran (by its absolute path, with the fixed
+/// environment) and succeeded within 5 s.
+pub async fn nvidia_smi(args: &[&str]) -> Option<String> {
     let run = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
         .args(args)
         .env_clear()

@@ -85,21 +85,13 @@ async fn ask_jupyter(route: &Route) -> Option<JupyterActivity> {
 
 /// Utilisation by GPU index, from `nvidia-smi`; empty where there is none.
 async fn gpu_utilisation() -> HashMap<u32, u32> {
-    let run = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
-        .args([
-            "--query-gpu=index,utilization.gpu",
-            "--format=csv,noheader,nounits",
-        ])
-        .env_clear()
-        .envs(crate::privilege::base_env())
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let Ok(Ok(out)) = tokio::time::timeout(Duration::from_secs(5), run).await else {
-        return HashMap::new();
-    };
-    parse_utilisation(&String::from_utf8_lossy(&out.stdout))
+    crate::launch::usage::nvidia_smi(&[
+        "--query-gpu=index,utilization.gpu",
+        "--format=csv,noheader,nounits",
+    ])
+    .await
+    .map(|text| parse_utilisation(&text))
+    .unwrap_or_default()
 }
 
 fn parse_utilisation(text: &str) -> HashMap<u32, u32> {
@@ -118,15 +110,7 @@ pub(super) async fn cull(sessions: Sessions) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
-    let has_gpus = tokio::process::Command::new(crate::privilege::system_program("nvidia-smi"))
-        .arg("-L")
-        .env_clear()
-        .envs(crate::privilege::base_env())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .await
-        .is_ok_and(|s| s.success());
+    let has_gpus = crate::launch::usage::nvidia_smi(&["-L"]).await.is_some();
     loop {
         tick.tick().await;
         let routes: Vec<_> = sessions
