@@ -120,6 +120,49 @@ pub struct EarlySignal {
 }
 
 impl StepSpec {
+    /// A step of `job` running `script` as `identity` in `workdir` under `runtime`,
+    /// its output to `stdout`, with nothing else: no limits, GPUs, image, mounts,
+    /// signal, arguments or usage samples (the portal's jobs set those; a probe and
+    /// the tests need none).
+    pub fn plain(
+        job: &str,
+        identity: &crate::privilege::Identity,
+        workdir: &Path,
+        script: &str,
+        stdout: PathBuf,
+        runtime: RuntimeKind,
+    ) -> StepSpec {
+        StepSpec {
+            job: job.to_string(),
+            user: identity.user.clone(),
+            uid: identity.uid,
+            gid: identity.gid,
+            groups: identity.groups.clone(),
+            home: identity.home.clone(),
+            workdir: workdir.to_path_buf(),
+            script: script.to_string(),
+            env: Vec::new(),
+            stdout,
+            stderr: None,
+            time_limit_secs: None,
+            memory_limit_mb: None,
+            kill_grace_secs: 10,
+            gpu_indices: Vec::new(),
+            runtime,
+            drop_privileges: true,
+            image: None,
+            mounts: Vec::new(),
+            hidden: Vec::new(),
+            signal: None,
+            append_output: false,
+            args: Vec::new(),
+            usage_interval_secs: 0,
+            sampled_gpus: Vec::new(),
+            sampled_migs: Vec::new(),
+            node: String::new(),
+        }
+    }
+
     /// Whom the step runs as.
     pub fn identity(&self) -> crate::privilege::Identity {
         crate::privilege::Identity {

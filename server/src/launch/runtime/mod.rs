@@ -391,34 +391,23 @@ pub(crate) mod tests {
     use crate::launch::Mount;
 
     pub fn spec(runtime: RuntimeKind, gpus: Vec<u32>) -> StepSpec {
-        StepSpec {
-            job: "7".into(),
+        let alice = crate::privilege::Identity {
             user: "alice".into(),
             uid: 20001,
             gid: 20001,
             groups: vec![],
             home: "/home/alice".into(),
-            workdir: "/scratch/alice/run".into(),
-            script: "#!/bin/bash\ntrue\n".into(),
-            env: vec![],
-            stdout: "/home/alice/slurm-7.out".into(),
-            stderr: None,
-            time_limit_secs: None,
-            memory_limit_mb: None,
-            kill_grace_secs: 10,
+        };
+        StepSpec {
             gpu_indices: gpus,
-            runtime,
-            drop_privileges: true,
-            image: None,
-            mounts: Vec::new(),
-            hidden: Vec::new(),
-            signal: None,
-            append_output: false,
-            args: Vec::new(),
-            usage_interval_secs: 0,
-            sampled_gpus: Vec::new(),
-            sampled_migs: Vec::new(),
-            node: String::new(),
+            ..StepSpec::plain(
+                "7",
+                &alice,
+                Path::new("/scratch/alice/run"),
+                "#!/bin/bash\ntrue\n",
+                "/home/alice/slurm-7.out".into(),
+                runtime,
+            )
         }
     }
 

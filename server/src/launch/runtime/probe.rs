@@ -39,35 +39,23 @@ pub fn probe_command(
 ) -> Result<ProbeCommand, String> {
     let runtime: &dyn ContainerRuntime = kind.runtime();
     let host = Host::probe(runtime)?;
-    let spec = StepSpec {
-        job: "doctor".into(),
-        user: identity.user.clone(),
-        uid: identity.uid,
-        gid: identity.gid,
-        groups: identity.groups.clone(),
+    let identity = Identity {
         home: dir.to_path_buf(),
-        workdir: dir.to_path_buf(),
-        // A `#!` script is run as itself: the command is `program` alone.
-        script: "#!".into(),
+        ..identity.clone()
+    };
+    // A `#!` script is run as itself: the command is `program` alone.
+    let spec = StepSpec {
         env: crate::privilege::base_env(),
-        stdout: dir.join("probe.out"),
-        stderr: None,
-        time_limit_secs: None,
-        memory_limit_mb: None,
         kill_grace_secs: 1,
-        gpu_indices: Vec::new(),
-        runtime: kind.clone(),
-        drop_privileges: true,
         image: image.map(str::to_string),
-        mounts: Vec::new(),
-        hidden: Vec::new(),
-        signal: None,
-        append_output: false,
-        args: Vec::new(),
-        usage_interval_secs: 0,
-        sampled_gpus: Vec::new(),
-        sampled_migs: Vec::new(),
-        node: String::new(),
+        ..StepSpec::plain(
+            "doctor",
+            &identity,
+            dir,
+            "#!",
+            dir.join("probe.out"),
+            kind.clone(),
+        )
     };
     runtime.check(&spec)?;
     let files = StepFiles {
