@@ -5,12 +5,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use atrium_tests::support::ldap::{Slapd, SlapdOptions, BASE_DN, SERVICE_DN, SERVICE_PASSWORD};
 use serde_json::Value;
 
-use crate::helpers::atrium_command;
+use crate::helpers::{atrium_command, openssl};
 
 /// A configuration in `dir` with its data directory `dir/var` (mode `mode`) and `extra`.
 fn config(dir: &Path, mode: u32, extra: &str) -> std::path::PathBuf {
@@ -117,19 +116,6 @@ fn doctor_on_a_good_configuration_probes_bubblewrap_and_exits_0() {
     );
     assert_eq!(status(&report, "data_dir"), "ok", "{report:#}");
     assert!(ok);
-}
-
-/// Run `openssl` with space-separated arguments.
-fn openssl(args: &str) {
-    let out = Command::new("openssl")
-        .args(args.split(' '))
-        .output()
-        .expect("openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]

@@ -430,3 +430,17 @@ where
     .await
     .unwrap_or_else(|e| panic!("{e:#}"));
 }
+
+/// Run `openssl` with space-separated arguments (paths in temp dirs have no spaces);
+/// it must succeed.
+pub fn openssl(args: &str) {
+    let out = Command::new("openssl")
+        .args(args.split(' '))
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

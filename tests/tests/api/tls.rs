@@ -1,21 +1,6 @@
 //! Serving HTTPS directly: a certificate the test makes, Secure cookies.
 
-use std::process::Command;
-
-use crate::helpers::{hidden_field, set_cookie, spawn_with, Options};
-
-/// Run `openssl` with space-separated arguments (paths in temp dirs have no spaces).
-fn openssl(args: &str) {
-    let out = Command::new("openssl")
-        .args(args.split(' '))
-        .output()
-        .expect("openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::helpers::{hidden_field, openssl, set_cookie, spawn_with, Options};
 
 #[tokio::test]
 async fn https_with_a_test_ca_sets_secure_cookies() {
