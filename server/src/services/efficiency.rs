@@ -222,12 +222,8 @@ pub fn from_accounting(e: &mut Efficiency, job: &JobInfo, usage: &JobUsage) {
 }
 
 fn idle_gpus(j: &IdleGpuJob) -> IdleGpus {
-    let id = match j.task {
-        t if t >= 0 => format!("{}_{t}", j.job_id),
-        _ => j.job_id.to_string(),
-    };
     IdleGpus {
-        id,
+        id: crate::store::job_id(j.job_id, j.task).to_string(),
         user: j.user_name.clone(),
         name: j.name.clone(),
         state: j.state.clone(),

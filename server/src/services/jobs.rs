@@ -672,11 +672,7 @@ fn ignored_options(r: &JobRecord) -> Vec<scheduler::IgnoredOption> {
 }
 
 pub fn from_record(r: &JobRecord) -> JobInfo {
-    let job = if r.task >= 0 {
-        JobId::task(r.id as u64, r.task as u32)
-    } else {
-        JobId::new(r.id as u64)
-    };
+    let job = crate::store::job_id(r.id, r.task);
     let state = JobState::parse(&r.state);
     let allocation: Option<scheduler::Allocation> = r
         .allocation

@@ -10,6 +10,14 @@ use sqlx::Row;
 
 use super::{opt_i64, Result, Store, StoreError};
 
+/// The job a row's `(id, task)` names: `task` is the array task, -1 for none.
+pub fn job_id(id: i64, task: i64) -> scheduler::JobId {
+    match u32::try_from(task) {
+        Ok(t) => scheduler::JobId::task(id as u64, t),
+        Err(_) => scheduler::JobId::new(id as u64),
+    }
+}
+
 /// One job row: a job (`task = -1`, also the row of a whole array) or one started
 /// array task (`task >= 0`). Times are Unix milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -34,7 +34,7 @@ pub use audit::{AuditEntry, NewAuditEntry};
 pub use benchmarks::{BenchmarkFilter, BenchmarkRecord, BenchmarkRun, BenchmarkSort};
 pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{
-    JobChange, JobFilter, JobMetaRow, JobRecord, JobStart, SchedulerLog, StoredSnapshot,
+    job_id, JobChange, JobFilter, JobMetaRow, JobRecord, JobStart, SchedulerLog, StoredSnapshot,
 };
 pub use logins::LoginSession;
 pub use quotas::QuotaRecord;

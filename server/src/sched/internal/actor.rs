@@ -94,11 +94,7 @@ impl Actor {
     /// the ones whose supervisor never started.
     pub(super) async fn adopt_steps(&mut self) -> anyhow::Result<()> {
         for r in self.store.running_jobs().await? {
-            let job = if r.task >= 0 {
-                JobId::task(r.id as u64, r.task as u32)
-            } else {
-                JobId::new(r.id as u64)
-            };
+            let job = crate::store::job_id(r.id, r.task);
             let running = self
                 .decider
                 .cluster

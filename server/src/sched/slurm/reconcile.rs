@@ -35,11 +35,7 @@ pub(super) struct Entry {
 pub(super) type Jobs = BTreeMap<JobId, Entry>;
 
 pub(super) fn job_id(r: &JobRecord) -> JobId {
-    if r.task >= 0 {
-        JobId::task(r.id as u64, r.task as u32)
-    } else {
-        JobId::new(r.id as u64)
-    }
+    crate::store::job_id(r.id, r.task)
 }
 
 /// What one poll changes of one row: what to write, and the row and view after.
