@@ -75,31 +75,33 @@ impl JobCluster {
 
     /// As [`JobCluster::start`], on the database at `database_url` (default: SQLite).
     pub async fn start_on(gpus: u32, database_url: Option<String>) -> JobCluster {
-        Self::start_configured(gpus, database_url, "").await
+        Self::start_configured(gpus, database_url, "", "").await
     }
 
     /// As [`JobCluster::start`], with `keys` added to its `[jobs]` section.
     pub async fn start_with_jobs(gpus: u32, keys: &str) -> JobCluster {
-        let root = private_root();
-        let config =
-            cluster_config(root.path(), gpus).replacen("[jobs]\n", &format!("[jobs]\n{keys}\n"), 1);
-        let app = spawn_with(Options {
-            extra_config: config,
-            database_url: None,
-        })
-        .await;
-        JobCluster { app, root }
+        Self::start_configured(gpus, None, keys, "").await
     }
 
     /// As [`JobCluster::start`], with `extra` appended to the configuration.
     pub async fn start_with(gpus: u32, extra: &str) -> JobCluster {
-        Self::start_configured(gpus, None, extra).await
+        Self::start_configured(gpus, None, "", extra).await
     }
 
-    async fn start_configured(gpus: u32, database_url: Option<String>, extra: &str) -> JobCluster {
+    async fn start_configured(
+        gpus: u32,
+        database_url: Option<String>,
+        jobs_keys: &str,
+        extra: &str,
+    ) -> JobCluster {
         let root = private_root();
+        let config = cluster_config(root.path(), gpus).replacen(
+            "[jobs]\n",
+            &format!("[jobs]\n{jobs_keys}\n"),
+            1,
+        );
         let app = spawn_with(Options {
-            extra_config: cluster_config(root.path(), gpus) + extra,
+            extra_config: config + extra,
             database_url,
         })
         .await;
