@@ -14,6 +14,8 @@
 # Environment:
 #   ATRIUM_TEST_JUPYTER  the Python virtual environment holding JupyterLab and
 #                        TensorBoard for the session tests (default /opt/atrium-test/jupyter)
+#   ATRIUM_TEST_AXE_PREFIX  where npm installs axe-core for the page tests
+#                        (default /opt/atrium-test/axe)
 set -euo pipefail
 
 # Debian packages required by the test suite. One per line; keep sorted by purpose.
@@ -180,6 +182,30 @@ ensure_jupyter_venv() {
     )
 }
 ensure_jupyter_venv
+
+# axe-core (npm), which tests/tests/api/pages.rs injects into every page to check its
+# accessibility: exactly this version, into a fixed prefix (ATRIUM_TEST_AXE_PREFIX).
+AXE_PREFIX="${ATRIUM_TEST_AXE_PREFIX:-/opt/atrium-test/axe}"
+AXE_VERSION=4.14.1
+ensure_axe_core() {
+    local stamp="$AXE_PREFIX/.atrium-stamp"
+    if [[ -f "$AXE_PREFIX/node_modules/axe-core/axe.min.js" \
+        && "$(cat "$stamp" 2>/dev/null || true)" == "$AXE_VERSION" ]]; then
+        return
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "install-deps: npm is missing (Debian: apt-get install npm); it installs axe-core for the page tests" >&2
+        exit 1
+    fi
+    echo "install-deps: installing axe-core@$AXE_VERSION into $AXE_PREFIX"
+    (
+        umask 022
+        mkdir -p "$AXE_PREFIX"
+        npm install --prefix "$AXE_PREFIX" --no-audit --no-fund --silent "axe-core@$AXE_VERSION"
+        printf '%s\n' "$AXE_VERSION" >"$stamp"
+    )
+}
+ensure_axe_core
 
 for tool in "${CARGO_TOOLS[@]}"; do
     read -r bin crate <<<"$tool"
