@@ -9,6 +9,7 @@ mod jobs;
 mod login;
 mod sessions;
 mod sizing;
+pub mod when;
 
 use actix_web::{web, HttpResponse};
 use askama::Template;
