@@ -14,6 +14,8 @@
 # Environment:
 #   ATRIUM_TEST_JUPYTER  the Python virtual environment holding JupyterLab and
 #                        TensorBoard for the session tests (default /opt/atrium-test/jupyter)
+#   ATRIUM_TEST_CODE_SERVER  where code-server (VS Code in the browser, from npm) is
+#                        installed for the apps tests (default /opt/atrium-test/code-server)
 #   ATRIUM_TEST_AXE_PREFIX  where npm installs axe-core for the page tests
 #                        (default /opt/atrium-test/axe)
 set -euo pipefail
@@ -43,6 +45,12 @@ PACKAGES=(
     fio                 # server/src/benchmarks/parse: a parser test runs fio; the fio starter benchmark job
     python3             # job scripts in tests and starter scripts
     python3-venv        # the session tests' JupyterLab/TensorBoard environment (ATRIUM_TEST_JUPYTER)
+    r-cran-irkernel     # the R kernel the notebook app offers (tests/tests/api/apps.rs); registered in ATRIUM_TEST_JUPYTER
+    g++                 # code-server's native modules (npm builds them: node-pty, spdlog, kerberos, argon2)
+    make                #   "
+    pkg-config          #   "
+    libkrb5-dev         #   kerberos' gssapi headers
+    ripgrep             # code-server's search: its npm postinstall downloads rg from GitHub; Debian's is used instead
 )
 
 # The session tests' Python environment: JupyterLab, Jupyter Server, the Python kernel and
@@ -183,6 +191,65 @@ ensure_jupyter_venv() {
 }
 ensure_jupyter_venv
 
+# ensure_r_kernel: register Debian's IRkernel as the kernelspec `ir` in the Jupyter
+# environment, so that JupyterLab there offers R beside Python.
+ensure_r_kernel() {
+    local spec="$JUPYTER_VENV/share/jupyter/kernels/ir/kernel.json"
+    [[ -f "$spec" ]] && return
+    echo "install-deps: registering the R kernel (IRkernel) in $JUPYTER_VENV"
+    (
+        umask 022
+        PATH="$JUPYTER_VENV/bin:$PATH" R --quiet --no-save -e \
+            "IRkernel::installspec(user = FALSE, prefix = '$JUPYTER_VENV', name = 'ir', displayname = 'R')" >/dev/null
+    )
+    [[ -f "$spec" ]] || { echo "install-deps: IRkernel::installspec did not write $spec" >&2; exit 1; }
+}
+ensure_r_kernel
+
+# ensure_code_server: code-server $CODE_SERVER_VERSION (the last release for Node 20) from
+# npm into $CODE_SERVER, for the VS Code app's tests. Not `npm install -g`: its
+# postinstall runs a nested `npm install` that inherits the global flag and fails, so the
+# package is unpacked and installed in place. Its ripgrep download (from GitHub) is served
+# from npm's own cache path with Debian's rg.
+CODE_SERVER="${ATRIUM_TEST_CODE_SERVER:-/opt/atrium-test/code-server}"
+CODE_SERVER_VERSION=4.100.3
+ensure_code_server() {
+    local dir="$CODE_SERVER/lib/node_modules/code-server" tmp
+    if [[ -x "$CODE_SERVER/bin/code-server" \
+        && "$(cat "$CODE_SERVER/.atrium-stamp" 2>/dev/null || true)" == "$CODE_SERVER_VERSION" ]]; then
+        return
+    fi
+    if ! command -v npm >/dev/null 2>&1 || [[ "$(node --version 2>/dev/null)" != v20.* ]]; then
+        echo "install-deps: code-server $CODE_SERVER_VERSION needs Node 20 and npm; install them (Debian: nodejs from NodeSource) and run again" >&2
+        exit 1
+    fi
+    echo "install-deps: installing code-server $CODE_SERVER_VERSION into $CODE_SERVER"
+    tmp="$(mktemp -d)"
+    (
+        umask 022
+        cd "$tmp"
+        npm pack --silent "code-server@$CODE_SERVER_VERSION" >/dev/null
+        rm -rf "$CODE_SERVER"
+        mkdir -p "$dir" "$CODE_SERVER/bin"
+        tar xzf "code-server-$CODE_SERVER_VERSION.tgz" --strip-components=1 -C "$dir"
+        # @vscode/ripgrep uses a cached download when there is one.
+        local rg_version cache
+        rg_version="$(node -p "require('$dir/lib/vscode/npm-shrinkwrap.json').packages['node_modules/@vscode/ripgrep'].version")"
+        cache="$(node -p 'require("os").tmpdir()')/vscode-ripgrep-cache-$rg_version"
+        mkdir -p "$cache" rg && cp /usr/bin/rg rg/rg
+        for v in v13.0.0-10 v13.0.0-4; do
+            tar czf "$cache/ripgrep-$v-x86_64-unknown-linux-musl.tar.gz" -C rg rg
+        done
+        cd "$dir"
+        npm_config_yes=true npm_config_unsafe_perm=true npm install --omit=dev --no-audit --no-fund >/dev/null
+        ln -sf ../lib/node_modules/code-server/out/node/entry.js "$CODE_SERVER/bin/code-server"
+        chmod -R a+rX "$CODE_SERVER"
+        printf '%s\n' "$CODE_SERVER_VERSION" >"$CODE_SERVER/.atrium-stamp"
+    )
+    rm -rf "$tmp"
+}
+ensure_code_server
+
 # axe-core (npm), which tests/tests/api/pages.rs injects into every page to check its
 # accessibility: exactly this version, into a fixed prefix (ATRIUM_TEST_AXE_PREFIX).
 AXE_PREFIX="${ATRIUM_TEST_AXE_PREFIX:-/opt/atrium-test/axe}"
@@ -226,4 +293,4 @@ if [[ -z "$pg_bin" || ! -x "$pg_bin/initdb" ]]; then
     exit 1
 fi
 
-echo "install-deps: all test dependencies present (postgres: $pg_bin, jupyter: $JUPYTER_VENV)"
+echo "install-deps: all test dependencies present (postgres: $pg_bin, jupyter: $JUPYTER_VENV, code-server: $CODE_SERVER)"

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod accounts;
+mod apps;
 mod auth;
 mod check;
 mod cluster;
@@ -36,6 +37,7 @@ mod tls;
 mod values;
 
 pub use accounts::{AccountsConfig, HIGHEST_ALLOCATED_UID, LOWEST_ALLOCATED_UID};
+pub use apps::{is_field_name, AppConfig, FieldConfig, ICONS as APP_ICONS};
 pub use auth::{AuthConfig, RateLimitConfig};
 pub use check::Problem;
 pub use cluster::{ClusterSection, DeclaredGpu, DeclaredMig, PartitionSection, PartitionTimes};
@@ -80,6 +82,8 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// What sessions (and jobs that name one) run in; none: this machine's software.
     pub environments: Vec<EnvironmentConfig>,
+    /// The apps users start as sessions; none: the built-in ones (`apps.toml`).
+    pub apps: Vec<AppConfig>,
     pub storage: StorageConfig,
     pub quotas: QuotasConfig,
     pub scheduler: SchedulerConfig,
@@ -103,6 +107,7 @@ impl Default for Config {
             accounts: AccountsConfig::default(),
             sessions: SessionsConfig::default(),
             environments: Vec::new(),
+            apps: Vec::new(),
             storage: StorageConfig::default(),
             quotas: QuotasConfig::default(),
             scheduler: SchedulerConfig::default(),
@@ -159,6 +164,15 @@ impl Config {
             vec![EnvironmentConfig::host()]
         } else {
             self.environments.clone()
+        }
+    }
+
+    /// The apps users start as sessions: the configured ones, or the built-in ones.
+    pub fn apps(&self) -> Vec<AppConfig> {
+        if self.apps.is_empty() {
+            apps::built_in()
+        } else {
+            self.apps.clone()
         }
     }
 
@@ -235,6 +249,9 @@ impl Config {
         self.cluster.check(&mut problem);
         self.sessions.check(&mut problem);
         environments::check(&self.environments, &mut problem);
+        let environment_names: Vec<String> =
+            self.environments().into_iter().map(|e| e.name).collect();
+        apps::check(&self.apps, &environment_names, &mut problem);
         self.storage.check(&mut problem);
         self.accounts.check(&mut problem);
         self.quotas.check(&mut problem);

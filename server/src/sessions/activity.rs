@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{upstream, Kind, Route, Sessions};
+use super::apps::Protocol;
+use super::{upstream, Route, Sessions};
 use crate::util::now_ms;
 
 /// GPU utilisation (percent) at or above which a session's GPU counts as busy: where
@@ -131,7 +132,7 @@ pub(super) async fn cull(sessions: Sessions) {
         for route in routes {
             let mut last = route.last_activity();
             let mut busy = false;
-            if matches!(route.kind, Kind::Notebook | Kind::Terminal) {
+            if route.app.protocol == Protocol::Jupyter {
                 if let Some(a) = ask_jupyter(&route).await {
                     last = last.max(a.last.unwrap_or(0));
                     busy |= a.busy;

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use scheduler::{GpuPer, GpuRequest, JobId, JobRequest, Owner, SliceKind, TimeLimit};
 
-use super::{invalid, prefix, script, Environment, Kind, SessionError, Sessions, StartRequest};
+use super::apps::{App, Protocol};
+use super::{invalid, prefix, script, Environment, SessionError, Sessions, StartRequest};
 use crate::launch::{self, Container, Mount};
 use crate::privilege::Identity;
 use crate::sched::host::{HostFile, SessionHost};
@@ -39,16 +40,8 @@ impl Sessions {
                 "use 1-64 letters, digits, '-', '_' or '.', starting with a letter or digit",
             ));
         }
-        let kind = match request.kind.as_deref() {
-            None => Kind::Notebook,
-            Some(k) => Kind::parse(k).ok_or_else(|| {
-                invalid(
-                    "kind",
-                    format!("{k:?} is not notebook, terminal or tensorboard"),
-                )
-            })?,
-        };
-        let env = self.environment(request.environment.as_deref())?;
+        let app = self.app_to_start(request.kind.as_deref())?;
+        let env = self.environment(&app, request.environment.as_deref())?;
         if !self.inner.host.is_local()
             && (env.config.image.is_some() || env.config.command.is_some())
         {
@@ -58,6 +51,14 @@ impl Sessions {
                 env.config.name
             )));
         }
+        if !self.inner.host.is_local() && app.config.node_command.is_empty() {
+            return Err(SessionError::Conflict(format!(
+                "{} does not run on the cluster's compute nodes here",
+                app.config.title
+            )));
+        }
+        // Every value is checked (and bounded) before anything is stored or expanded.
+        let fields = app.values(&request.fields)?;
         let hours = request.hours.unwrap_or(f64::from(cfg.default_hours));
         if !(hours > 0.0 && hours <= f64::from(cfg.max_hours)) {
             return Err(invalid(
@@ -78,8 +79,8 @@ impl Sessions {
             )
             .await?;
         let identity = self.as_user(&owner.user).await?;
-        let logdir = match kind {
-            Kind::Tensorboard => Some(
+        let logdir = match app.config.logdir {
+            true => Some(
                 crate::homes::confine(
                     request.logdir.as_deref().unwrap_or("tensorboard"),
                     &identity.home,
@@ -98,7 +99,7 @@ impl Sessions {
                 &NewSession {
                     user_name: &owner.user,
                     name: &name,
-                    kind: kind.as_str(),
+                    kind: app.id(),
                     environment: &env.config.name,
                     gpus: gpus.as_ref(),
                     logdir: logdir.as_ref().and_then(|l| l.to_str()),
@@ -114,10 +115,11 @@ impl Sessions {
                 &record,
                 owner,
                 &identity,
-                kind,
+                &app,
                 &env,
                 seconds,
                 logdir.as_deref(),
+                &fields,
             )
             .await;
         match submitted {
@@ -147,20 +149,51 @@ impl Sessions {
         }
     }
 
-    /// The environment a request names (the first when it names none).
-    fn environment(&self, name: Option<&str>) -> Result<Environment, SessionError> {
-        let environments = &self.inner.environments;
+    /// The app a request names (`kind`; JupyterLab's `notebook`, else the first app,
+    /// when it names none).
+    fn app_to_start(&self, id: Option<&str>) -> Result<App, SessionError> {
+        let apps = &self.inner.apps;
+        match id {
+            None => apps
+                .iter()
+                .find(|a| a.id() == "notebook")
+                .or_else(|| apps.first()),
+            Some(id) => apps.iter().find(|a| a.id() == id),
+        }
+        .cloned()
+        .ok_or_else(|| {
+            let id: String = id.unwrap_or("").chars().take(64).collect();
+            invalid(
+                "kind",
+                format!(
+                    "{id:?} is not an app here; choose one of {}",
+                    apps.iter().map(App::id).collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The environment a request names (the first the app may run in when it names
+    /// none).
+    fn environment(&self, app: &App, name: Option<&str>) -> Result<Environment, SessionError> {
+        let environments: Vec<&Environment> = self
+            .inner
+            .environments
+            .iter()
+            .filter(|e| app.offers(&e.config.name))
+            .collect();
         match name {
             None => environments.first(),
             Some(e) => environments.iter().find(|x| x.config.name == e),
         }
-        .cloned()
+        .map(|e| (*e).clone())
         .ok_or_else(|| {
             invalid(
                 "environment",
                 format!(
-                    "no environment {:?}; choose one of {}",
-                    name.unwrap_or(""),
+                    "no environment {:?} for {}; choose one of {}",
+                    name.unwrap_or("").chars().take(64).collect::<String>(),
+                    app.config.title,
                     environments
                         .iter()
                         .map(|e| e.config.name.as_str())
@@ -204,29 +237,32 @@ impl Sessions {
         record: &SessionRecord,
         owner: Owner,
         identity: &Identity,
-        kind: Kind,
+        app: &App,
         env: &Environment,
         seconds: u64,
         logdir: Option<&Path>,
+        fields: &[(String, String)],
     ) -> Result<JobId, SessionError> {
         let host = &self.inner.host;
         let dir = PathBuf::from(&record.socket_dir);
         let token = format!("{}\n", self.inner.secrets.token(&record.secret));
-        host.prepare(identity, &dir, &files(host, kind, &token))
+        host.prepare(identity, &dir, &files(host, app.protocol, &token))
             .await
             .map_err(|e| SessionError::Internal(format!("preparing the session directory: {e}")))?;
+        let kernels = app.kernels(&env.config.kernels);
         let text = script::script(&script::ScriptInput {
-            kind,
+            app,
             listen: match host {
                 SessionHost::Local(_) => script::Listen::Socket,
                 SessionHost::Node(_) => script::Listen::Tcp,
             },
-            kernels: &env.config.kernels,
+            kernels: &kernels,
             command: env.config.command.as_deref(),
         });
         let prefix = prefix(&record.user_name, &record.name);
         let logdir = logdir.and_then(|l| l.to_str());
-        let environment: BTreeMap<String, String> = match host {
+        // The fields' values reach the server as variables, never as script text.
+        let mut environment: BTreeMap<String, String> = match host {
             SessionHost::Local(_) => script::environment(&dir, &prefix, logdir)
                 .into_iter()
                 .collect(),
@@ -240,8 +276,9 @@ impl Sessions {
                 .chain(script::tcp_environment(&dir, &prefix, &node.listen, logdir))
                 .collect(),
         };
+        environment.extend(fields.iter().cloned());
         let request = job_request(
-            kind,
+            app.id(),
             &record.name,
             record.gpus.clone(),
             seconds,
@@ -323,7 +360,7 @@ fn gpu_request(gpus: Option<u32>, slice: Option<&str>) -> Result<Option<GpuReque
 /// The session's job: named `<kind>:<name>`, its GPUs per node (a session is one
 /// node), its time limit, its log in its directory, in the sessions' partition.
 fn job_request(
-    kind: Kind,
+    app: &str,
     name: &str,
     gpus: Option<GpuRequest>,
     seconds: u64,
@@ -331,7 +368,7 @@ fn job_request(
     partition: Option<&str>,
 ) -> JobRequest {
     JobRequest {
-        name: Some(format!("{}:{name}", kind.as_str())),
+        name: Some(format!("{app}:{name}")),
         partition: partition.map(str::to_string),
         gpus,
         time_limit: Some(TimeLimit::Seconds(seconds)),
@@ -343,21 +380,21 @@ fn job_request(
 /// The files of a session's directory: its token (0600), and what answers the
 /// proxy's challenge with it on a compute node (TensorBoard's launcher, or Jupyter's
 /// proof extension); on this machine TensorBoard's unix-socket launcher.
-fn files<'a>(host: &SessionHost, kind: Kind, token: &'a str) -> Vec<HostFile<'a>> {
+fn files<'a>(host: &SessionHost, protocol: Protocol, token: &'a str) -> Vec<HostFile<'a>> {
     let mut files = vec![HostFile {
         name: script::TOKEN_FILE,
         contents: token,
         private: true,
     }];
-    let code = match (host, kind) {
-        (_, Kind::Tensorboard) => Some((
+    let code = match (host, protocol) {
+        (_, Protocol::Tensorboard) => Some((
             script::TENSORBOARD_LAUNCHER,
             script::TENSORBOARD_LAUNCHER_SOURCE,
         )),
-        (SessionHost::Node(_), _) => {
+        (SessionHost::Node(_), Protocol::Jupyter) => {
             Some((script::PROOF_EXTENSION, script::PROOF_EXTENSION_SOURCE))
         }
-        (SessionHost::Local(_), _) => None,
+        _ => None,
     };
     if let Some((name, contents)) = code {
         files.push(HostFile {
@@ -416,7 +453,7 @@ mod tests {
     fn a_session_job_is_a_typed_request() {
         let gpus = gpu_request(Some(2), Some("a100")).ok().flatten();
         let r = job_request(
-            Kind::Terminal,
+            "terminal",
             "dev",
             gpus.clone(),
             5400,

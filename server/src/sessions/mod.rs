@@ -1,12 +1,13 @@
-//! Interactive sessions: JupyterLab, a terminal, or TensorBoard, run as the user by the
-//! scheduler like any job (same queue, step supervisor and re-adoption). Where the
+//! Interactive sessions: the apps of `[[apps]]` (JupyterLab, a terminal, TensorBoard,
+//! VS Code by default), run as the user by the scheduler like any job (same queue, step supervisor and re-adoption). Where the
 //! server lives is the [`SessionHost`]'s to say: on this machine it listens on a unix
 //! socket in a per-session 0700 directory that the proxy reaches; on a cluster's
 //! compute node (the Slurm backend) its directory is in the user's home on shared
 //! storage and the proxy reaches it over TCP once it proves it knows its token.
 //!
-//! Owns: the service (`Sessions`), its vocabulary (`Kind`, `StartRequest`, `Progress`,
-//! `SessionError`), reading and stopping sessions. Starting one is `launch`, the
+//! Owns: the service (`Sessions`), its vocabulary (`StartRequest`, `Progress`,
+//! `SessionError`), reading and stopping sessions, the apps it offers (`apps`: what
+//! each is, its fields checked), what one GPU brings on the start form. Starting one is `launch`, the
 //! routes the proxy follows `routes`, following one to its end `watch`, idle culling
 //! `activity`.
 //! Must not touch: HTTP types (the handlers map errors), SQL (the store), process
@@ -14,6 +15,7 @@
 //! `crate::sched::host::SessionHost`.
 
 mod activity;
+pub mod apps;
 mod launch;
 pub mod requests;
 mod routes;
@@ -37,57 +39,9 @@ use crate::sched::{Requester, SchedError, Scheduler};
 use crate::store::{SessionRecord, Store, StoreError};
 use crate::util::now_ms;
 
+pub use apps::{App, AppSummary};
 pub use routes::Route;
 pub use upstream::Upstream;
-
-/// What a session runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// JupyterLab with the environment's kernels; its terminal is the shell.
-    Notebook,
-    /// JupyterLab opened on a terminal.
-    Terminal,
-    /// TensorBoard on a log folder of the user's.
-    Tensorboard,
-}
-
-impl Kind {
-    pub fn parse(s: &str) -> Option<Kind> {
-        match s {
-            "notebook" => Some(Kind::Notebook),
-            "terminal" => Some(Kind::Terminal),
-            "tensorboard" => Some(Kind::Tensorboard),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Notebook => "notebook",
-            Kind::Terminal => "terminal",
-            Kind::Tensorboard => "tensorboard",
-        }
-    }
-
-    /// Where the browser is sent once the server is ready, under the session's prefix.
-    fn landing(self) -> &'static str {
-        match self {
-            Kind::Notebook => "lab",
-            Kind::Terminal => "lab/workspaces/terminal",
-            Kind::Tensorboard => "",
-        }
-    }
-
-    /// What the portal asks to know the server answers.
-    fn probe(self, prefix: &str, custom: bool) -> String {
-        match (self, custom) {
-            (_, true) => prefix.to_string(),
-            (Kind::Tensorboard, _) => format!("{prefix}data/environment"),
-            _ => format!("{prefix}api/status"),
-        }
-    }
-}
 
 /// A request to start a session.
 #[derive(Debug, Clone, Default)]
@@ -101,6 +55,8 @@ pub struct StartRequest {
     /// Time limit in hours (fractions allowed).
     pub hours: Option<f64>,
     pub logdir: Option<String>,
+    /// The app's form fields, by name (checked against the app's fields).
+    pub fields: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +130,37 @@ pub struct Progress {
     /// The end of the server's log, when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// What happened so far, oldest first (queued, placed on a node, the server
+    /// started, ready; or how it failed), as JupyterHub's progress page lists it.
+    pub events: Vec<Event>,
+}
+
+/// One step of a session's start or end, with when it happened.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Event {
+    /// RFC 3339, UTC.
+    pub at: String,
+    pub message: String,
+}
+
+impl Event {
+    pub fn at(ms: i64, message: impl Into<String>) -> Event {
+        Event {
+            at: crate::util::rfc3339(ms),
+            message: message.into(),
+        }
+    }
+}
+
+/// What one GPU brings and how many are free now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuOffer {
+    pub cpus_per_gpu: u32,
+    pub mem_per_gpu_mb: u64,
+    /// GPUs (and slices) free in the partition now, of `total` (unknown when the
+    /// scheduler does not answer).
+    pub free: Option<u32>,
+    pub total: Option<u32>,
 }
 
 /// An environment as sessions use it.
@@ -195,6 +182,8 @@ struct Inner {
     quotas: crate::services::Quotas,
     config: Arc<Config>,
     environments: Vec<Environment>,
+    /// The apps users may start.
+    apps: Vec<App>,
     /// Where sessions' servers run, and how their directories are reached.
     host: SessionHost,
     drop_privileges: bool,
@@ -245,6 +234,7 @@ impl Sessions {
             tracing::info!(environment = %e.name, ?runtime, image = ?e.image, "session environment");
             environments.push(Environment { config: e, runtime });
         }
+        let apps = config.apps().into_iter().map(App::new).collect();
         let sessions = Sessions {
             inner: Arc::new(Inner {
                 store,
@@ -252,6 +242,7 @@ impl Sessions {
                 quotas,
                 config,
                 environments,
+                apps,
                 host,
                 drop_privileges,
                 secrets,
@@ -268,6 +259,74 @@ impl Sessions {
 
     pub fn environments(&self) -> &[Environment] {
         &self.inner.environments
+    }
+
+    /// The apps users may start, in the configuration's order.
+    pub fn apps(&self) -> Vec<AppSummary> {
+        self.inner.apps.iter().map(App::summary).collect()
+    }
+
+    /// The apps with their fields, for the start form.
+    pub fn app_configs(&self) -> &[App] {
+        &self.inner.apps
+    }
+
+    /// The app `id` names: a configured one, else a built-in one (a session
+    /// recorded before the site defined its own `[[apps]]` still routes).
+    pub fn app(&self, id: &str) -> Option<App> {
+        self.inner
+            .apps
+            .iter()
+            .find(|a| a.id() == id)
+            .cloned()
+            .or_else(|| {
+                crate::config::Config::default()
+                    .apps()
+                    .into_iter()
+                    .find(|a| a.id == id)
+                    .map(App::new)
+            })
+    }
+
+    /// What one GPU brings in the sessions' partition (its cores and memory) and how
+    /// many are free now, for the start form.
+    pub async fn gpu_offer(&self) -> GpuOffer {
+        let cluster = &self.inner.config.cluster;
+        let wanted = self.inner.host.partition().map(str::to_string);
+        let partition = cluster
+            .partitions
+            .iter()
+            .find(|p| Some(&p.name) == wanted.as_ref())
+            .or_else(|| cluster.partitions.iter().find(|p| p.default))
+            .or_else(|| cluster.partitions.first());
+        let (cpus_per_gpu, mem_per_gpu_mb) = match partition {
+            Some(p) => (p.cpus_per_gpu, p.mem_per_gpu_mb),
+            None => {
+                let d = crate::config::PartitionSection::default();
+                (d.cpus_per_gpu, d.mem_per_gpu_mb)
+            }
+        };
+        let (mut free, mut total) = (None, None);
+        if let Ok((_, partitions)) = self.inner.scheduler.nodes().await {
+            let view = partitions
+                .iter()
+                .find(|p| Some(&p.name) == wanted.as_ref())
+                .or_else(|| partitions.iter().find(|p| p.default));
+            if let Some(v) = view {
+                let gpus = v.slices.iter().filter(|s| s.r#type != "shard");
+                let (f, t) = gpus.fold((0, 0), |(f, t), s| {
+                    (f + s.total.saturating_sub(s.used), t + s.total)
+                });
+                free = Some(f);
+                total = Some(t);
+            }
+        }
+        GpuOffer {
+            cpus_per_gpu,
+            mem_per_gpu_mb,
+            free,
+            total,
+        }
     }
 
     pub fn config(&self) -> &crate::config::SessionsConfig {
@@ -287,6 +346,8 @@ impl Sessions {
             p.state = "stopping".into();
             p.ready = false;
             p.message = "Stopping".into();
+            p.events
+                .push(Event::at(now_ms(), format!("Stopping ({reason})")));
             route.set_progress(p);
         }
         match record.job_id {

@@ -18,7 +18,10 @@ pub struct SessionInfo {
     pub id: i64,
     pub name: String,
     pub user: String,
+    /// The app's id (`notebook`, `vscode`).
     pub kind: String,
+    /// The app's title (`JupyterLab`).
+    pub app_title: String,
     pub environment: String,
     /// `pending`, `starting`, `ready`, `stopping` or `ended`.
     pub state: String,
@@ -40,6 +43,9 @@ pub struct SessionInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logdir: Option<String>,
     pub created_at: String,
+    /// When its job started on a node (while it is queued: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,11 +88,19 @@ impl Sessions {
             .as_ref()
             .and_then(|v| v.allocation.as_ref())
             .and_then(|a| a.nodes.first().cloned());
+        let app_title = self
+            .app(&record.kind)
+            .map_or_else(|| record.kind.clone(), |a| a.config.title);
+        let started_at = view
+            .as_ref()
+            .and_then(|v| v.start_time)
+            .map(|s| rfc3339(s * 1000));
         SessionInfo {
             id: record.id,
             name: record.name,
             user: record.user_name,
             kind: record.kind,
+            app_title,
             environment: record.environment,
             state: progress.state.clone(),
             ready: progress.ready,
@@ -104,6 +118,7 @@ impl Sessions {
                 .filter(|n| !n.is_empty()),
             logdir: record.logdir,
             created_at: rfc3339(record.created_at),
+            started_at,
             ready_at: record.ready_at.map(rfc3339),
             ended_at: record.ended_at.map(rfc3339),
             time_left,

@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use scheduler::JobId;
 use tokio::sync::watch as progress_channel;
 
-use super::{prefix, script, watch, Kind, Progress, Sessions, Upstream};
+use super::{prefix, script, watch, App, Progress, Sessions, Upstream};
 use crate::store::SessionRecord;
 use crate::util::now_ms;
 
@@ -25,7 +25,8 @@ pub struct Route {
     pub id: i64,
     pub owner: String,
     pub name: String,
-    pub kind: Kind,
+    /// The app it runs.
+    pub app: App,
     /// `/user/<owner>/<name>/`.
     pub prefix: String,
     /// Where its server listens: known from the start on this machine, once the
@@ -61,6 +62,20 @@ impl Route {
 
     pub fn last_activity(&self) -> i64 {
         self.last_activity.load(Ordering::Relaxed)
+    }
+
+    /// The path the session's server gets for the browser's `path` (which starts
+    /// with the prefix): the same, or for an app that cannot be told its base URL
+    /// the part after the prefix.
+    pub fn upstream_path<'a>(&self, path: &'a str) -> std::borrow::Cow<'a, str> {
+        if !self.app.config.strip_base_path {
+            return path.into();
+        }
+        match path.strip_prefix(self.prefix.trim_end_matches('/')) {
+            Some(rest) if rest.starts_with('/') => rest.into(),
+            Some(rest) => format!("/{rest}").into(),
+            None => path.into(),
+        }
     }
 
     pub fn subscribe(&self) -> progress_channel::Receiver<Progress> {
@@ -123,16 +138,17 @@ impl Sessions {
     /// Register the session's route and watch it until it ends; on this machine its
     /// socket must belong to `uid` (`None`: not checked; single-user mode).
     pub(super) fn follow(&self, record: &SessionRecord, uid: Option<u32>) {
-        let Some(kind) = Kind::parse(&record.kind) else {
+        let Some(app) = self.app(&record.kind) else {
+            tracing::error!(session = record.id, app = %record.kind, "the session's app is not configured: it is not followed");
             return;
         };
         let prefix = prefix(&record.user_name, &record.name);
-        let (progress, _) = progress_channel::channel(watch::initial(record, &prefix, kind));
+        let (progress, _) = progress_channel::channel(watch::initial(record, &prefix, &app));
         let route = Arc::new(Route {
             id: record.id,
             owner: record.user_name.clone(),
             name: record.name.clone(),
-            kind,
+            app,
             prefix: prefix.clone(),
             // On this machine the server listens on its socket; on a node, where is
             // read once it runs (`watch`).

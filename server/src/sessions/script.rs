@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use super::Kind;
+use super::apps::{App, Protocol};
+use crate::config::is_field_name;
 
 /// The socket the server listens on, inside the session's directory.
 pub const SOCKET: &str = "server.sock";
@@ -36,11 +37,11 @@ pub enum Listen {
 /// What the script is built from.
 #[derive(Debug, Clone)]
 pub struct ScriptInput<'a> {
-    pub kind: Kind,
+    pub app: &'a App,
     pub listen: Listen,
-    /// Kernelspecs JupyterLab may offer; empty: all installed.
+    /// Kernelspecs the server may offer (`{kernel}`); empty: all installed.
     pub kernels: &'a [String],
-    /// The environment's own server command (`{socket}`, `{base_url}`, `{logdir}`).
+    /// The environment's own server command, instead of the app's.
     pub command: Option<&'a [String]>,
 }
 
@@ -49,132 +50,110 @@ pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The script's text.
+/// The script's text: the token where the server reads it, on a compute node the
+/// port it listens on, then the app's command with its placeholders as variables.
 pub fn script(input: &ScriptInput<'_>) -> String {
+    let app = input.app;
+    let jupyter = app.protocol == Protocol::Jupyter;
+    let command: &[String] = match (input.command, input.listen) {
+        (Some(c), _) => c,
+        (None, Listen::Socket) => &app.config.command,
+        (None, Listen::Tcp) => &app.config.node_command,
+    };
     let mut out = String::from("#!/bin/sh\n");
-    if input.listen == Listen::Tcp {
-        out.push_str(&tcp_prelude(input.kind));
-        out.push_str(&tcp_server(input));
-        return out;
-    }
-    out.push_str(&format!(
-        "# atrium {} session: its server listens on $ATRIUM_SESSION_SOCKET.\n",
-        input.kind.as_str()
-    ));
-    // The token from its file, never from the job's environment (which is stored).
-    out.push_str(&format!(
-        "JUPYTER_TOKEN=$(cat \"$ATRIUM_SESSION_DIR/{TOKEN_FILE}\")\nexport JUPYTER_TOKEN\n"
-    ));
-    if let Some(command) = input.command {
-        let words: Vec<String> = command.iter().map(|w| placeholders(w)).collect();
-        out.push_str(&format!("exec {}\n", words.join(" ")));
-        return out;
-    }
-    match input.kind {
-        Kind::Notebook | Kind::Terminal => {
-            out.push_str("exec jupyter lab --no-browser \\\n");
-            out.push_str("  --sock=\"$ATRIUM_SESSION_SOCKET\" --sock-mode=0600 \\\n");
-            jupyter_options(&mut out, input.kernels);
-        }
-        Kind::Tensorboard => {
+    match input.listen {
+        Listen::Socket => {
             out.push_str(&format!(
-                "exec python3 \"$ATRIUM_SESSION_DIR/{TENSORBOARD_LAUNCHER}\" \\\n"
+                "# atrium {} session: its server listens on $ATRIUM_SESSION_SOCKET.\n",
+                app.id()
             ));
-            out.push_str("  --sock \"$ATRIUM_SESSION_SOCKET\" --logdir \"$ATRIUM_LOGDIR\" \\\n");
-            out.push_str("  --path_prefix \"${ATRIUM_BASE_URL%/}\"\n");
+            // The token from its file, never from the job's environment (which is stored).
+            if jupyter || input.command.is_some() {
+                out.push_str(TOKEN_FROM_FILE);
+            }
+        }
+        Listen::Tcp => {
+            out.push_str(&format!(
+                "# atrium {} session on a compute node: its server listens on a TCP port of\n\
+                 # $ATRIUM_SESSION_LISTEN, named in $ATRIUM_SESSION_DIR/{CONNECTION_FILE}.\n\
+                 set -e\n",
+                app.id()
+            ));
+            if jupyter {
+                out.push_str(TOKEN_FROM_FILE);
+            }
+            if command.iter().any(|w| w.contains("{port}")) {
+                out.push_str(&free_port());
+            }
+            if jupyter {
+                // The proof extension answers the portal's challenge with the token.
+                out.push_str(
+                    "PYTHONPATH=\"$ATRIUM_SESSION_DIR${PYTHONPATH:+:$PYTHONPATH}\"\nexport PYTHONPATH\n",
+                );
+            }
         }
     }
+    let words: Vec<String> = command
+        .iter()
+        .flat_map(|w| expand(w, input.kernels))
+        .collect();
+    out.push_str(&format!("exec {}\n", words.join(" \\\n  ")));
     out
 }
 
-/// JupyterLab's options after where it listens.
-fn jupyter_options(out: &mut String, kernels: &[String]) {
-    out.push_str("  --ServerApp.base_url=\"$ATRIUM_BASE_URL\" \\\n");
-    // Requests come through the portal under its own host name.
-    out.push_str("  --ServerApp.allow_remote_access=True \\\n");
-    // JupyterLab's hub mode: the page gets no token, and File > Hub Control
-    // Panel leads back to the portal (`/hub/…` redirects there).
-    out.push_str("  --ServerApp.tornado_settings=hub_prefix=/hub/ \\\n");
-    out.push_str("  --ServerApp.tornado_settings=hub_host= \\\n");
-    out.push_str("  --ServerApp.tornado_settings=user=\"$USER\" \\\n");
-    out.push_str("  --ServerApp.root_dir=\"$HOME\" \\\n");
-    out.push_str("  --ServerApp.terminals_enabled=True \\\n");
-    out.push_str("  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \\\n");
-    out.push_str("  --LabApp.news_url=None");
-    for k in kernels {
-        out.push_str(&format!(
-            " \\\n  --KernelSpecManager.allowed_kernelspecs={}",
-            sh_quote(k)
-        ));
-    }
-    out.push('\n');
+const TOKEN_FROM_FILE: &str =
+    "JUPYTER_TOKEN=$(cat \"$ATRIUM_SESSION_DIR/token\")\nexport JUPYTER_TOKEN\n";
+
+/// A free port of `$ATRIUM_SESSION_LISTEN` in `$port`, named in the connection file.
+fn free_port() -> String {
+    format!(
+        "port=$(python3 -c 'import os, socket\n\
+         a = os.environ[\"ATRIUM_SESSION_LISTEN\"]\n\
+         s = socket.socket(socket.AF_INET6 if \":\" in a else socket.AF_INET)\n\
+         s.bind((a, 0))\n\
+         print(s.getsockname()[1])')\n\
+         printf '{{\"host\": \"%s\", \"port\": %s}}\\n' \"$(hostname)\" \"$port\" \
+         >\"$ATRIUM_SESSION_DIR/{CONNECTION_FILE}.new\"\n\
+         mv -f \"$ATRIUM_SESSION_DIR/{CONNECTION_FILE}.new\" \"$ATRIUM_SESSION_DIR/{CONNECTION_FILE}\"\n"
+    )
 }
 
-/// The start of a script on a compute node: the token is read from its file (never
-/// from the job's environment, which Slurm keeps and shows to administrators).
-fn tcp_prelude(kind: Kind) -> String {
-    let mut out = format!(
-        "# atrium {} session on a compute node: its server listens on a free TCP port of\n\
-         # $ATRIUM_SESSION_LISTEN, named in $ATRIUM_SESSION_DIR/{CONNECTION_FILE}.\n\
-         set -e\n",
-        kind.as_str()
-    );
-    if kind != Kind::Tensorboard {
-        out.push_str(&format!(
-            "JUPYTER_TOKEN=$(cat \"$ATRIUM_SESSION_DIR/{TOKEN_FILE}\")\n\
-             export JUPYTER_TOKEN\n\
-             port=$(python3 -c 'import os, socket\n\
-             a = os.environ[\"ATRIUM_SESSION_LISTEN\"]\n\
-             s = socket.socket(socket.AF_INET6 if \":\" in a else socket.AF_INET)\n\
-             s.bind((a, 0))\n\
-             print(s.getsockname()[1])')\n\
-             printf '{{\"host\": \"%s\", \"port\": %s}}\\n' \"$(hostname)\" \"$port\" \
-             >\"$ATRIUM_SESSION_DIR/{CONNECTION_FILE}.new\"\n\
-             mv -f \"$ATRIUM_SESSION_DIR/{CONNECTION_FILE}.new\" \"$ATRIUM_SESSION_DIR/{CONNECTION_FILE}\"\n"
-        ));
-    }
-    out
+/// The shell text a placeholder stands for: always a variable (quoted), never a
+/// value, so that nothing a user typed becomes shell text.
+fn variable(placeholder: &str) -> Option<String> {
+    let fixed = match placeholder {
+        "socket" => "\"$ATRIUM_SESSION_SOCKET\"",
+        "base_url" => "\"$ATRIUM_BASE_URL\"",
+        "base_path" => "\"${ATRIUM_BASE_URL%/}\"",
+        "logdir" => "\"$ATRIUM_LOGDIR\"",
+        "home" => "\"$HOME\"",
+        "user" => "\"$USER\"",
+        "session_dir" => "\"$ATRIUM_SESSION_DIR\"",
+        "listen" => "\"$ATRIUM_SESSION_LISTEN\"",
+        "port" => "\"$port\"",
+        "token_file" => "\"$ATRIUM_SESSION_DIR/token\"",
+        "connection_file" => "\"$ATRIUM_SESSION_DIR/connection.json\"",
+        other => {
+            let name = other.strip_prefix("field.")?;
+            return is_field_name(name)
+                .then(|| format!("\"$ATRIUM_FIELD_{}\"", name.to_ascii_uppercase()));
+        }
+    };
+    Some(fixed.to_string())
 }
 
-/// The server of a session on a compute node.
-fn tcp_server(input: &ScriptInput<'_>) -> String {
+/// A command word as shell words: literal text single-quoted, placeholders as the
+/// variables that hold them. A word naming `{kernel}` is repeated once per kernel
+/// (an administrator's kernelspec names, quoted), and left out when there is none.
+fn expand(word: &str, kernels: &[String]) -> Vec<String> {
+    if word.contains("{kernel}") {
+        return kernels.iter().map(|k| one_word(word, Some(k))).collect();
+    }
+    vec![one_word(word, None)]
+}
+
+fn one_word(word: &str, kernel: Option<&str>) -> String {
     let mut out = String::new();
-    match input.kind {
-        Kind::Notebook | Kind::Terminal => {
-            // The proof extension answers the portal's challenge with the token.
-            out.push_str(
-                "PYTHONPATH=\"$ATRIUM_SESSION_DIR${PYTHONPATH:+:$PYTHONPATH}\"\nexport PYTHONPATH\n",
-            );
-            out.push_str("exec jupyter lab --no-browser \\\n");
-            out.push_str(
-                "  --ip=\"$ATRIUM_SESSION_LISTEN\" --port=\"$port\" --port-retries=0 \\\n",
-            );
-            out.push_str("  --ServerApp.jpserver_extensions atrium_proof=True \\\n");
-            jupyter_options(&mut out, input.kernels);
-        }
-        // The launcher binds the port itself, writes the connection file once it
-        // listens, and answers only requests that carry the token.
-        Kind::Tensorboard => {
-            out.push_str(&format!(
-                "exec python3 \"$ATRIUM_SESSION_DIR/{TENSORBOARD_LAUNCHER}\" \\\n"
-            ));
-            out.push_str(&format!(
-                "  --listen \"$ATRIUM_SESSION_LISTEN\" --token-file \"$ATRIUM_SESSION_DIR/{TOKEN_FILE}\" \\\n"
-            ));
-            out.push_str(&format!(
-                "  --connection-file \"$ATRIUM_SESSION_DIR/{CONNECTION_FILE}\" --logdir \"$ATRIUM_LOGDIR\" \\\n"
-            ));
-            out.push_str("  --path_prefix \"${ATRIUM_BASE_URL%/}\"\n");
-        }
-    }
-    out
-}
-
-/// An administrator's command word, single-quoted, with its placeholders turned into
-/// the variables that hold them.
-fn placeholders(word: &str) -> String {
-    let mut out = String::new();
-    let mut rest = word;
     let mut literal = String::new();
     let flush = |literal: &mut String, out: &mut String| {
         if !literal.is_empty() {
@@ -182,19 +161,22 @@ fn placeholders(word: &str) -> String {
             literal.clear();
         }
     };
+    let mut rest = word;
     while !rest.is_empty() {
-        let found = [
-            ("{socket}", "\"$ATRIUM_SESSION_SOCKET\""),
-            ("{base_url}", "\"$ATRIUM_BASE_URL\""),
-            ("{logdir}", "\"$ATRIUM_LOGDIR\""),
-        ]
-        .into_iter()
-        .find(|(p, _)| rest.starts_with(p));
+        let found = rest.strip_prefix('{').and_then(|after| {
+            let close = after.find('}')?;
+            let name = &after[..close];
+            let text = match (name, kernel) {
+                ("kernel", Some(k)) => Some(sh_quote(k)),
+                _ => variable(name),
+            }?;
+            Some((text, close + 2))
+        });
         match found {
-            Some((p, var)) => {
+            Some((text, used)) => {
                 flush(&mut literal, &mut out);
-                out.push_str(var);
-                rest = &rest[p.len()..];
+                out.push_str(&text);
+                rest = &rest[used..];
             }
             None => {
                 let c = rest.chars().next().unwrap_or_default();
@@ -274,6 +256,43 @@ fn common_environment(dir: &Path, base_url: &str, logdir: Option<&str>) -> Vec<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::AppConfig;
+
+    fn built_in(id: &str) -> App {
+        let config = crate::config::Config::default()
+            .apps()
+            .into_iter()
+            .find(|a| a.id == id)
+            .expect("a built-in app");
+        App::new(config)
+    }
+
+    fn app(command: &[&str]) -> App {
+        App::new(AppConfig {
+            id: "x".into(),
+            protocol: "http".into(),
+            command: command.iter().map(|w| w.to_string()).collect(),
+            ..Default::default()
+        })
+    }
+
+    fn local(app: &App, kernels: &[String]) -> String {
+        script(&ScriptInput {
+            app,
+            listen: Listen::Socket,
+            kernels,
+            command: None,
+        })
+    }
+
+    fn on_node(app: &App) -> String {
+        script(&ScriptInput {
+            app,
+            listen: Listen::Tcp,
+            kernels: &[],
+            command: None,
+        })
+    }
 
     #[test]
     fn a_connection_file_names_an_unprivileged_port() {
@@ -290,34 +309,60 @@ mod tests {
     #[test]
     fn notebook_runs_jupyterlab_on_the_socket_with_only_the_chosen_kernels() {
         let kernels = vec!["python3".to_string(), "ir".to_string()];
-        let s = script(&ScriptInput {
-            kind: Kind::Notebook,
-            listen: Listen::Socket,
-            kernels: &kernels,
-            command: None,
-        });
+        let s = local(&built_in("notebook"), &kernels);
         assert!(s.starts_with("#!/bin/sh\n"));
-        assert!(s.contains("exec jupyter lab --no-browser"));
-        assert!(s.contains("--sock=\"$ATRIUM_SESSION_SOCKET\" --sock-mode=0600"));
-        assert!(s.contains("--ServerApp.base_url=\"$ATRIUM_BASE_URL\""));
         assert!(
-            s.contains("--ServerApp.tornado_settings=hub_prefix=/hub/"),
+            s.contains("exec 'jupyter' \\\n  'lab' \\\n  '--no-browser'"),
             "{s}"
         );
-        assert!(s.contains("--KernelSpecManager.allowed_kernelspecs='python3'"));
-        assert!(s.contains("--KernelSpecManager.allowed_kernelspecs='ir'"));
+        assert!(
+            s.contains("'--sock='\"$ATRIUM_SESSION_SOCKET\" \\\n  '--sock-mode=0600'"),
+            "{s}"
+        );
+        assert!(
+            s.contains("'--ServerApp.base_url='\"$ATRIUM_BASE_URL\""),
+            "{s}"
+        );
+        assert!(
+            s.contains("'--ServerApp.tornado_settings=user='\"$USER\""),
+            "{s}"
+        );
+        assert!(
+            s.contains("'--ServerApp.tornado_settings=hub_prefix=/hub/'"),
+            "{s}"
+        );
+        assert!(s.contains("'--KernelSpecManager.allowed_kernelspecs=''python3'"));
+        assert!(s.contains("'--KernelSpecManager.allowed_kernelspecs=''ir'"));
+        // No kernel named: the word is left out (every kernel installed is offered).
+        let all = local(&built_in("notebook"), &[]);
+        assert!(!all.contains("allowed_kernelspecs"), "{all}");
     }
 
     #[test]
     fn tensorboard_reads_its_folder_from_the_environment() {
-        let s = script(&ScriptInput {
-            kind: Kind::Tensorboard,
-            listen: Listen::Socket,
-            kernels: &[],
-            command: None,
-        });
-        assert!(s.contains("--logdir \"$ATRIUM_LOGDIR\""), "{s}");
-        assert!(s.contains("--path_prefix \"${ATRIUM_BASE_URL%/}\""), "{s}");
+        let s = local(&built_in("tensorboard"), &[]);
+        assert!(s.contains("'--logdir' \\\n  \"$ATRIUM_LOGDIR\""), "{s}");
+        assert!(
+            s.contains("'--path_prefix' \\\n  \"${ATRIUM_BASE_URL%/}\""),
+            "{s}"
+        );
+        assert!(
+            s.contains("\"$ATRIUM_SESSION_DIR\"'/tensorboard_unix.py'"),
+            "{s}"
+        );
+        assert!(!s.contains("JUPYTER_TOKEN"), "{s}");
+    }
+
+    #[test]
+    fn code_server_listens_on_the_socket_without_a_token() {
+        let s = local(&built_in("vscode"), &[]);
+        assert!(
+            s.contains("exec 'code-server' \\\n  '--socket' \\\n  \"$ATRIUM_SESSION_SOCKET\""),
+            "{s}"
+        );
+        assert!(s.contains("'--auth' \\\n  'none'"), "{s}");
+        assert!(s.ends_with("\"$HOME\"\n"), "{s}");
+        assert!(!s.contains("JUPYTER_TOKEN"), "{s}");
     }
 
     #[test]
@@ -327,19 +372,38 @@ mod tests {
             "--unix={socket}".to_string(),
             "it's".to_string(),
             "{base_url}x".to_string(),
+            "{nope}{".to_string(),
         ];
         let s = script(&ScriptInput {
-            kind: Kind::Notebook,
+            app: &built_in("notebook"),
             listen: Listen::Socket,
             kernels: &[],
             command: Some(&command),
         });
         assert!(
             s.ends_with(
-                "exec '/opt/bin/server' '--unix='\"$ATRIUM_SESSION_SOCKET\" 'it'\\''s' \"$ATRIUM_BASE_URL\"'x'\n"
+                "exec '/opt/bin/server' \\\n  '--unix='\"$ATRIUM_SESSION_SOCKET\" \\\n  'it'\\''s' \\\n  \"$ATRIUM_BASE_URL\"'x' \\\n  '{nope}{'\n"
             ),
             "{s}"
         );
+        assert!(s.contains("export JUPYTER_TOKEN\n"), "{s}");
+    }
+
+    #[test]
+    fn fields_reach_the_command_as_variables_never_as_text() {
+        let s = local(
+            &app(&["srv", "--cores={field.cores}", "{field.Bad}", "{socket}"]),
+            &[],
+        );
+        assert!(
+            s.ends_with(
+                "exec 'srv' \\\n  '--cores='\"$ATRIUM_FIELD_CORES\" \\\n  '{field.Bad}' \\\n  \"$ATRIUM_SESSION_SOCKET\"\n"
+            ),
+            "{s}"
+        );
+        // A kernel name is an administrator's, quoted all the same.
+        let s = local(&app(&["srv", "-k{kernel}"]), &["a'b".to_string()]);
+        assert!(s.ends_with("exec 'srv' \\\n  '-k''a'\\''b'\n"), "{s}");
     }
 
     #[test]
@@ -352,12 +416,7 @@ mod tests {
             None,
             "the job's environment is stored"
         );
-        let s = script(&ScriptInput {
-            kind: Kind::Notebook,
-            listen: Listen::Socket,
-            kernels: &[],
-            command: None,
-        });
+        let s = local(&built_in("notebook"), &[]);
         assert!(
             s.contains(
                 "JUPYTER_TOKEN=$(cat \"$ATRIUM_SESSION_DIR/token\")\nexport JUPYTER_TOKEN\n"
@@ -369,12 +428,7 @@ mod tests {
 
     #[test]
     fn on_a_compute_node_jupyter_reads_its_token_file_and_names_its_port() {
-        let s = script(&ScriptInput {
-            kind: Kind::Notebook,
-            listen: Listen::Tcp,
-            kernels: &[],
-            command: None,
-        });
+        let s = on_node(&built_in("notebook"));
         assert!(s.contains("set -e\n"), "{s}");
         assert!(
             s.contains(
@@ -391,12 +445,13 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("--ip=\"$ATRIUM_SESSION_LISTEN\" --port=\"$port\" --port-retries=0"),
+            s.contains("'--ip='\"$ATRIUM_SESSION_LISTEN\" \\\n  '--port='\"$port\" \\\n  '--port-retries=0'"),
             "{s}"
         );
+        assert!(s.contains("export PYTHONPATH\n"), "{s}");
         assert!(!s.contains("--sock"), "{s}");
         assert!(
-            s.contains("--ServerApp.base_url=\"$ATRIUM_BASE_URL\""),
+            s.contains("'--ServerApp.base_url='\"$ATRIUM_BASE_URL\""),
             "{s}"
         );
         let env = tcp_environment(
@@ -413,21 +468,17 @@ mod tests {
 
     #[test]
     fn on_a_compute_node_tensorboard_binds_and_names_its_port_itself() {
-        let s = script(&ScriptInput {
-            kind: Kind::Tensorboard,
-            listen: Listen::Tcp,
-            kernels: &[],
-            command: None,
-        });
+        let s = on_node(&built_in("tensorboard"));
         assert!(!s.contains("JUPYTER_TOKEN"), "{s}");
+        assert!(!s.contains("port=$("), "{s}");
         assert!(
             s.contains(
-                "--listen \"$ATRIUM_SESSION_LISTEN\" --token-file \"$ATRIUM_SESSION_DIR/token\""
+                "'--listen' \\\n  \"$ATRIUM_SESSION_LISTEN\" \\\n  '--token-file' \\\n  \"$ATRIUM_SESSION_DIR/token\""
             ),
             "{s}"
         );
         assert!(
-            s.contains("--connection-file \"$ATRIUM_SESSION_DIR/connection.json\""),
+            s.contains("'--connection-file' \\\n  \"$ATRIUM_SESSION_DIR/connection.json\""),
             "{s}"
         );
     }

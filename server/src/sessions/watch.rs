@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use scheduler::{JobId, JobState, SqueueFilter, TimeLimit};
 
-use super::{portal, script, upstream, Kind, Progress, Route, Sessions};
+use super::apps::{App, Ready};
+use super::{portal, script, upstream, Event, Progress, Route, Sessions};
 use crate::privilege::Identity;
 use crate::sched::host::SessionHost;
 use crate::sched::SchedError;
@@ -26,28 +27,50 @@ const LOG_LINES: usize = 25;
 /// Most bytes of a connection file read.
 const CONNECTION_BYTES: usize = 4096;
 
-fn url(route_prefix: &str, kind: Kind) -> String {
-    format!("{route_prefix}{}", kind.landing())
+fn url(route_prefix: &str, app: &App) -> String {
+    format!("{route_prefix}{}", app.landing())
+}
+
+/// The events a session's row tells of: asked for, ready, ended.
+fn recorded_events(record: &SessionRecord) -> Vec<Event> {
+    let mut events = vec![Event::at(record.created_at, "Queued")];
+    if let Some(t) = record.ready_at {
+        events.push(Event::at(t, "Ready"));
+    }
+    events
 }
 
 /// The first progress of a session being followed.
-pub(super) fn initial(record: &SessionRecord, prefix: &str, kind: Kind) -> Progress {
+pub(super) fn initial(record: &SessionRecord, prefix: &str, app: &App) -> Progress {
+    let events = recorded_events(record);
     match record.state.as_str() {
         "ready" => Progress {
             progress: 100,
             message: "Ready".into(),
             ready: true,
-            url: Some(url(prefix, kind)),
+            url: Some(url(prefix, app)),
             state: "ready".into(),
+            events,
             ..Default::default()
         },
         state => Progress {
             progress: 5,
             message: "Queued".into(),
             state: state.to_string(),
+            events,
             ..Default::default()
         },
     }
+}
+
+/// Add an event to the session's log (once: the same words twice in a row are one).
+fn event(route: &Route, message: &str) {
+    let mut p = route.progress();
+    if p.events.last().is_some_and(|e| e.message == message) {
+        return;
+    }
+    p.events.push(Event::at(now_ms(), message));
+    route.set_progress(p);
 }
 
 /// The last word on a session that is over.
@@ -69,6 +92,10 @@ pub(super) fn final_progress(record: &SessionRecord) -> Progress {
         ),
         _ => "Ended".to_string(),
     };
+    let mut events = recorded_events(record);
+    if let Some(t) = record.ended_at {
+        events.push(Event::at(t, message.clone()));
+    }
     Progress {
         progress: 100,
         message,
@@ -78,6 +105,7 @@ pub(super) fn final_progress(record: &SessionRecord) -> Progress {
         failed,
         warning: None,
         log: failed.then(|| record.message.clone()).flatten(),
+        events,
     }
 }
 
@@ -119,7 +147,16 @@ async fn run(
     let scheduler = &sessions.inner.scheduler;
     let ready_timeout = sessions.inner.config.sessions.ready_timeout.0;
     let warning = sessions.inner.config.sessions.time_limit_warning.0;
-    let probe = route.kind.probe(&route.prefix, custom);
+    let probe = match (custom, route.app.ready()) {
+        (true, _) => Some(route.upstream_path(&route.prefix).into_owned()),
+        (false, Ready::Socket) => None,
+        (false, Ready::Path(p)) => Some(
+            route
+                .upstream_path(&format!("{}{p}", route.prefix))
+                .into_owned(),
+        ),
+    };
+    let mut socket_seen = false;
     let mut starting_since: Option<tokio::time::Instant> = None;
     let mut warned = false;
     let mut last_queue_look: Option<tokio::time::Instant> = None;
@@ -191,36 +228,52 @@ async fn run(
                     tokio::spawn(async move {
                         let _ = store.set_session_state(id, "starting", now_ms()).await;
                     });
-                    set(
-                        route,
-                        40,
-                        &format!(
-                            "Allocated {} on {}; starting the {}",
-                            if view.gres.is_empty() {
-                                "CPUs".to_string()
-                            } else {
-                                view.gres.clone()
-                            },
-                            view.nodelist,
-                            if on_node { "server" } else { "container" }
-                        ),
-                        "starting",
+                    let message = format!(
+                        "Allocated {} on {}; starting the {}",
+                        if view.gres.is_empty() {
+                            "CPUs".to_string()
+                        } else {
+                            view.gres.clone()
+                        },
+                        view.nodelist,
+                        if on_node { "server" } else { "container" }
                     );
+                    event(route, &format!("Placed on {}", view.nodelist));
+                    event(route, &message);
+                    set(route, 40, &message, "starting");
                     tokio::time::Instant::now()
                 });
                 if route.upstream().is_none() {
                     locate(host, user, route, &view.nodelist).await;
                 }
-                let probed = match route.upstream() {
-                    Some(up) => {
-                        upstream::get(up, &probe, &route.authorization, Duration::from_secs(5), 0)
+                let probed = match (route.upstream(), &probe) {
+                    (Some(up), Some(path)) => {
+                        upstream::get(up, path, &route.authorization, Duration::from_secs(5), 0)
                             .await
                     }
-                    None => Err(upstream::UpstreamError::NotListening),
+                    // Ready when its socket accepts a connection.
+                    (Some(up), None) => up
+                        .connect()
+                        .await
+                        .map(|_| (hyper::StatusCode::OK, bytes::Bytes::new())),
+                    (None, _) => Err(upstream::UpstreamError::NotListening),
                 };
+                if !socket_seen
+                    && !matches!(probed, Err(upstream::UpstreamError::NoSocket))
+                    && route.upstream().is_some()
+                {
+                    socket_seen = true;
+                    event(
+                        route,
+                        &format!(
+                            "The server started; waiting for {} to answer",
+                            route.app.config.title
+                        ),
+                    );
+                }
                 match probed {
                     Ok((status, _)) if answers(status, custom) => {
-                        if route.kind == Kind::Terminal && !custom {
+                        if route.app.config.open_terminal && !custom {
                             open_on_a_terminal(route).await;
                         }
                         if let Err(e) = store.set_session_state(route.id, "ready", now_ms()).await {
@@ -231,12 +284,15 @@ async fn run(
                             .inner
                             .metrics
                             .ready_after((now_ms() - route.created_at) as f64 / 1000.0);
+                        let mut events = route.progress().events;
+                        events.push(Event::at(now_ms(), "Ready"));
                         route.set_progress(Progress {
                             progress: 100,
                             message: "Ready".into(),
                             ready: true,
-                            url: Some(url(&route.prefix, route.kind)),
+                            url: Some(url(&route.prefix, &route.app)),
                             state: "ready".into(),
+                            events,
                             ..Default::default()
                         });
                         tracing::info!(session = route.id, user = %route.owner, "session ready");
@@ -247,7 +303,7 @@ async fn run(
                     ) => {}
                     _ => {
                         if route.progress().progress < 70 {
-                            set(route, 70, server_wait_message(route.kind), "starting");
+                            set(route, 70, &server_wait_message(&route.app), "starting");
                         }
                     }
                 }
@@ -409,11 +465,8 @@ fn clear_unknown(route: &Route) {
     }
 }
 
-fn server_wait_message(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Tensorboard => "Waiting for TensorBoard",
-        _ => "Waiting for Jupyter",
-    }
+fn server_wait_message(app: &App) -> String {
+    format!("Waiting for {}", app.config.title)
 }
 
 fn set(route: &Route, progress: u8, message: &str, state: &str) {
@@ -483,7 +536,7 @@ async fn finish(sessions: &Sessions, route: &Route, end: End, user: Option<&Iden
     tracing::info!(session = route.id, user = %route.owner, %reason, "session ended");
     sessions.forget(route);
     let record = store.session(route.id).await.ok();
-    let last = match record {
+    let mut last = match record {
         Some(r) => final_progress(&r),
         None => Progress {
             progress: 100,
@@ -492,6 +545,10 @@ async fn finish(sessions: &Sessions, route: &Route, end: End, user: Option<&Iden
             ..Default::default()
         },
     };
+    // What the watcher saw, then how it ended.
+    let mut events = route.progress().events;
+    events.push(Event::at(now_ms(), last.message.clone()));
+    last.events = events;
     route.set_progress(last);
     host.remove(user, dir).await;
 }

@@ -58,6 +58,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sessions/{id}", web::delete().to(sessions::stop))
         .route("/sessions/{id}/progress", web::get().to(sessions::progress))
         .route("/environments", web::get().to(sessions::environments))
+        .route("/apps", web::get().to(sessions::apps))
         .route("/partitions", web::get().to(cluster::partitions))
         .route("/nodes", web::get().to(cluster::nodes))
         .route("/accounting", web::get().to(accounting::get))
@@ -95,7 +96,7 @@ pub use crate::util::rfc3339;
           jobs::efficiency, jobs::idle_gpus,
           job_steps::start, job_steps::end, job_steps::requeue_itself,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
-          sessions::environments, cluster::partitions, cluster::nodes, quotas::me_usage,
+          sessions::environments, sessions::apps, cluster::partitions, cluster::nodes, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
           audit::list, nodes::act, users::list, users::act, groups::list,
           sessions::list_running, accounting::get, accounting::chart, benchmarks::create,
@@ -106,6 +107,7 @@ pub use crate::util::rfc3339;
                        job_steps::StartStep, job_steps::EndStep, job_steps::StepInfo,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
+                       sessions::AppList, crate::sessions::AppSummary,
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
                        quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
                        quotas::QuotaUsage, crate::domain::quota::QuotaLimits, audit::AuditInfo,

@@ -1,9 +1,11 @@
 //! `/api/v1/sessions`: start, list, show, stop, and follow a session's progress as
-//! server-sent events; `/api/v1/environments`: what sessions can run in.
+//! server-sent events; `/api/v1/environments`: what sessions can run in;
+//! `/api/v1/apps`: the apps sessions run.
 //!
 //! Users see and touch only their own sessions (another user's is 404);
 //! administrators see all and may stop any.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -24,7 +26,8 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub struct StartSession {
     /// Unique among your running sessions (default `default`).
     pub name: Option<String>,
-    /// `notebook` (default), `terminal` or `tensorboard`.
+    /// The app's id (`GET /api/v1/apps`): `notebook` (default), `terminal`,
+    /// `tensorboard`, `vscode` with the built-in apps.
     pub kind: Option<String>,
     /// An environment's name (default: the first).
     pub environment: Option<String>,
@@ -36,6 +39,45 @@ pub struct StartSession {
     pub hours: Option<f64>,
     /// TensorBoard's log folder, inside your home or a project space.
     pub logdir: Option<String>,
+    /// Values of the app's form fields, by name (a string, a number or a boolean).
+    #[schema(value_type = Object)]
+    pub fields: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// The app's field values as text: a string, a number or a boolean each; at most
+/// `MAX_VALUES` of them.
+fn field_values(
+    fields: Option<BTreeMap<String, serde_json::Value>>,
+) -> Result<BTreeMap<String, String>, ApiError> {
+    let fields = fields.unwrap_or_default();
+    if fields.len() > crate::sessions::apps::MAX_VALUES {
+        return Err(ApiError::bad_request(format!(
+            "fields: at most {} values",
+            crate::sessions::apps::MAX_VALUES
+        )));
+    }
+    fields
+        .into_iter()
+        .map(|(name, value)| {
+            let text = match value {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Number(n) => n.to_string(),
+                serde_json::Value::Bool(b) => b.to_string(),
+                _ => {
+                    let name: String = name.chars().take(40).collect();
+                    return Err(ApiError::bad_request(format!(
+                        "fields: {name:?} must be a string, a number or true/false"
+                    )));
+                }
+            };
+            Ok((name, text))
+        })
+        .collect()
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AppList {
+    pub apps: Vec<crate::sessions::AppSummary>,
 }
 
 pub use crate::sessions::requests::SessionInfo;
@@ -95,6 +137,7 @@ pub async fn start(
         slice: body.slice,
         hours: body.hours,
         logdir: body.logdir,
+        fields: field_values(body.fields)?,
     };
     let record = state
         .sessions
@@ -276,4 +319,13 @@ pub async fn environments(
         })
         .collect();
     Ok(HttpResponse::Ok().json(EnvironmentList { environments }))
+}
+
+/// The apps sessions run (the start form's tiles).
+#[utoipa::path(get, path = "/api/v1/apps", responses((status = 200, body = AppList)))]
+pub async fn apps(caller: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Read)?;
+    Ok(HttpResponse::Ok().json(AppList {
+        apps: state.sessions.apps(),
+    }))
 }

@@ -54,12 +54,53 @@ struct EnvironmentChoice {
     description: String,
 }
 
+/// An app's tile on the start form, with its fields.
+struct AppChoice {
+    id: String,
+    title: String,
+    description: String,
+    icon: String,
+    fields: Vec<FieldChoice>,
+}
+
+/// One form field of an app, as the form shows it.
+struct FieldChoice {
+    /// `f.<app>.<field>`: apps may name their fields alike.
+    input: String,
+    label: String,
+    help: String,
+    kind: String,
+    value: String,
+    min: String,
+    max: String,
+    step: String,
+    options: Vec<String>,
+    max_length: usize,
+    required: bool,
+}
+
+impl FieldChoice {
+    fn checked(&self) -> bool {
+        matches!(self.value.as_str(), "true" | "on" | "1" | "yes")
+    }
+}
+
+/// What one GPU brings and how many are free, in words.
+struct GpuWords {
+    brings: String,
+    free: String,
+}
+
 #[derive(Template)]
 #[template(path = "sessions/new.html")]
 struct NewSessionPage {
     nav: Nav,
+    apps: Vec<AppChoice>,
+    /// The ids of the apps that ask for a log folder, space-separated.
+    logdir_apps: String,
     environments: Vec<EnvironmentChoice>,
     slices: Vec<String>,
+    gpu: GpuWords,
     form: StartForm,
     max_hours: u32,
     error: Option<String>,
@@ -83,6 +124,20 @@ pub struct StartForm {
     hours: String,
     #[serde(default)]
     logdir: String,
+    /// The apps' fields, `f.<app>.<field>`.
+    #[serde(flatten)]
+    fields: std::collections::BTreeMap<String, String>,
+}
+
+impl StartForm {
+    /// The chosen app's field values, by field name.
+    fn values_of(&self, app: &str) -> std::collections::BTreeMap<String, String> {
+        let prefix = format!("f.{app}.");
+        self.fields
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone())))
+            .collect()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,7 +146,28 @@ pub struct NewQuery {
     logdir: Option<String>,
 }
 
-fn new_page(
+/// `8 CPU cores and 48 GB of memory`; `3 of 4 free now`.
+fn gpu_words(offer: crate::sessions::GpuOffer) -> GpuWords {
+    let gb = offer.mem_per_gpu_mb as f64 / 1024.0;
+    let memory = if gb.fract() == 0.0 {
+        format!("{gb:.0} GB")
+    } else {
+        format!("{gb:.1} GB")
+    };
+    let brings = format!(
+        "Each GPU brings {} CPU cores and {memory} of memory.",
+        offer.cpus_per_gpu
+    );
+    let free = match (offer.free, offer.total) {
+        (Some(_), Some(0)) => "This cluster has no GPUs: sessions run on CPUs.".to_string(),
+        (Some(1), Some(t)) => format!("1 of {t} GPUs is free now."),
+        (Some(f), Some(t)) => format!("{f} of {t} GPUs are free now."),
+        _ => String::new(),
+    };
+    GpuWords { brings, free }
+}
+
+async fn new_page(
     state: &AppState,
     me: &Principal,
     form: StartForm,
@@ -111,6 +187,59 @@ fn new_page(
             },
         })
         .collect();
+    let number = |n: Option<f64>| n.map(|n| n.to_string()).unwrap_or_default();
+    let apps: Vec<AppChoice> = state
+        .sessions
+        .app_configs()
+        .iter()
+        .map(|a| {
+            let chosen = form.kind == a.id();
+            let given = form.values_of(a.id());
+            AppChoice {
+                id: a.id().to_string(),
+                title: a.config.title.clone(),
+                description: a.config.description.clone(),
+                icon: a.icon_url(),
+                fields: a
+                    .config
+                    .fields
+                    .iter()
+                    .map(|f| FieldChoice {
+                        input: format!("f.{}.{}", a.id(), f.name),
+                        label: if f.label.is_empty() {
+                            f.name.clone()
+                        } else {
+                            f.label.clone()
+                        },
+                        help: f.help.clone(),
+                        kind: f.kind.clone(),
+                        value: match given.get(&f.name) {
+                            Some(v) if chosen => v.clone(),
+                            // A checkbox left unticked sends nothing.
+                            None if chosen && f.kind == "checkbox" && !form.csrf.is_empty() => {
+                                "false".into()
+                            }
+                            _ => f.default_text(),
+                        },
+                        min: number(f.min),
+                        max: number(f.max),
+                        step: if f.integer { "1".into() } else { "any".into() },
+                        options: f.options.clone(),
+                        max_length: f.max_length(),
+                        required: f.required,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let logdir_apps = state
+        .sessions
+        .app_configs()
+        .iter()
+        .filter(|a| a.config.logdir)
+        .map(|a| a.id().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut slices: Vec<String> = state
         .inventory
         .gpus
@@ -119,11 +248,15 @@ fn new_page(
         .collect();
     slices.sort();
     slices.dedup();
+    let gpu = gpu_words(state.sessions.gpu_offer().await);
     render(
         &NewSessionPage {
             nav: Nav::of(me),
+            apps,
+            logdir_apps,
             environments,
             slices,
+            gpu,
             form,
             max_hours: state.sessions.config().max_hours,
             error,
@@ -141,19 +274,31 @@ pub async fn new_form(
     let me = user.0;
     me.require(Scope::Sessions)?;
     let q = query.into_inner();
+    let first = state
+        .sessions
+        .app_configs()
+        .iter()
+        .find(|a| a.id() == "notebook")
+        .or_else(|| state.sessions.app_configs().first())
+        .map(|a| a.id().to_string())
+        .unwrap_or_default();
+    let kind = q
+        .kind
+        .filter(|k| state.sessions.app_configs().iter().any(|a| a.id() == k))
+        .unwrap_or(first);
     let form = StartForm {
-        name: if q.kind.as_deref() == Some("tensorboard") {
-            "tensorboard".into()
-        } else {
+        name: if kind == "notebook" {
             "default".into()
+        } else {
+            kind.clone()
         },
-        kind: q.kind.unwrap_or_else(|| "notebook".into()),
+        kind,
         gpus: "1".into(),
         hours: state.sessions.config().default_hours.to_string(),
         logdir: q.logdir.unwrap_or_default(),
         ..Default::default()
     };
-    new_page(&state, &me, form, None, StatusCode::OK)
+    new_page(&state, &me, form, None, StatusCode::OK).await
 }
 
 /// `POST /sessions`: start one and show its progress.
@@ -181,11 +326,11 @@ pub async fn start(
     let parsed = number("gpus", &form.gpus).and_then(|g| Ok((g, number("hours", &form.hours)?)));
     let (gpus, hours) = match parsed {
         Ok(v) => v,
-        Err(e) => return new_page(&state, &me, form, Some(e), StatusCode::BAD_REQUEST),
+        Err(e) => return new_page(&state, &me, form, Some(e), StatusCode::BAD_REQUEST).await,
     };
     if gpus.is_some_and(|g| g < 0.0 || g.fract() != 0.0) {
         let e = "gpus: must be a whole number".to_string();
-        return new_page(&state, &me, form, Some(e), StatusCode::BAD_REQUEST);
+        return new_page(&state, &me, form, Some(e), StatusCode::BAD_REQUEST).await;
     }
     let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
     let request = StartRequest {
@@ -196,6 +341,7 @@ pub async fn start(
         slice: text(&form.slice),
         hours,
         logdir: text(&form.logdir),
+        fields: form.values_of(form.kind.trim()),
     };
     let started = state
         .sessions
@@ -207,10 +353,10 @@ pub async fn start(
             .insert_header((header::LOCATION, format!("/sessions/{}", record.id)))
             .finish()),
         Err(ApiError::BadRequest(m) | ApiError::Conflict(m)) => {
-            new_page(&state, &me, form, Some(m), StatusCode::BAD_REQUEST)
+            new_page(&state, &me, form, Some(m), StatusCode::BAD_REQUEST).await
         }
         Err(ApiError::QuotaExceeded(m)) => {
-            new_page(&state, &me, form, Some(m), StatusCode::FORBIDDEN)
+            new_page(&state, &me, form, Some(m), StatusCode::FORBIDDEN).await
         }
         Err(e) => Err(e),
     }
@@ -305,6 +451,7 @@ pub(super) mod tests {
             name: "<b>nb</b>".into(),
             user: "alice".into(),
             kind: "notebook".into(),
+            app_title: "JupyterLab".into(),
             environment: "python".into(),
             state: state.into(),
             ready,
@@ -314,6 +461,10 @@ pub(super) mod tests {
                 message: "Queued: position 2".into(),
                 ready,
                 state: state.into(),
+                events: vec![crate::sessions::Event {
+                    at: "2026-11-23T02:00:00Z".into(),
+                    message: "Queued <now>".into(),
+                }],
                 ..Default::default()
             },
             job_id: Some(3),
@@ -322,6 +473,7 @@ pub(super) mod tests {
             nodelist: Some("head".into()),
             logdir: None,
             created_at: "2026-11-23T02:00:00Z".into(),
+            started_at: None,
             ready_at: None,
             ended_at: None,
             time_left: Some(3725),
@@ -346,19 +498,81 @@ pub(super) mod tests {
         assert!(html.contains("Queued: position 2"));
         assert!(html.contains("1 h 02 min"));
         assert!(html.contains("session-progress.js"));
+        // The event log, and a queued session is not "Started".
+        assert!(
+            html.contains("<time datetime=\"2026-11-23T02:00:00Z\">2026-11-23T02:00:00Z</time> Queued &#60;now&#62;"),
+            "{html}"
+        );
+        assert!(html.contains("Queued since"), "{html}");
+        assert!(!html.contains("<dt>Started</dt>"), "{html}");
+        // Stop asks first: the form that stops is behind a confirmation step.
+        assert!(html.contains("id=\"session-stop-confirm\""), "{html}");
+        assert!(html.contains("<details class=\"confirm\""), "{html}");
+        assert!(
+            html.contains("id=\"session-failure\" role=\"alert\" hidden"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_failed_session_shows_its_error_and_log() {
+        let mut info = info("ended", false);
+        info.progress.failed = true;
+        info.progress.message = "Failed: its job ended FAILED".into();
+        info.progress.log = Some("no server for <x>".into());
+        info.ended_at = Some("2026-11-23T02:01:00Z".into());
+        let html = SessionPage {
+            nav: super::super::tests::nav(),
+            session: SessionRow::of(info),
+            active: false,
+        }
+        .render()
+        .expect("render");
+        assert!(
+            html.contains("id=\"session-failure\" role=\"alert\" >"),
+            "{html}"
+        );
+        assert!(html.contains("no server for &#60;x&#62;"), "{html}");
+        assert!(!html.contains("session-stop-confirm"), "{html}");
     }
 
     #[test]
     fn the_start_form_lists_environments_and_slices() {
         let html = NewSessionPage {
             nav: super::super::tests::nav(),
+            apps: vec![AppChoice {
+                id: "vscode".into(),
+                title: "VS Code".into(),
+                description: "An <editor>".into(),
+                icon: "/static/icons/apps/vscode.svg".into(),
+                fields: vec![FieldChoice {
+                    input: "f.vscode.cores".into(),
+                    label: "Cores".into(),
+                    help: String::new(),
+                    kind: "number".into(),
+                    value: "2".into(),
+                    min: "1".into(),
+                    max: "8".into(),
+                    step: "1".into(),
+                    options: Vec::new(),
+                    max_length: 10,
+                    required: false,
+                }],
+            }],
+            logdir_apps: "tensorboard".into(),
             environments: vec![EnvironmentChoice {
                 name: "pytorch".into(),
                 description: "PyTorch 2 / CUDA 12".into(),
             }],
             slices: vec!["1g.10gb".into()],
+            gpu: gpu_words(crate::sessions::GpuOffer {
+                cpus_per_gpu: 8,
+                mem_per_gpu_mb: 48 * 1024,
+                free: Some(3),
+                total: Some(4),
+            }),
             form: StartForm {
-                kind: "tensorboard".into(),
+                kind: "vscode".into(),
                 logdir: "runs".into(),
                 ..Default::default()
             },
@@ -371,5 +585,19 @@ pub(super) mod tests {
         assert!(html.contains("value=\"1g.10gb\""));
         assert!(html.contains("value=\"runs\""));
         assert!(html.contains("gpus: bad"));
+        assert!(
+            html.contains("src=\"/static/icons/apps/vscode.svg\""),
+            "{html}"
+        );
+        assert!(html.contains("value=\"vscode\" checked"), "{html}");
+        assert!(html.contains("An &#60;editor&#62;"), "{html}");
+        assert!(
+            html.contains("name=\"f.vscode.cores\" value=\"2\" step=\"1\" min=\"1\" max=\"8\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("Each GPU brings 8 CPU cores and 48 GB of memory. <span id=\"gpus-free\">3 of 4 GPUs are free now.</span>"),
+            "{html}"
+        );
     }
 }

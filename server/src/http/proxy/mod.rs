@@ -10,8 +10,10 @@
 //! user's scripts run in an opaque origin, where they can neither read the portal's
 //! cookies nor call the portal as the administrator, and none of the session's cookies
 //! are stored in the administrator's browser. Bodies and event streams are streamed
-//! both ways, never buffered. Routes come from the sessions service, which rebuilds
-//! them from the database at startup.
+//! both ways, never buffered. An app that cannot be told its base URL (code-server:
+//! `strip_base_path`) gets paths without `/user/{owner}/{session}`, websockets too.
+//! Routes come from the sessions service, which rebuilds them from the database at
+//! startup.
 //! Must not touch: SQL, the scheduler, or how sessions start.
 
 mod ws;
@@ -217,9 +219,11 @@ fn upstream_request(
         .uri()
         .path_and_query()
         .map_or_else(|| req.path().to_string(), |p| p.as_str().to_string());
+    // An app that cannot be told its base URL gets the path under the prefix.
+    let path = route.upstream_path(&path);
     let method = hyper::Method::from_bytes(req.method().as_str().as_bytes())
         .map_err(|_| ApiError::bad_request("unsupported method"))?;
-    let mut out = hyper::Request::builder().method(method).uri(path);
+    let mut out = hyper::Request::builder().method(method).uri(path.as_ref());
     for (name, value) in req.headers() {
         let n = name.as_str();
         if hop_by_hop(n) || n == "authorization" || n == "cookie" {

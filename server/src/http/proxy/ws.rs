@@ -34,6 +34,7 @@ pub(super) async fn relay(
         .uri()
         .path_and_query()
         .map_or_else(|| req.path().to_string(), |p| p.as_str().to_string());
+    let path = route.upstream_path(&path);
     let mut upstream_req = format!("ws://localhost{path}")
         .into_client_request()
         .map_err(|e| ApiError::bad_request(format!("bad websocket request: {e}")))?;
