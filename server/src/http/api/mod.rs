@@ -61,6 +61,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/apps", web::get().to(sessions::apps))
         .route("/partitions", web::get().to(cluster::partitions))
         .route("/nodes", web::get().to(cluster::nodes))
+        .route(
+            "/cluster/gpus",
+            web::get().to(crate::http::pages::gpu_map::json),
+        )
         .route("/accounting", web::get().to(accounting::get))
         .route("/accounting/chart.svg", web::get().to(accounting::chart))
         .route("/benchmarks", web::post().to(benchmarks::create))

@@ -4,6 +4,7 @@ mod accounting;
 mod admin;
 mod benchmarks;
 mod cluster;
+pub(crate) mod gpu_map;
 mod home;
 mod jobs;
 mod login;

@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::auth::Principal;
-use crate::http::pages::cluster::{gpu_map_for, node_row, GpuNode, NodeRow};
+use crate::http::pages::cluster::{node_row, NodeRow};
+use crate::http::pages::gpu_map::{gpu_map_for, GpuMap};
 use crate::http::pages::{not_found_page, render, Nav};
 use crate::http::{ApiError, AppState};
 
@@ -18,7 +19,7 @@ use crate::http::{ApiError, AppState};
 struct NodesPage {
     nav: Nav,
     nodes: Vec<NodeRow>,
-    gpu_map: Vec<GpuNode>,
+    gpu_map: GpuMap,
     /// Why the last change was refused.
     error: Option<String>,
 }
@@ -92,7 +93,11 @@ mod tests {
         let html = NodesPage {
             nav: nav(),
             nodes: vec![drained_node()],
-            gpu_map: Vec::new(),
+            gpu_map: GpuMap {
+                nodes: Vec::new(),
+                types: Vec::new(),
+                brings: Vec::new(),
+            },
             error: Some("reason: say why the node is drained".into()),
         }
         .render()
