@@ -119,6 +119,10 @@ pub enum Command {
     /// Work on a user's home, as that user (started by the portal).
     #[command(subcommand, hide = true)]
     Home(HomeCommand),
+    /// List, change or open a user's files, as that user (started by the portal
+    /// through `step as-user`; the request on standard input).
+    #[command(hide = true)]
+    Files,
 }
 
 #[derive(Debug, Subcommand)]
@@ -276,6 +280,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
         Command::Step(StepCommand::AsUser) => crate::privilege::as_user_main(),
         Command::Home(HomeCommand::Sync { dir }) => crate::homes::sync_command(&dir),
+        Command::Files => crate::user_files::main(),
     }
 }
 

@@ -26,4 +26,5 @@ pub mod startup;
 
 pub mod store;
 pub mod telemetry;
+pub mod user_files;
 pub mod util;

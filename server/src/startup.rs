@@ -247,6 +247,11 @@ impl Application {
             benchmarks: crate::services::Benchmarks::new(store.clone()),
             nodes: crate::services::Nodes::new(scheduler.clone(), audit.clone()),
             usage: crate::services::Usage::new(store.clone()),
+            files: crate::services::Files::new(
+                identities.clone(),
+                audit.clone(),
+                config.storage.clone(),
+            ),
             scheduler,
             quotas,
             inventory,

@@ -52,6 +52,8 @@ pub struct AppState {
     pub benchmarks: crate::services::Benchmarks,
     pub nodes: crate::services::Nodes,
     pub usage: crate::services::Usage,
+    /// The Files app.
+    pub files: crate::services::Files,
 }
 
 impl AppState {

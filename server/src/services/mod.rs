@@ -5,7 +5,7 @@
 //!
 //! Owns: the rules of jobs (`jobs`), their output (`output`), quotas (`quotas`),
 //! benchmark runs and sizing (`benchmarks`), node control (`nodes`),
-//! usage accounting (`usage`),
+//! usage accounting (`usage`), users' files (`files`: the Files app),
 //! accounts and tokens (`accounts`), and the audit log (`audit`). Sessions
 //! (`crate::sessions`) and identities (`crate::identities`) are services of their
 //! own, below this layer: they may call these, these never call them.
@@ -16,6 +16,7 @@ pub mod accounts;
 pub mod audit;
 pub mod benchmarks;
 pub mod efficiency;
+pub mod files;
 pub mod job_steps;
 pub mod jobs;
 pub mod nodes;
@@ -26,6 +27,7 @@ pub mod usage;
 pub use accounts::Accounts;
 pub use audit::Audit;
 pub use benchmarks::Benchmarks;
+pub use files::Files;
 pub use jobs::Jobs;
 pub use nodes::Nodes;
 pub use quotas::Quotas;

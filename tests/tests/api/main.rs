@@ -13,6 +13,7 @@ mod deploy;
 mod differential;
 mod doctor;
 mod efficiency;
+mod files;
 mod helpers;
 mod homes;
 mod hostile;

@@ -441,7 +441,7 @@ async fn a_drained_node_takes_no_new_work_and_its_running_work_finishes() {
 }
 
 #[tokio::test]
-async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_home() {
+async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_the_profile() {
     use atrium_tests::support::browser;
     use fantoccini::Locator;
     let c = JobCluster::start(2).await;
@@ -461,10 +461,15 @@ async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("open login");
     crate::browser::submit_login(&b, "ida", "password-of-some-length").await;
+    b.wait()
+        .for_element(Locator::Id("greeting"))
+        .await
+        .expect("dashboard");
+    b.goto(&c.app.url("/profile")).await.expect("profile");
     let quotas = match b.wait().for_element(Locator::Id("quotas")).await {
         Ok(e) => e.text().await.expect("text"),
         Err(e) => panic!(
-            "quotas on the home page: {e}; at {:?}: {}",
+            "quotas on the profile page: {e}; at {:?}: {}",
             b.current_url().await.map(|u| u.to_string()),
             b.source().await.unwrap_or_default()
         ),

@@ -214,6 +214,16 @@ async fn tokens_page_creates_shows_once_and_revokes() {
     let secret = &html[start..start + html[start..].find('<').expect("end")];
     assert_eq!(app.get_bearer("/api/v1/me", secret).await.status(), 200);
 
+    let profile = client
+        .get(app.url("/profile"))
+        .send()
+        .await
+        .expect("profile")
+        .text()
+        .await
+        .expect("html");
+    assert!(profile.contains("notebook"));
+    assert!(!profile.contains(secret), "the secret is shown only once");
     let home = client
         .get(app.url("/"))
         .send()
@@ -222,8 +232,10 @@ async fn tokens_page_creates_shows_once_and_revokes() {
         .text()
         .await
         .expect("html");
-    assert!(home.contains("notebook"));
-    assert!(!home.contains(secret), "the secret is shown only once");
+    assert!(
+        !home.contains("token-form"),
+        "tokens live on the profile page"
+    );
 
     let list: Value = app
         .get_bearer("/api/v1/tokens", secret)
@@ -239,6 +251,7 @@ async fn tokens_page_creates_shows_once_and_revokes() {
         .await
         .expect("revoke");
     assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/profile#tokens");
     assert_eq!(app.get_bearer("/api/v1/me", secret).await.status(), 401);
 }
 

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod benchmark_charts;
 pub mod benchmarks;
 mod cluster;
+pub mod files;
 pub mod groups;
 pub mod job_steps;
 pub mod jobs;
@@ -52,6 +53,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::post().to(job_steps::requeue_itself),
         )
         .route("/jobs/{id}/{action}", web::post().to(jobs::act))
+        .route("/files", web::get().to(files::list))
+        .route("/files", web::delete().to(files::delete))
+        .route("/files/mkdir", web::post().to(files::mkdir))
+        .route("/files/rename", web::post().to(files::rename))
+        .route("/files/download", web::get().to(files::download))
+        .route("/files/download", web::head().to(files::download))
+        .route("/files/upload", web::get().to(files::upload_status))
+        .route("/files/upload", web::head().to(files::upload_status))
+        .route("/files/upload", web::put().to(files::upload_piece))
+        .route(
+            "/files/upload/complete",
+            web::post().to(files::complete_upload),
+        )
         .route("/sessions", web::post().to(sessions::start))
         .route("/sessions", web::get().to(sessions::list))
         .route("/sessions/{id}", web::get().to(sessions::get))
@@ -103,6 +117,8 @@ pub use crate::util::rfc3339;
           sessions::environments, sessions::apps, cluster::partitions, cluster::nodes, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
           audit::list, nodes::act, users::list, users::act, groups::list,
+          files::list, files::mkdir, files::rename, files::delete, files::download,
+          files::upload_status, files::upload_piece, files::complete_upload,
           sessions::list_running, accounting::get, accounting::chart, benchmarks::create,
           benchmarks::list, benchmarks::get, benchmarks::delete, benchmark_charts::scaling,
           benchmark_charts::storage, sizing::get, sizing::reference_rows),
@@ -112,6 +128,9 @@ pub use crate::util::rfc3339;
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,
                        sessions::AppList, crate::sessions::AppSummary,
+                       files::FilesAnswer, files::Changed, files::NewFolder, files::Rename,
+                       files::CompleteUpload, files::PieceWritten, files::Listing, files::EntryInfo,
+                       files::Crumb, files::RootInfo, files::UploadStatus,
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
                        quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
                        quotas::QuotaUsage, crate::domain::quota::QuotaLimits, audit::AuditInfo,

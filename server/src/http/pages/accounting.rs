@@ -118,7 +118,7 @@ pub async fn show(
     let listed = state.usage.answer(&query, JOBS).await?;
     let f = &query.filter;
     let page = AccountingPage {
-        nav: Nav::of(&me),
+        nav: Nav::of(&me).at(crate::http::pages::Section::Usage),
         form: Form {
             from: form_time(f.from),
             to: form_time(f.to),

@@ -147,7 +147,7 @@ pub async fn list(
             .collect()
     };
     let page = ListPage {
-        nav: Nav::of(&me),
+        nav: Nav::of(&me).at(crate::http::pages::Section::Benchmarks),
         suites: Suite::ALL
             .iter()
             .map(|s| (s.name(), query.filter.suite.as_deref() == Some(s.name())))
@@ -195,7 +195,7 @@ async fn run_page(
         return not_found_page();
     };
     let page = RunPage {
-        nav: Nav::of(me),
+        nav: Nav::of(me).at(crate::http::pages::Section::Benchmarks),
         may_delete,
         run,
         notice,

@@ -93,7 +93,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
         .await?;
     let may_open = |owner: &str| me.is_admin || owner == me.username;
     let page = ClusterPage {
-        nav: Nav::of(&me),
+        nav: Nav::of(&me).at(crate::http::pages::Section::Cluster),
         partitions: partitions.into_iter().map(partition_row).collect(),
         nodes: nodes.iter().cloned().map(node_row).collect(),
         gpu_map: gpu_map_for(&state, &nodes, &jobs, &may_open),

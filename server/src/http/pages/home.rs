@@ -1,287 +1,349 @@
-//! The home page: greeting, account, personal API tokens.
+//! `GET /`: the dashboard. The GPUs and slices free now (from the scheduler's state
+//! in memory), my running and recent jobs (the scheduler's queue for mine, the
+//! store's latest ended rows by an indexed query with a limit), my sessions as cards
+//! (open, time left, stop after a confirmation) and one tile per interactive app.
+//! The account and API tokens are on the profile page (`profile.rs`).
+//!
+//! Owns: laying those out. Must not touch: the rules (who sees which job or session:
+//! the jobs and sessions services) and anything that grows with the number of jobs
+//! (the page asks for a bounded few, never for a count over the table).
+
+use std::collections::BTreeMap;
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use askama::Template;
-use serde::Deserialize;
+use scheduler::{NodeState, NodeView};
 
-use super::{csrf_refused, render, CsrfForm, Nav};
-use crate::auth::personal_tokens::{self, TokenRequest};
-use crate::auth::token::Scopes;
-use crate::auth::{Principal, Scope};
-use crate::http::api::rfc3339;
+use super::sessions::SessionRow;
+use super::{render, Nav, Section};
+use crate::auth::Scope;
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
+use crate::services::jobs::{JobInfo, QueuePage};
 
-struct TokenRow {
-    id: i64,
-    name: String,
-    scopes: String,
-    created_at: String,
-    expires_at: String,
-    last_used_at: String,
-}
-
-struct NewToken {
-    name: String,
-    secret: String,
-}
+/// How many of my queued or running jobs, and of my ended ones, the page lists.
+const JOBS_SHOWN: usize = 6;
+const ENDED_SHOWN: i64 = 5;
 
 #[derive(Template)]
 #[template(path = "home.html")]
 struct HomePage {
     nav: Nav,
     display_name: String,
-    groups: Vec<String>,
-    tokens: Vec<TokenRow>,
-    sessions: Vec<super::sessions::SessionRow>,
+    free: Vec<FreeRow>,
+    /// Nodes that take no jobs now (drained or down).
+    nodes_unavailable: usize,
+    jobs: Vec<JobCard>,
+    /// My queued and running jobs beyond those listed.
+    jobs_more: u64,
+    ended: Vec<JobCard>,
+    sessions: Vec<SessionRow>,
     /// Log folders of the user's TensorBoard sessions, to open again.
     logdirs: Vec<String>,
-    new_token: Option<NewToken>,
-    token_error: Option<String>,
-    token_max_days: u32,
-    quotas: Vec<QuotaRow>,
+    apps: Vec<AppTile>,
 }
 
-/// One quota that applies to the user, as lines of "what: use of limit".
-struct QuotaRow {
-    scope: String,
-    lines: Vec<(String, String)>,
+/// One kind of GPU slice: how many are free now of how many.
+#[derive(Debug, PartialEq, Eq)]
+struct FreeRow {
+    /// As `--gres` names it (`gpu`, `a100`, `1g.10gb`, `shard`).
+    kind: String,
+    /// What it is, in words.
+    what: &'static str,
+    free: u32,
+    total: u32,
 }
 
-/// The quotas of `/api/v1/me/usage`, as the home page shows them.
-fn quota_rows(usage: crate::http::api::quotas::MyUsage) -> Vec<QuotaRow> {
-    use crate::services::quotas::fmt_num;
-    let period = match usage.period.as_str() {
-        "month" => "this month",
-        "rolling" => "in the window",
-        _ => "this period",
-    };
-    usage
-        .quotas
+/// The free slices of each type over the nodes that take jobs; a drained or down
+/// node's slices count in the total, never as free.
+fn free_rows(nodes: &[NodeView]) -> (Vec<FreeRow>, usize) {
+    let mut by_type: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+    let mut unavailable = 0;
+    for n in nodes {
+        let takes_jobs = !matches!(n.state, NodeState::Drain { .. } | NodeState::Down { .. });
+        if !takes_jobs {
+            unavailable += 1;
+        }
+        for s in &n.slices {
+            let e = by_type.entry(s.r#type.as_str()).or_default();
+            if takes_jobs {
+                e.0 += s.total.saturating_sub(s.used);
+            }
+            e.1 += s.total;
+        }
+    }
+    let rows = by_type
         .into_iter()
-        .map(|q| {
-            let l = &q.limits;
-            let mut lines = Vec::new();
-            if let Some(max) = l.max_gpus {
-                lines.push((
-                    "GPUs in use".into(),
-                    format!("{} of {max}", fmt_num(q.gpus_in_use)),
-                ));
-            }
-            for (slice, max) in &l.max_gpus_per_type {
-                let used = q.slices_in_use.get(slice).copied().unwrap_or(0);
-                lines.push((format!("{slice} in use"), format!("{used} of {max}")));
-            }
-            if let Some(max) = l.max_gpu_hours {
-                lines.push((
-                    format!("GPU-hours {period}"),
-                    format!(
-                        "{} of {} (until {})",
-                        fmt_num(q.gpu_hours_used),
-                        fmt_num(max),
-                        q.period_end
-                    ),
-                ));
-            }
-            if let Some(max) = l.max_running_jobs {
-                lines.push((
-                    "Running jobs".into(),
-                    format!("{} of {max}", q.running_jobs),
-                ));
-            }
-            if let Some(max) = l.max_submitted_jobs {
-                lines.push((
-                    "Submitted jobs".into(),
-                    format!("{} of {max}", q.submitted_jobs),
-                ));
-            }
-            if let Some(max) = l.max_sessions {
-                lines.push(("Sessions at once".into(), max.to_string()));
-            }
-            if let Some(max) = l.max_job_hours {
-                lines.push(("Longest job".into(), format!("{} h", fmt_num(max))));
-            }
-            if let Some(max) = l.max_session_hours {
-                lines.push(("Longest session".into(), format!("{} h", fmt_num(max))));
-            }
-            let scope = match q.scope.as_str() {
-                "default" => "Default quota".to_string(),
-                "user" => "Your quota".to_string(),
-                kind => format!("{}{} {}", kind[..1].to_uppercase(), &kind[1..], q.name),
-            };
-            QuotaRow { scope, lines }
-        })
-        .collect()
-}
-
-#[derive(Deserialize)]
-pub struct TokenForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    name: String,
-    scope_read: Option<String>,
-    scope_jobs: Option<String>,
-    scope_sessions: Option<String>,
-    scope_tokens: Option<String>,
-    scope_admin: Option<String>,
-    expires_in_days: Option<String>,
-}
-
-async fn home_page(
-    state: &AppState,
-    principal: &Principal,
-    new_token: Option<NewToken>,
-    token_error: Option<String>,
-    status: StatusCode,
-) -> Result<HttpResponse, ApiError> {
-    let (user, groups) = state
-        .accounts
-        .profile(principal.user_id)
-        .await?
-        .ok_or(ApiError::Unauthorized)?;
-    let tokens = state
-        .accounts
-        .tokens(principal)
-        .await?
-        .into_iter()
-        .map(|t| TokenRow {
-            id: t.id,
-            name: t.name,
-            scopes: Scopes::from_stored(&t.scopes).to_stored(),
-            created_at: rfc3339(t.created_at),
-            expires_at: t.expires_at.map(rfc3339).unwrap_or_else(|| "never".into()),
-            last_used_at: t
-                .last_used_at
-                .map(rfc3339)
-                .unwrap_or_else(|| "never".into()),
+        .map(|(kind, (free, total))| FreeRow {
+            what: slice_words(kind),
+            kind: kind.to_string(),
+            free,
+            total,
         })
         .collect();
-    let sessions = super::sessions::rows(state, principal).await?;
+    (rows, unavailable)
+}
+
+/// `whole GPUs`, `MIG slices`, `GPU shares`.
+fn slice_words(kind: &str) -> &'static str {
+    if kind == "shard" {
+        "time-sliced GPU shares"
+    } else if kind.contains("g.") && kind.ends_with("gb") {
+        "MIG slices"
+    } else {
+        "whole GPUs"
+    }
+}
+
+/// A job as a line of the dashboard's card.
+struct JobCard {
+    id: String,
+    display_id: String,
+    name: String,
+    state: String,
+    /// `gpu:2`, empty for none.
+    gres: String,
+    /// Running: until its time limit (`1 h 40 min`); empty otherwise.
+    time_left: String,
+    /// Pending: why (`Resources`).
+    reason: String,
+    /// Ended: when, RFC 3339.
+    ended_at: String,
+}
+
+impl JobCard {
+    fn of(j: JobInfo) -> Self {
+        let time_left = match (j.state.as_str(), j.time_limit) {
+            ("RUNNING", Some(limit)) => left(limit.saturating_sub(j.time_used)),
+            ("RUNNING", None) => "no limit".into(),
+            _ => String::new(),
+        };
+        JobCard {
+            id: j.id,
+            display_id: j.display_id,
+            name: j.name,
+            state: j.state,
+            gres: j.gres,
+            time_left,
+            reason: j.reason.unwrap_or_default(),
+            ended_at: j.end_time.unwrap_or_default(),
+        }
+    }
+}
+
+/// `1 h 05 min`, `12 min`, `40 s`.
+fn left(seconds: u64) -> String {
+    match seconds {
+        s if s >= 3600 => format!("{} h {:02} min", s / 3600, s / 60 % 60),
+        s if s >= 60 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
+/// A tile that starts an interactive app.
+struct AppTile {
+    id: String,
+    title: String,
+    description: String,
+    /// The start form, with the app chosen.
+    href: String,
+}
+
+/// The apps a session can run, as tiles.
+fn app_tiles() -> Vec<AppTile> {
+    [
+        (
+            "notebook",
+            "JupyterLab",
+            "Notebooks with the environment's kernels, a terminal and the shared storage.",
+        ),
+        (
+            "terminal",
+            "Terminal",
+            "A shell on a GPU node, in your home folder.",
+        ),
+        (
+            "tensorboard",
+            "TensorBoard",
+            "Training curves from a log folder of yours.",
+        ),
+    ]
+    .into_iter()
+    .map(|(id, title, description)| AppTile {
+        href: format!("/sessions/new?kind={id}"),
+        id: id.into(),
+        title: title.into(),
+        description: description.into(),
+    })
+    .collect()
+}
+
+/// `GET /`.
+pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    me.require(Scope::Read)?;
+    let (account, _) = state
+        .accounts
+        .profile(me.user_id)
+        .await?
+        .ok_or(ApiError::Unauthorized)?;
+    let (nodes, _) = state.scheduler.nodes().await?;
+    let (free, nodes_unavailable) = free_rows(&nodes);
+    let (queue, queued, ended) = state
+        .jobs
+        .board(
+            &me,
+            false,
+            ENDED_SHOWN,
+            QueuePage {
+                number: 1,
+                per_page: JOBS_SHOWN,
+            },
+        )
+        .await?;
+    let sessions = super::sessions::rows(&state, &me).await?;
     let mut logdirs: Vec<String> = sessions
         .iter()
         .filter_map(|s| s.info.logdir.clone())
         .collect();
     logdirs.sort();
     logdirs.dedup();
-    let quotas = quota_rows(
-        state
-            .quotas
-            .my_usage(&principal.username, &state.jobs.owner_of(principal).await?)
-            .await?,
-    );
-    let display_name = if user.display_name.is_empty() {
-        user.username.clone()
+    let display_name = if account.display_name.is_empty() {
+        account.username
     } else {
-        user.display_name.clone()
+        account.display_name
     };
     render(
         &HomePage {
-            nav: Nav::of(principal),
+            nav: Nav::of(&me).at(Section::Dashboard),
             display_name,
-            groups,
-            tokens,
+            free,
+            nodes_unavailable,
+            jobs_more: queued.saturating_sub(queue.len() as u64),
+            jobs: queue.into_iter().map(JobCard::of).collect(),
+            ended: ended.into_iter().map(JobCard::of).collect(),
             sessions,
             logdirs,
-            new_token,
-            token_error,
-            token_max_days: state.config.auth.token_max_days,
-            quotas,
+            apps: app_tiles(),
         },
-        status,
+        StatusCode::OK,
     )
 }
 
-pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResponse, ApiError> {
-    home_page(&state, &user.0, None, None, StatusCode::OK).await
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::pages::tests::nav;
+    use scheduler::SliceUsage;
 
-pub async fn create_token(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    user: PageUser,
-    form: web::Form<TokenForm>,
-) -> Result<HttpResponse, ApiError> {
-    let principal = user.0;
-    let form = form.into_inner();
-    if !principal.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
-    let scopes = [
-        (form.scope_read.is_some(), Scope::Read),
-        (form.scope_jobs.is_some(), Scope::Jobs),
-        (form.scope_sessions.is_some(), Scope::Sessions),
-        (form.scope_tokens.is_some(), Scope::Tokens),
-        (form.scope_admin.is_some(), Scope::Admin),
-    ]
-    .into_iter()
-    .filter_map(|(on, scope)| on.then_some(scope))
-    .collect();
-    let expires_in_days = match form.expires_in_days.as_deref().map(str::trim) {
-        None | Some("") => None,
-        Some(days) => match days.parse() {
-            Ok(days) => Some(days),
-            Err(_) => {
-                let error = "Days must be a whole number.".to_string();
-                return home_page(
-                    &state,
-                    &principal,
-                    None,
-                    Some(error),
-                    StatusCode::BAD_REQUEST,
-                )
-                .await;
-            }
-        },
-    };
-    let request = TokenRequest {
-        name: form.name,
-        scopes,
-        expires_in_days,
-    };
-    let issued = state
-        .accounts
-        .issue_token(&principal, &state.client_addr(&req), &request)
-        .await;
-    match issued {
-        Ok(issued) => {
-            let new = NewToken {
-                name: issued.token.name,
-                secret: issued.secret,
-            };
-            home_page(&state, &principal, Some(new), None, StatusCode::CREATED).await
-        }
-        Err(personal_tokens::TokenError::Store(e)) => Err(e.into()),
-        Err(e) => {
-            home_page(
-                &state,
-                &principal,
-                None,
-                Some(e.to_string()),
-                StatusCode::BAD_REQUEST,
-            )
-            .await
+    fn node(name: &str, state: NodeState, slices: &[(&str, u32, u32)]) -> NodeView {
+        NodeView {
+            name: name.into(),
+            state,
+            partitions: vec!["gpu".into()],
+            cpus_total: 64,
+            cpus_free: 64,
+            memory_mb_total: 512_000,
+            memory_mb_free: 512_000,
+            features: vec![],
+            slices: slices
+                .iter()
+                .map(|(t, total, used)| SliceUsage {
+                    r#type: (*t).into(),
+                    total: *total,
+                    used: *used,
+                })
+                .collect(),
         }
     }
-}
 
-pub async fn revoke_token(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    user: PageUser,
-    id: web::Path<i64>,
-    form: web::Form<CsrfForm>,
-) -> Result<HttpResponse, ApiError> {
-    let principal = user.0;
-    if !principal.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
+    #[test]
+    fn free_slices_add_up_per_type_and_a_drained_node_has_none_free() {
+        let nodes = [
+            node("n1", NodeState::Mixed, &[("a100", 4, 1), ("1g.10gb", 7, 2)]),
+            node("n2", NodeState::Idle, &[("a100", 4, 0)]),
+            node(
+                "n3",
+                NodeState::Drain {
+                    reason: "fan".into(),
+                },
+                &[("a100", 4, 0), ("shard", 8, 0)],
+            ),
+        ];
+        let (rows, unavailable) = free_rows(&nodes);
+        assert_eq!(unavailable, 1);
+        let got: Vec<(&str, u32, u32, &str)> = rows
+            .iter()
+            .map(|r| (r.kind.as_str(), r.free, r.total, r.what))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("1g.10gb", 5, 7, "MIG slices"),
+                ("a100", 7, 12, "whole GPUs"),
+                ("shard", 0, 8, "time-sliced GPU shares"),
+            ]
+        );
     }
-    state
-        .accounts
-        .revoke_token(&principal, &state.client_addr(&req), id.into_inner())
-        .await?;
-    Ok(HttpResponse::SeeOther()
-        .insert_header((actix_web::http::header::LOCATION, "/#tokens"))
-        .finish())
+
+    fn job(id: &str, state: &str) -> JobCard {
+        JobCard {
+            id: id.into(),
+            display_id: id.into(),
+            name: format!("<b>{id}</b>"),
+            state: state.into(),
+            gres: "gpu:1".into(),
+            time_left: if state == "RUNNING" {
+                "1 h 05 min".into()
+            } else {
+                String::new()
+            },
+            reason: if state == "PENDING" {
+                "Resources".into()
+            } else {
+                String::new()
+            },
+            ended_at: String::new(),
+        }
+    }
+
+    fn page() -> HomePage {
+        HomePage {
+            nav: nav().at(Section::Dashboard),
+            display_name: "Alice".into(),
+            free: free_rows(&[node("n1", NodeState::Mixed, &[("a100", 2, 1)])]).0,
+            nodes_unavailable: 0,
+            jobs: vec![job("7", "RUNNING"), job("8", "PENDING")],
+            jobs_more: 3,
+            ended: vec![job("3", "COMPLETED")],
+            sessions: vec![],
+            logdirs: vec![],
+            apps: app_tiles(),
+        }
+    }
+
+    #[test]
+    fn dashboard_shows_free_gpus_my_jobs_and_app_tiles() {
+        let html = page().render().expect("render");
+        assert!(html.contains("id=\"free-a100\""), "{html}");
+        assert!(html.contains(">1</strong> of 2"), "{html}");
+        assert!(html.contains("href=\"/jobs/7\""), "{html}");
+        assert!(html.contains("1 h 05 min left"), "{html}");
+        assert!(html.contains("Resources"), "{html}");
+        assert!(html.contains("href=\"/jobs/3\""), "{html}");
+        assert!(html.contains("and 3 more"), "{html}");
+        assert!(html.contains("&#60;b&#62;7&#60;/b&#62;"), "escaped: {html}");
+        assert!(
+            html.contains("href=\"/sessions/new?kind=notebook\""),
+            "{html}"
+        );
+        assert!(html.contains("Nothing is running yet."), "{html}");
+        assert!(
+            html.contains("id=\"nav-dashboard\" aria-current=\"page\""),
+            "{html}"
+        );
+        assert_eq!(html.matches("aria-current").count(), 1, "{html}");
+        assert!(!html.contains("token-form"), "tokens are on the profile");
+    }
 }

@@ -4,6 +4,7 @@ mod accounting;
 mod admin;
 mod benchmarks;
 mod cluster;
+mod files;
 pub(crate) mod gpu_map;
 mod home;
 mod jobs;
@@ -31,6 +32,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/new", web::get().to(jobs::new::show))
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
+        .route("/files", web::get().to(files::show))
+        .route("/files/download", web::get().to(files::download))
         .route("/cluster", web::get().to(cluster::show))
         .route("/accounting", web::get().to(accounting::show))
         .route("/benchmarks", web::get().to(benchmarks::list))

@@ -91,7 +91,7 @@ pub async fn show(
     };
     render(
         &SizingPage {
-            nav: Nav::of(&me),
+            nav: Nav::of(&me).at(crate::http::pages::Section::Sizing),
             form,
             rows: reference::sizing(),
             advice,

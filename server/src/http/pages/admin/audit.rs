@@ -72,7 +72,7 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
         .map(AuditRow::from)
         .collect();
     let page = AuditPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(&admin.0).at(crate::http::pages::Section::Admin),
         shown: SHOWN,
         entries,
     };

@@ -18,7 +18,7 @@ struct GroupsPage {
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let page = GroupsPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(&admin.0).at(crate::http::pages::Section::Admin),
         groups: state.accounts.groups().await?,
     };
     render(&page, StatusCode::OK)

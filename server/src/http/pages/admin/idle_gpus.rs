@@ -41,7 +41,7 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
         .collect();
     render(
         &IdleGpusPage {
-            nav: Nav::of(&admin.0),
+            nav: Nav::of(&admin.0).at(crate::http::pages::Section::Admin),
             jobs,
             most: IDLE_GPU_JOBS,
         },

@@ -36,7 +36,7 @@ async fn jobs_page(
     let queue_page = query.queue_page();
     let (queue, total, recent) = state.jobs.board(admin, true, RECENT, queue_page).await?;
     let page = JobsPage {
-        nav: Nav::of(admin),
+        nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         queue: queue.into_iter().map(JobRow::from).collect(),
         pager: Pager::new("/admin/jobs", queue_page, total),
         recent: recent.into_iter().map(JobRow::from).collect(),

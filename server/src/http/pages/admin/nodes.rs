@@ -47,7 +47,7 @@ async fn nodes_page(
     let (nodes, _) = state.scheduler.nodes().await?;
     let jobs = state.scheduler.squeue(SqueueFilter::default()).await?;
     let page = NodesPage {
-        nav: Nav::of(admin),
+        nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         nodes: nodes.iter().cloned().map(node_row).collect(),
         gpu_map: gpu_map_for(state, &nodes, &jobs, &|_| true),
         error,

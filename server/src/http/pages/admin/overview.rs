@@ -43,7 +43,7 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
         *node_states.entry(n.state.name()).or_default() += 1;
     }
     let page = OverviewPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(&admin.0).at(crate::http::pages::Section::Admin),
         users: accounts.users,
         admins: accounts.admins,
         disabled: accounts.disabled,

@@ -233,7 +233,7 @@ fn quotas_page(
         })
         .collect();
     let page = QuotasPage {
-        nav: Nav::of(admin),
+        nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         quotas,
         period: state.quotas.period_name(),
         form,
@@ -250,7 +250,7 @@ fn edit_page(
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let page = QuotaEditPage {
-        nav: Nav::of(admin),
+        nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         id: quota.id,
         target: scope_target(&quota.scope),
         form,

@@ -26,7 +26,7 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
         .map(SessionRow::of)
         .collect();
     let page = SessionsPage {
-        nav: Nav::of(&admin.0),
+        nav: Nav::of(&admin.0).at(crate::http::pages::Section::Admin),
         sessions,
     };
     render(&page, StatusCode::OK)

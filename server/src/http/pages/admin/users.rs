@@ -34,7 +34,7 @@ async fn users_page(
     let at = query.queue_page();
     let found = state.accounts.users(at.offset(), at.per_page).await?;
     let page = UsersPage {
-        nav: Nav::of(admin),
+        nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         users: found.users,
         pager: Pager::new("/admin/users", at, found.total).counting("users", "user-pages"),
         period: state.quotas.period_name(),

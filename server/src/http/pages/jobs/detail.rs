@@ -203,7 +203,7 @@ async fn job_page(
         .map_err(ApiError::from)?;
     render(
         &JobPage {
-            nav: Nav::of(me),
+            nav: Nav::of(me).at(crate::http::pages::Section::Jobs),
             time_used: duration(info.time_used),
             time_limit: time_limit(info.time_limit),
             exit: exit_text(info.exit_code, info.signal),

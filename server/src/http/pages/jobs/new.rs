@@ -97,7 +97,7 @@ pub async fn show(
         .then_some("There is no starter script by that name.");
     render(
         &NewJobPage {
-            nav: Nav::of(&me),
+            nav: Nav::of(&me).at(crate::http::pages::Section::Jobs),
             starters: &starters,
             selected: chosen.map_or("", |s| s.name.as_str()),
             script: chosen.map_or("", |s| s.script.as_str()),
@@ -161,7 +161,7 @@ pub async fn submit(
     let starters = starters();
     render(
         &NewJobPage {
-            nav: Nav::of(&me),
+            nav: Nav::of(&me).at(crate::http::pages::Section::Jobs),
             starters: &starters,
             selected: "",
             script: &script,

@@ -36,7 +36,7 @@ pub async fn show(
     let recent = recent.into_iter().map(JobRow::from).collect();
     render(
         &QueuePage {
-            nav: Nav::of(&me),
+            nav: Nav::of(&me).at(crate::http::pages::Section::Jobs),
             queue,
             pager: Pager::new("/jobs", page, total),
             recent,

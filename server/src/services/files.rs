@@ -1,0 +1,743 @@
+//! The Files app's rules: which folders a user may browse (their home, the project
+//! spaces, the data sets, read-only), how a path they name is bounded and confined,
+//! how an upload is taken in pieces (each appended at an offset to a partial file
+//! beside its target, then put in place), how a download is read, and which changes
+//! are written to the audit log (every one).
+//!
+//! Every operation is done as the user by `atrium files` (`crate::user_files`), through
+//! the privilege boundary; the portal only streams the bytes of a file the user opened.
+//!
+//! Owns: [`Files`]. Must not touch: HTTP types (the handlers hand it a stream of
+//! bytes and get one back), SQL, the switch to the user (`privilege`).
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{Stream, StreamExt};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{Audit, ServiceError};
+use crate::auth::Principal;
+use crate::config::StorageConfig;
+use crate::identities::{Identities, IdentityError};
+use crate::privilege::Identity;
+use crate::user_files::{self, Answer, CallError, Op, Refusal, RefusalKind, Request, Root};
+
+/// The longest path a user may name, in bytes (Linux's `PATH_MAX`).
+pub const MAX_PATH: usize = 4096;
+/// What one write to disk gathers from the network.
+const WRITE_BLOCK: usize = 1 << 20;
+/// What one read from disk sends.
+const READ_BLOCK: usize = 1 << 20;
+
+/// One of the folders a user may browse.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RootInfo {
+    /// `Home`, `Project space`, `Data sets`.
+    pub label: String,
+    pub path: String,
+    pub read_only: bool,
+}
+
+/// One entry of a folder.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EntryInfo {
+    pub name: String,
+    /// Its full path.
+    pub path: String,
+    /// `dir`, `file`, `other` (a device, a socket …) or `broken` (a link to nothing).
+    pub kind: String,
+    /// A symbolic link (`kind` says what it leads to).
+    pub link: bool,
+    /// Bytes (files only).
+    pub size: u64,
+    /// Last modification, ms since the epoch (0: unknown).
+    pub modified_ms: i64,
+}
+
+/// A step of the way from a root to a folder.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Crumb {
+    pub name: String,
+    pub path: String,
+}
+
+/// A folder's entries, folders first, then by name.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Listing {
+    /// The folder's real path (links resolved).
+    pub path: String,
+    /// The folder above, when it is still inside the root.
+    pub parent: Option<String>,
+    pub read_only: bool,
+    /// From the root down to this folder.
+    pub breadcrumbs: Vec<Crumb>,
+    pub entries: Vec<EntryInfo>,
+    /// The folder holds more entries than a listing shows (10,000).
+    pub truncated: bool,
+}
+
+/// How much of an upload the portal holds.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UploadStatus {
+    pub path: String,
+    /// Bytes received so far: continue from here.
+    pub offset: u64,
+    /// A file of that name exists already.
+    pub exists: bool,
+    /// The largest file accepted, and the most one request may carry, in bytes.
+    pub max_file_bytes: u64,
+    pub max_chunk_bytes: u64,
+}
+
+/// A file opened for a download, as the user.
+#[derive(Debug)]
+pub struct Download {
+    pub file: std::fs::File,
+    pub size: u64,
+    /// The file's name, for `Content-Disposition`.
+    pub name: String,
+    pub modified_ms: i64,
+}
+
+impl Download {
+    /// The bytes from `start` to `end` (inclusive), read off the request's threads.
+    pub fn stream(self, start: u64, end: u64) -> impl Stream<Item = std::io::Result<Bytes>> {
+        let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
+        let file = self.file;
+        tokio::task::spawn_blocking(move || {
+            let mut at = start;
+            while at <= end {
+                let want = ((end - at + 1) as usize).min(READ_BLOCK);
+                let mut buf = vec![0u8; want];
+                let result = match file.read_at(&mut buf, at) {
+                    Ok(0) => Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the file became shorter while it was sent",
+                    )),
+                    Ok(n) => {
+                        buf.truncate(n);
+                        at += n as u64;
+                        Ok(Bytes::from(buf))
+                    }
+                    Err(e) => Err(e),
+                };
+                let stop = result.is_err();
+                if tx.blocking_send(result).is_err() || stop {
+                    return;
+                }
+            }
+        });
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
+    }
+}
+
+/// The partial file of an upload, opened as the user at the offset the piece starts.
+#[derive(Debug)]
+pub struct UploadPiece {
+    file: Arc<std::fs::File>,
+    offset: u64,
+    /// The most bytes this piece may bring.
+    limit: u64,
+}
+
+impl UploadPiece {
+    /// Write `body` at the piece's offset as it arrives (a block at a time, never the
+    /// whole piece in memory). Returns the offset after it. What arrived before the
+    /// body failed (the client went away) stays written: the upload continues from
+    /// there.
+    pub async fn write_from<S, E>(self, mut body: S) -> Result<u64, ServiceError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        let mut at = self.offset;
+        let mut taken: u64 = 0;
+        let mut block = BytesMut::with_capacity(WRITE_BLOCK);
+        let mut failed: Option<ServiceError> = None;
+        while let Some(item) = body.next().await {
+            match item {
+                Ok(bytes) => {
+                    taken += bytes.len() as u64;
+                    if taken > self.limit {
+                        failed = Some(too_large(self.limit));
+                        break;
+                    }
+                    block.extend_from_slice(&bytes);
+                    if block.len() >= WRITE_BLOCK {
+                        at = self.write_block(block.split().freeze(), at).await?;
+                    }
+                }
+                Err(e) => {
+                    failed = Some(ServiceError::BadRequest(format!(
+                        "the upload was interrupted after {taken} bytes ({e}); ask for its offset and continue"
+                    )));
+                    break;
+                }
+            }
+        }
+        if !block.is_empty() && taken <= self.limit {
+            at = self.write_block(block.freeze(), at).await?;
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(at),
+        }
+    }
+
+    async fn write_block(&self, block: Bytes, at: u64) -> Result<u64, ServiceError> {
+        let file = self.file.clone();
+        let len = block.len() as u64;
+        tokio::task::spawn_blocking(move || file.write_all_at(&block, at))
+            .await
+            .map_err(ServiceError::internal)?
+            .map_err(|e| match e.raw_os_error() {
+                Some(code) if code == libc_enospc() || code == libc_edquot() => {
+                    ServiceError::Conflict(
+                        "no space left: the disk is full or you are over quota".into(),
+                    )
+                }
+                _ => ServiceError::internal(format!("writing an upload: {e}")),
+            })?;
+        Ok(at + len)
+    }
+}
+
+fn libc_enospc() -> i32 {
+    rustix::io::Errno::NOSPC.raw_os_error()
+}
+
+fn libc_edquot() -> i32 {
+    rustix::io::Errno::DQUOT.raw_os_error()
+}
+
+fn too_large(limit: u64) -> ServiceError {
+    ServiceError::Invalid {
+        field: "body",
+        message: format!("this piece of the upload may hold at most {limit} bytes"),
+    }
+}
+
+/// The Files app. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Files {
+    identities: Identities,
+    audit: Audit,
+    storage: Arc<StorageConfig>,
+}
+
+impl Files {
+    pub fn new(identities: Identities, audit: Audit, storage: StorageConfig) -> Files {
+        Files {
+            identities,
+            audit,
+            storage: Arc::new(storage),
+        }
+    }
+
+    /// The largest file an upload may make, in bytes.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.storage.max_upload_mb.saturating_mul(1 << 20)
+    }
+
+    /// The most one request of an upload may carry, in bytes.
+    pub fn max_chunk_bytes(&self) -> u64 {
+        self.storage.max_upload_chunk_mb.saturating_mul(1 << 20)
+    }
+
+    /// Who the caller's files are opened as: their POSIX identity; without root, the
+    /// portal's own user (a single-user workstation).
+    async fn identity(&self, caller: &Principal) -> Result<Identity, ServiceError> {
+        if let Some(found) = self.identities.lookup(&caller.username).await? {
+            return Ok(found);
+        }
+        if self.identities.as_root() {
+            return Err(IdentityError::Missing(caller.username.clone()).into());
+        }
+        let (uid, gid) = crate::launch::current_ids();
+        Ok(Identity {
+            user: caller.username.clone(),
+            uid,
+            gid,
+            groups: Vec::new(),
+            home: std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        })
+    }
+
+    fn roots_of(&self, identity: &Identity) -> Vec<Root> {
+        let mut roots = vec![Root {
+            path: identity.home.clone(),
+            read_only: false,
+        }];
+        roots.extend(self.storage.projects.iter().map(|m| Root {
+            path: m.source.clone(),
+            read_only: false,
+        }));
+        roots.extend(self.storage.datasets.iter().map(|m| Root {
+            path: m.source.clone(),
+            read_only: true,
+        }));
+        roots
+    }
+
+    /// The folders the caller may browse: their home, the project spaces, the data sets.
+    pub async fn roots(&self, caller: &Principal) -> Result<Vec<RootInfo>, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let mut out = vec![RootInfo {
+            label: "Home".into(),
+            path: identity.home.display().to_string(),
+            read_only: false,
+        }];
+        out.extend(self.storage.projects.iter().map(|m| RootInfo {
+            label: "Project space".into(),
+            path: m.source.display().to_string(),
+            read_only: false,
+        }));
+        out.extend(self.storage.datasets.iter().map(|m| RootInfo {
+            label: "Data sets".into(),
+            path: m.source.display().to_string(),
+            read_only: true,
+        }));
+        Ok(out)
+    }
+
+    /// `path` as the user named it, bounded and confined by name to their roots (a
+    /// relative path starts at their home). The real check is the user's own, after
+    /// the kernel resolved it.
+    fn named(
+        &self,
+        identity: &Identity,
+        field: &'static str,
+        path: &str,
+    ) -> Result<PathBuf, ServiceError> {
+        if path.len() > MAX_PATH {
+            return Err(ServiceError::Invalid {
+                field,
+                message: format!("{field} is longer than {MAX_PATH} bytes"),
+            });
+        }
+        let others: Vec<PathBuf> = self.roots_of(identity)[1..]
+            .iter()
+            .map(|r| r.path.clone())
+            .collect();
+        crate::homes::confine(path, &identity.home, &others).map_err(|why| ServiceError::Invalid {
+            field,
+            message: format!("{field} {why}"),
+        })
+    }
+
+    async fn run(
+        &self,
+        identity: &Identity,
+        op: Op,
+    ) -> Result<(Answer, Option<std::fs::File>), ServiceError> {
+        let request = Request {
+            roots: self.roots_of(identity),
+            op,
+        };
+        user_files::call(identity, &request)
+            .await
+            .map_err(|e| match e {
+                CallError::Refused(r) => refused(r),
+                CallError::Failed(cause) => ServiceError::internal(cause),
+            })
+    }
+
+    /// A folder's entries.
+    pub async fn list(&self, caller: &Principal, path: &str) -> Result<Listing, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        let (answer, _) = self.run(&identity, Op::List { path: named }).await?;
+        let Answer::Listing {
+            path,
+            read_only,
+            mut entries,
+            truncated,
+        } = answer
+        else {
+            return Err(ServiceError::internal(
+                "atrium files answered a listing with something else",
+            ));
+        };
+        entries.sort_by(|a, b| {
+            (a.kind != "dir")
+                .cmp(&(b.kind != "dir"))
+                .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let roots = self.roots_of(&identity);
+        let breadcrumbs = breadcrumbs(&roots, &path);
+        let parent = (breadcrumbs.len() > 1)
+            .then(|| path.parent().map(|p| p.display().to_string()))
+            .flatten();
+        Ok(Listing {
+            entries: entries
+                .into_iter()
+                .map(|e| EntryInfo {
+                    path: path.join(&e.name).display().to_string(),
+                    name: e.name,
+                    kind: e.kind,
+                    link: e.link,
+                    size: e.size,
+                    modified_ms: e.modified_ms,
+                })
+                .collect(),
+            path: path.display().to_string(),
+            parent,
+            read_only,
+            breadcrumbs,
+            truncated,
+        })
+    }
+
+    /// Create the folder `path`.
+    pub async fn mkdir(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        path: &str,
+    ) -> Result<String, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        let done = self.change(&identity, Op::Mkdir { path: named }).await?;
+        self.record(
+            caller,
+            client_addr,
+            "file.mkdir",
+            &done,
+            serde_json::json!({}),
+        )
+        .await?;
+        Ok(done)
+    }
+
+    /// Rename (or move) `from` to `to`; `to` must not exist unless `overwrite`.
+    pub async fn rename(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        from: &str,
+        to: &str,
+        overwrite: bool,
+    ) -> Result<String, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let from_path = self.named(&identity, "from", from)?;
+        let to_path = self.named(&identity, "to", to)?;
+        let done = self
+            .change(
+                &identity,
+                Op::Rename {
+                    from: from_path.clone(),
+                    to: to_path,
+                    overwrite,
+                },
+            )
+            .await?;
+        self.record(
+            caller,
+            client_addr,
+            "file.rename",
+            &done,
+            serde_json::json!({"before": from_path.display().to_string(), "after": done}),
+        )
+        .await?;
+        Ok(done)
+    }
+
+    /// Delete `path`: a file, a link, an empty folder, or any folder when `recursive`.
+    pub async fn delete(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        path: &str,
+        recursive: bool,
+    ) -> Result<String, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        let done = self
+            .change(
+                &identity,
+                Op::Delete {
+                    path: named,
+                    recursive,
+                },
+            )
+            .await?;
+        self.record(
+            caller,
+            client_addr,
+            "file.delete",
+            &done,
+            serde_json::json!({"recursive": recursive}),
+        )
+        .await?;
+        Ok(done)
+    }
+
+    async fn change(&self, identity: &Identity, op: Op) -> Result<String, ServiceError> {
+        match self.run(identity, op).await? {
+            (Answer::Done { path }, _) => Ok(path.display().to_string()),
+            _ => Err(ServiceError::internal(
+                "atrium files answered a change with something else",
+            )),
+        }
+    }
+
+    async fn record(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        action: &str,
+        target: &str,
+        detail: serde_json::Value,
+    ) -> Result<(), ServiceError> {
+        self.audit
+            .record(&caller.username, client_addr, action, target, detail)
+            .await?;
+        Ok(())
+    }
+
+    /// Open the file `path` for a download.
+    pub async fn download(&self, caller: &Principal, path: &str) -> Result<Download, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        match self.run(&identity, Op::OpenRead { path: named }).await? {
+            (
+                Answer::Opened {
+                    path,
+                    size,
+                    modified_ms,
+                },
+                Some(file),
+            ) => Ok(Download {
+                file,
+                size,
+                name: path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "download".into()),
+                modified_ms,
+            }),
+            _ => Err(ServiceError::internal("atrium files opened no file")),
+        }
+    }
+
+    /// How much of an upload to `path` the portal holds.
+    pub async fn upload_status(
+        &self,
+        caller: &Principal,
+        path: &str,
+    ) -> Result<UploadStatus, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        match self
+            .run(
+                &identity,
+                Op::Status {
+                    path: named.clone(),
+                },
+            )
+            .await?
+        {
+            (Answer::Status { offset, exists }, _) => Ok(UploadStatus {
+                path: named.display().to_string(),
+                offset,
+                exists,
+                max_file_bytes: self.max_file_bytes(),
+                max_chunk_bytes: self.max_chunk_bytes(),
+            }),
+            _ => Err(ServiceError::internal(
+                "atrium files answered a status with something else",
+            )),
+        }
+    }
+
+    /// Open the partial file of an upload to `path` for a piece starting at `offset`,
+    /// of `length` bytes when the request says so.
+    pub async fn upload_piece(
+        &self,
+        caller: &Principal,
+        path: &str,
+        offset: u64,
+        length: Option<u64>,
+    ) -> Result<UploadPiece, ServiceError> {
+        let max_file = self.max_file_bytes();
+        if offset > max_file {
+            return Err(ServiceError::Invalid {
+                field: "offset",
+                message: format!("offset is past the largest file accepted ({max_file} bytes)"),
+            });
+        }
+        let limit = self.max_chunk_bytes().min(max_file - offset);
+        if let Some(length) = length {
+            if length > limit {
+                return Err(if offset.saturating_add(length) > max_file {
+                    ServiceError::Invalid {
+                        field: "body",
+                        message: format!(
+                            "the file would be larger than the largest accepted ({max_file} bytes)"
+                        ),
+                    }
+                } else {
+                    too_large(limit)
+                });
+            }
+        }
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        match self
+            .run(
+                &identity,
+                Op::OpenWrite {
+                    path: named,
+                    offset,
+                },
+            )
+            .await?
+        {
+            (Answer::Opened { .. }, Some(file)) => Ok(UploadPiece {
+                file: Arc::new(file),
+                offset,
+                limit,
+            }),
+            _ => Err(ServiceError::internal("atrium files opened no file")),
+        }
+    }
+
+    /// Put a finished upload in place as `path` (it must hold `size` bytes when given;
+    /// an existing file is replaced only when `overwrite`).
+    pub async fn complete_upload(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        path: &str,
+        size: Option<u64>,
+        overwrite: bool,
+    ) -> Result<String, ServiceError> {
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        let done = self
+            .change(
+                &identity,
+                Op::Complete {
+                    path: named,
+                    size,
+                    overwrite,
+                },
+            )
+            .await?;
+        self.record(
+            caller,
+            client_addr,
+            "file.upload",
+            &done,
+            serde_json::json!({"size": size, "overwrite": overwrite}),
+        )
+        .await?;
+        Ok(done)
+    }
+}
+
+/// What the user hears of a refusal by `atrium files`.
+fn refused(r: Refusal) -> ServiceError {
+    match r.kind {
+        RefusalKind::Invalid => ServiceError::Invalid {
+            field: field_name(&r.field),
+            message: r.message,
+        },
+        RefusalKind::Forbidden | RefusalKind::ReadOnly => ServiceError::Forbidden(r.message),
+        // A missing file is named in the message: the user asked for it by path.
+        RefusalKind::NotFound => ServiceError::Invalid {
+            field: field_name(&r.field),
+            message: r.message,
+        },
+        RefusalKind::Conflict => ServiceError::Conflict(r.message),
+    }
+}
+
+fn field_name(field: &str) -> &'static str {
+    match field {
+        "from" => "from",
+        "to" => "to",
+        "offset" => "offset",
+        "size" => "size",
+        _ => "path",
+    }
+}
+
+/// The way from the root `real` lies in down to it.
+fn breadcrumbs(roots: &[Root], real: &Path) -> Vec<Crumb> {
+    let root = roots
+        .iter()
+        .filter_map(|r| {
+            let base = std::fs::canonicalize(&r.path).unwrap_or_else(|_| r.path.clone());
+            real.starts_with(&base).then_some(base)
+        })
+        .max_by_key(|b| b.as_os_str().len());
+    let Some(root) = root else {
+        return vec![Crumb {
+            name: real.display().to_string(),
+            path: real.display().to_string(),
+        }];
+    };
+    let mut crumbs = vec![Crumb {
+        name: root.display().to_string(),
+        path: root.display().to_string(),
+    }];
+    let mut at = root.clone();
+    if let Ok(rest) = real.strip_prefix(&root) {
+        for part in rest.components() {
+            at.push(part);
+            crumbs.push(Crumb {
+                name: part.as_os_str().to_string_lossy().into_owned(),
+                path: at.display().to_string(),
+            });
+        }
+    }
+    crumbs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn breadcrumbs_start_at_the_innermost_root() {
+        let roots = vec![
+            Root {
+                path: "/nonexistent-home/alice".into(),
+                read_only: false,
+            },
+            Root {
+                path: "/nonexistent-projects".into(),
+                read_only: false,
+            },
+        ];
+        let crumbs = breadcrumbs(&roots, Path::new("/nonexistent-home/alice/runs/exp1"));
+        let names: Vec<_> = crumbs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["/nonexistent-home/alice", "runs", "exp1"]);
+        assert_eq!(crumbs[2].path, "/nonexistent-home/alice/runs/exp1");
+    }
+
+    #[test]
+    fn refusals_name_their_field() {
+        let e = refused(Refusal {
+            kind: RefusalKind::Invalid,
+            field: "to".into(),
+            message: "to x leads outside".into(),
+        });
+        assert!(
+            matches!(e, ServiceError::Invalid { field: "to", .. }),
+            "{e:?}"
+        );
+        let e = refused(Refusal {
+            kind: RefusalKind::ReadOnly,
+            field: "path".into(),
+            message: "read-only".into(),
+        });
+        assert!(matches!(e, ServiceError::Forbidden(_)));
+    }
+}
