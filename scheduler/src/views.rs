@@ -60,6 +60,11 @@ pub struct JobView {
     pub priority: i64,
     pub submit_time: Time,
     pub start_time: Option<Time>,
+    /// A pending job's planned start: where the last pass's backfill reserved
+    /// resources for it (`squeue --start`'s StartTime); `None` when unknown (no
+    /// reservation was made for it, or it is not pending).
+    #[serde(default)]
+    pub expected_start: Option<Time>,
     pub end_time: Option<Time>,
     pub time_limit: TimeLimit,
     /// Seconds run so far.
@@ -171,6 +176,7 @@ impl Cluster {
             priority: j.priority,
             submit_time: j.submit_time,
             start_time: j.start_time,
+            expected_start: self.expected_start_of(j),
             end_time: j.end_time,
             // A running job's own limit (`--time-min` may have shortened it).
             time_limit: match (j.state, j.start_time, j.end_time) {
@@ -195,6 +201,18 @@ impl Cluster {
             exit: j.outcome,
             restarts: j.restarts,
         }
+    }
+
+    /// The start the last pass planned for a pending job: its reservation's start
+    /// (at most `max_reservations` of them, so the search is short).
+    fn expected_start_of(&self, j: &Job) -> Option<Time> {
+        if j.state != JobState::Pending {
+            return None;
+        }
+        self.reservations
+            .iter()
+            .find(|r| r.job == j.id)
+            .map(|r| r.start)
     }
 
     /// One job (or task, or array) by id.

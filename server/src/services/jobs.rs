@@ -75,6 +75,9 @@ pub struct JobInfo {
     pub submit_time: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// A pending job's planned start (the internal scheduler's backfill plan, or
+    /// Slurm's `squeue --start`); null when unknown.
+    pub expected_start: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_time: Option<String>,
     /// Seconds; absent: unlimited.
@@ -139,6 +142,50 @@ impl QueuePage {
         usize::try_from(total.div_ceil(self.per_page.max(1) as u64))
             .unwrap_or(usize::MAX)
             .max(1)
+    }
+}
+
+/// What a job list page filters on, over both the queue and the ended jobs; `None`
+/// matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoardFilter {
+    pub state: Option<JobState>,
+    /// Text the job's name or partition holds (any case), at most
+    /// [`BoardFilter::MAX_SEARCH`] bytes.
+    pub search: Option<String>,
+    /// Submitted at or after (ms since the epoch).
+    pub since: Option<i64>,
+    /// Submitted before (ms since the epoch).
+    pub until: Option<i64>,
+}
+
+impl BoardFilter {
+    /// Most bytes a search text may hold.
+    pub const MAX_SEARCH: usize = 100;
+    /// Most queue lines a filtered queue is read from (the scheduler cannot match
+    /// names itself): a queue longer than this is filtered over its first lines.
+    pub const MAX_SCAN: usize = 10_000;
+
+    /// Whether nothing is filtered.
+    pub fn is_empty(&self) -> bool {
+        *self == BoardFilter::default()
+    }
+
+    /// Whether the scheduler's own filter (user, state) is not enough.
+    fn needs_scan(&self) -> bool {
+        self.search.is_some() || self.since.is_some() || self.until.is_some()
+    }
+
+    fn matches(&self, j: &JobInfo) -> bool {
+        let text = self.search.as_deref().map(str::to_lowercase);
+        let submitted = j
+            .submit_time
+            .parse::<jiff::Timestamp>()
+            .map_or(0, |t| t.as_millisecond());
+        text.is_none_or(|t| {
+            j.name.to_lowercase().contains(&t) || j.partition.to_lowercase().contains(&t)
+        }) && self.since.is_none_or(|s| submitted >= s)
+            && self.until.is_none_or(|u| submitted < u)
     }
 }
 
@@ -319,6 +366,65 @@ impl Jobs {
         Ok(self.scheduler.submit(owner, sub, workdir).await?)
     }
 
+    /// Submit again, as a new job, what `caller`'s job `job` was submitted with: its
+    /// script, its options (the request as stored), environment, directory,
+    /// container and benchmark. Its owner's alone: another user's job is "not
+    /// found", an administrator's included (it would run as its owner). An array's
+    /// task resubmits the whole array.
+    pub async fn resubmit(&self, caller: &Principal, job: JobId) -> Result<JobId, ServiceError> {
+        let r = self
+            .visible_record(caller, JobId::new(job.job))
+            .await?
+            .filter(|r| r.user_name == caller.username)
+            .ok_or(ServiceError::NotFound)?;
+        let request: scheduler::JobRequest = serde_json::from_str(&r.request).map_err(|_| {
+            ServiceError::Conflict(
+                "this job's options cannot be read again; submit its script from the form".into(),
+            )
+        })?;
+        let environment: BTreeMap<String, String> =
+            serde_json::from_str(&r.environment).unwrap_or_default();
+        let submit_dir = (!r.submit_dir.is_empty()).then(|| r.submit_dir.clone());
+        let mut sub = submission::Submission::from_request(
+            r.script.clone(),
+            request,
+            environment,
+            submit_dir,
+            &self.config.jobs.submission_limits(),
+        )
+        .map_err(refused)?;
+        sub.container = r
+            .container
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok());
+        sub.benchmark = r.benchmark.clone();
+        let facts = self
+            .identities
+            .owner_facts(caller.user_id, &caller.username)
+            .await?;
+        let workdir = submission::workdir(&sub.request, sub.submit_dir.as_deref(), &facts.home);
+        sub.check_paths(&caller.username, &workdir)
+            .map_err(refused)?;
+        Ok(self
+            .scheduler
+            .submit(facts.owner(&caller.username), sub, workdir)
+            .await?)
+    }
+
+    /// The script of a job `caller` may see and the directory it was submitted
+    /// from: what "edit as new" fills the submission form with.
+    pub async fn script_of(
+        &self,
+        caller: &Principal,
+        job: JobId,
+    ) -> Result<(String, String), ServiceError> {
+        let r = self
+            .visible_record(caller, JobId::new(job.job))
+            .await?
+            .ok_or(ServiceError::NotFound)?;
+        Ok((r.script, r.submit_dir))
+    }
+
     /// What `body` would do if submitted now (`sbatch --test-only`): parsed, checked
     /// against partitions, limits and quotas, with the expected start from the
     /// backfill plan; nothing is stored.
@@ -433,6 +539,8 @@ impl Jobs {
             states: states.iter().map(|s| s.name().to_string()).collect(),
             partition: q.partition,
             since: q.since.map(|s| s.saturating_mul(1000)),
+            until: None,
+            search: None,
             limit: per_page as i64,
             offset: ((page - 1) * per_page) as i64,
         };
@@ -472,6 +580,82 @@ impl Jobs {
         let queue = queue.into_iter().map(from_view).collect();
         let rows = self.store.recently_ended(user.as_deref(), recent).await?;
         Ok((queue, total, rows.iter().map(from_record).collect()))
+    }
+
+    /// [`Jobs::board`] with `filter` applied to both lists: the queue (jobs not yet
+    /// over) and the `recent` latest ended jobs that match (newest submitted first).
+    pub async fn board_filtered(
+        &self,
+        caller: &Principal,
+        all: bool,
+        filter: &BoardFilter,
+        recent: i64,
+        queue_page: QueuePage,
+    ) -> Result<(Vec<JobInfo>, u64, Vec<JobInfo>), ServiceError> {
+        if filter.is_empty() {
+            return self.board(caller, all, recent, queue_page).await;
+        }
+        let user = (!(all && caller.is_admin)).then(|| caller.username.clone());
+        let ended_only = filter.state.is_some_and(|s| s.is_terminal());
+        let (queue, total) = if ended_only {
+            (Vec::new(), 0)
+        } else {
+            let squeue = SqueueFilter {
+                user: user.clone(),
+                states: filter.state.into_iter().collect(),
+                ..SqueueFilter::default()
+            };
+            if filter.needs_scan() {
+                let (lines, _) = self
+                    .scheduler
+                    .squeue_page(squeue, 0, BoardFilter::MAX_SCAN)
+                    .await?;
+                let matching: Vec<JobInfo> = lines
+                    .into_iter()
+                    .map(from_view)
+                    .filter(|j| filter.matches(j))
+                    .collect();
+                let total = matching.len() as u64;
+                let page = matching
+                    .into_iter()
+                    .skip(queue_page.offset())
+                    .take(queue_page.per_page)
+                    .collect();
+                (page, total)
+            } else {
+                let (lines, total) = self
+                    .scheduler
+                    .squeue_page(squeue, queue_page.offset(), queue_page.per_page)
+                    .await?;
+                (lines.into_iter().map(from_view).collect(), total)
+            }
+        };
+        let recent_rows = if filter.state.is_some_and(|s| !s.is_terminal()) {
+            Vec::new()
+        } else {
+            let states = match filter.state {
+                Some(s) => vec![s.name().to_string()],
+                None => JobState::ALL
+                    .iter()
+                    .filter(|s| s.is_terminal())
+                    .map(|s| s.name().to_string())
+                    .collect(),
+            };
+            let (rows, _) = self
+                .store
+                .list_jobs(&JobFilter {
+                    user,
+                    states,
+                    since: filter.since,
+                    until: filter.until,
+                    search: filter.search.clone(),
+                    limit: recent,
+                    ..JobFilter::default()
+                })
+                .await?;
+            rows
+        };
+        Ok((queue, total, recent_rows.iter().map(from_record).collect()))
     }
 
     /// The job's row if `caller` may see it.
@@ -635,6 +819,7 @@ pub fn from_view(v: JobView) -> JobInfo {
         priority: Some(v.priority),
         submit_time: secs(v.submit_time),
         start_time: v.start_time.map(secs),
+        expected_start: v.expected_start.map(secs),
         end_time: v.end_time.map(secs),
         time_limit: match v.time_limit {
             scheduler::TimeLimit::Seconds(s) => Some(s),
@@ -701,6 +886,7 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         priority: None,
         submit_time: rfc3339(r.submit_time),
         start_time: r.start_time.map(rfc3339),
+        expected_start: None,
         end_time: r.end_time.map(rfc3339),
         time_limit: r.time_limit.map(|t| t.max(0) as u64),
         time_used: (used_ms.max(0) / 1000) as u64,

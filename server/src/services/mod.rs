@@ -22,6 +22,7 @@ pub mod jobs;
 pub mod nodes;
 pub mod output;
 pub mod quotas;
+pub mod reasons;
 pub mod usage;
 
 pub use accounts::Accounts;

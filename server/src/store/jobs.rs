@@ -127,6 +127,11 @@ pub struct JobFilter {
     pub partition: Option<String>,
     /// Submitted at or after (ms).
     pub since: Option<i64>,
+    /// Submitted before (ms).
+    pub until: Option<i64>,
+    /// Whose name or partition holds this text (any case); `%`, `_` and a backslash are
+    /// matched as themselves.
+    pub search: Option<String>,
     pub limit: i64,
     pub offset: i64,
 }
@@ -616,6 +621,15 @@ impl Store {
         if filter.since.is_some() {
             clauses.push(format!("submit_time >= {}", next()));
         }
+        if filter.until.is_some() {
+            clauses.push(format!("submit_time < {}", next()));
+        }
+        if filter.search.is_some() {
+            let (a, b) = (next(), next());
+            clauses.push(format!(
+                "(LOWER(name) LIKE {a} ESCAPE '\\' OR LOWER(partition) LIKE {b} ESCAPE '\\')"
+            ));
+        }
         if !filter.states.is_empty() {
             let marks: Vec<String> = filter.states.iter().map(|_| next()).collect();
             clauses.push(format!("state IN ({})", marks.join(", ")));
@@ -642,6 +656,20 @@ impl Store {
     }
 }
 
+/// `%text%` in lower case with LIKE's wildcards (and its escape) escaped by a backslash.
+fn like_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
 /// Bind the values of `filter` in the order `list_jobs` numbered them.
 fn bind_filter<'q>(mut q: AnyQuery<'q>, filter: &'q JobFilter) -> AnyQuery<'q> {
     if let Some(u) = &filter.user {
@@ -652,6 +680,13 @@ fn bind_filter<'q>(mut q: AnyQuery<'q>, filter: &'q JobFilter) -> AnyQuery<'q> {
     }
     if let Some(s) = filter.since {
         q = q.bind(s);
+    }
+    if let Some(u) = filter.until {
+        q = q.bind(u);
+    }
+    if let Some(text) = &filter.search {
+        let pattern = like_pattern(text);
+        q = q.bind(pattern.clone()).bind(pattern);
     }
     for s in &filter.states {
         q = q.bind(s);

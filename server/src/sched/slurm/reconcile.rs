@@ -289,6 +289,8 @@ fn apply_row(
         priority: row.priority,
         submit_time: row.submit_time.unwrap_or(base.view.submit_time),
         start_time: row.start_time,
+        // A pending job's StartTime is Slurm's expected start (`squeue --start`).
+        expected_start: row.start_time.filter(|_| state == JobState::Pending),
         end_time: if state.is_terminal() {
             row.end_time
         } else {
@@ -450,6 +452,7 @@ pub(super) fn view_of_record(r: &JobRecord, now: i64) -> JobView {
         priority: 0,
         submit_time: r.submit_time / 1000,
         start_time: r.start_time.map(|t| t / 1000),
+        expected_start: None,
         end_time: r.end_time.map(|t| t / 1000),
         time_limit: r.time_limit.map_or(TimeLimit::Unlimited, |s| {
             TimeLimit::Seconds(s.max(0) as u64)

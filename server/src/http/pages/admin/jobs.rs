@@ -1,5 +1,7 @@
 //! `GET /admin/jobs`: every user's pending and running jobs (from the scheduler)
-//! and the latest ended ones (from the database); `POST /admin/jobs/{id}/cancel`.
+//! and the latest ended ones (from the database), with the job lists' filters and
+//! live refresh (`GET /admin/jobs/rows`, as `/jobs/rows`); `POST
+//! /admin/jobs/{id}/cancel`.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -7,7 +9,10 @@ use askama::Template;
 
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
-use crate::http::pages::jobs::{parse_id, JobRow, PageQuery, Pager};
+use crate::http::pages::jobs::filters::{FilterForm, STATES};
+use crate::http::pages::jobs::parse_id;
+use crate::http::pages::jobs::queue::{lists, read_query, ListQuery, Lists, RowsFragment};
+use crate::http::pages::when::filters;
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::jobs::JobAction;
@@ -19,9 +24,11 @@ const RECENT: i64 = 50;
 #[template(path = "admin/jobs.html")]
 struct JobsPage {
     nav: Nav,
-    queue: Vec<JobRow>,
-    pager: Pager,
-    recent: Vec<JobRow>,
+    form: FilterForm,
+    states: &'static [&'static str],
+    list_path: &'static str,
+    rows_path: &'static str,
+    lists: Lists,
     /// Why the last cancel was refused.
     notice: Option<String>,
 }
@@ -31,15 +38,16 @@ async fn jobs_page(
     admin: &Principal,
     notice: Option<String>,
     status: StatusCode,
-    query: &PageQuery,
+    query: ListQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let queue_page = query.queue_page();
-    let (queue, total, recent) = state.jobs.board(admin, true, RECENT, queue_page).await?;
+    let lists = lists(state, admin, true, RECENT, "/admin/jobs", &query).await?;
     let page = JobsPage {
         nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
-        queue: queue.into_iter().map(JobRow::from).collect(),
-        pager: Pager::new("/admin/jobs", queue_page, total),
-        recent: recent.into_iter().map(JobRow::from).collect(),
+        form: query.form,
+        states: &STATES,
+        list_path: "/admin/jobs",
+        rows_path: "/admin/jobs/rows",
+        lists,
         notice,
     };
     render(&page, status)
@@ -48,9 +56,27 @@ async fn jobs_page(
 pub async fn show(
     state: web::Data<AppState>,
     admin: AdminUser,
-    query: web::Query<PageQuery>,
+    query: web::Query<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ApiError> {
-    jobs_page(&state, &admin.0, None, StatusCode::OK, &query).await
+    let query = match read_query(&query) {
+        Ok(q) => q,
+        Err(response) => return Ok(response),
+    };
+    jobs_page(&state, &admin.0, None, StatusCode::OK, query).await
+}
+
+/// `GET /admin/jobs/rows`: the lists alone, for the live refresh.
+pub async fn rows(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    query: web::Query<Vec<(String, String)>>,
+) -> Result<HttpResponse, ApiError> {
+    let query = match read_query(&query) {
+        Ok(q) => q,
+        Err(response) => return Ok(response),
+    };
+    let lists = lists(&state, &admin.0, true, RECENT, "/admin/jobs", &query).await?;
+    render(&RowsFragment { lists }, StatusCode::OK)
 }
 
 pub async fn cancel(
@@ -72,14 +98,11 @@ pub async fn cancel(
         Ok(_) => Ok(see_other("/admin/jobs")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
-            jobs_page(
-                &state,
-                &admin,
-                Some(m),
-                StatusCode::CONFLICT,
-                &PageQuery { page: None },
-            )
-            .await
+            let query = match read_query(&[]) {
+                Ok(q) => q,
+                Err(response) => return Ok(response),
+            };
+            jobs_page(&state, &admin, Some(m), StatusCode::CONFLICT, query).await
         }
         Err(e) => Err(e),
     }
@@ -89,6 +112,7 @@ pub async fn cancel(
 mod tests {
     use super::*;
     use crate::http::pages::jobs::queue::tests::row as queue_row;
+    use crate::http::pages::jobs::JobRow;
     use crate::http::pages::tests::nav;
 
     fn row(id: &str, user: &str, state: &str) -> JobRow {
@@ -102,16 +126,25 @@ mod tests {
     fn everyones_jobs_have_cancel_buttons() {
         let html = JobsPage {
             nav: nav(),
-            queue: vec![row("5", "bob", "RUNNING")],
-            pager: Pager::new(
-                "/admin/jobs",
-                crate::services::jobs::QueuePage {
-                    number: 2,
-                    per_page: 1,
-                },
-                3,
-            ),
-            recent: vec![row("4", "cy", "COMPLETED")],
+            form: FilterForm::default(),
+            states: &STATES,
+            list_path: "/admin/jobs",
+            rows_path: "/admin/jobs/rows",
+            lists: Lists {
+                queue: vec![row("5", "bob", "RUNNING")],
+                pager: crate::http::pages::jobs::Pager::new(
+                    "/admin/jobs",
+                    crate::services::jobs::QueuePage {
+                        number: 2,
+                        per_page: 1,
+                    },
+                    3,
+                ),
+                recent: vec![row("4", "cy", "COMPLETED")],
+                filtered: false,
+                everyone: true,
+                csrf: "tok".into(),
+            },
             notice: Some("Job 3 is already over".into()),
         }
         .render()
@@ -133,5 +166,13 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("Page 2 of 3 (3 jobs)"), "{html}");
+        assert!(
+            html.contains("action=\"/admin/jobs\""),
+            "the filters: {html}"
+        );
+        assert!(
+            html.contains("data-rows=\"/admin/jobs/rows?page=2\""),
+            "{html}"
+        );
     }
 }

@@ -42,6 +42,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/admin/quotas/{id}", web::post().to(quotas::update))
         .route("/admin/quotas/{id}/delete", web::post().to(quotas::delete))
         .route("/admin/jobs", web::get().to(jobs::show))
+        .route("/admin/jobs/rows", web::get().to(jobs::rows))
         .route("/admin/jobs/{id}/cancel", web::post().to(jobs::cancel))
         .route("/admin/sessions", web::get().to(sessions::show))
         .route("/admin/idle-gpus", web::get().to(idle_gpus::show))

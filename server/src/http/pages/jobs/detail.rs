@@ -1,22 +1,30 @@
-//! `GET /jobs/{id}`: one job with the last part of its output (followed live by
-//! `frontend/js/job-output.js`), and `POST /jobs/{id}/cancel`.
+//! `GET /jobs/{id}`: one job with its pending reason in plain words, its times
+//! (time left while it runs, the real end after), its actions (cancel with a
+//! confirmation, resubmit, edit as new, open its folder, download its output), its
+//! efficiency charts, and the last part of its output (followed live by
+//! `frontend/js/job-output.js`); `POST /jobs/{id}/cancel` and
+//! `POST /jobs/{id}/resubmit`.
 //!
-//! Who may see or cancel a job is the job API's and the scheduler's decision:
-//! another user's job answers "not found" there, and a 404 page here.
+//! Who may see, cancel or resubmit a job is the jobs service's and the scheduler's
+//! decision: another user's job answers "not found" there, and a 404 page here.
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use scheduler::JobId;
 
-use super::{duration, exit_text, is_active, parse_id, time_limit};
+use super::chart::{chart, Chart, Unit};
+use super::filters::encode;
+use super::{cluster_slices, duration, exit_text, is_active, parse_id, time_limit};
 use crate::auth::{Principal, Scope};
 use crate::http::authn::PageUser;
+use crate::http::pages::when::{filters, span};
 use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::efficiency::Efficiency;
 use crate::services::jobs::{JobAction, JobInfo};
 use crate::services::output::Tail;
+use crate::services::reasons::{self, plural, ClusterSlices, Explained, GpuAsk};
 
 /// How much output the page shows before the live tail takes over.
 const TAIL_BYTES: u64 = 64 * 1024;
@@ -31,6 +39,20 @@ struct JobPage {
     exit: String,
     /// Pending or running: it may be cancelled and its output followed.
     active: bool,
+    /// Running: it has a time left rather than an end.
+    running: bool,
+    /// Why it waits, in plain words (pending only).
+    waiting: Option<Explained>,
+    /// While it runs: when its time limit stops it (RFC 3339) and what is left, in
+    /// words.
+    ends: Option<(String, String)>,
+    /// `1 GPU (gpu:1)`, `none`.
+    gpus: String,
+    /// The caller owns it: it may resubmit it and edit it as new.
+    owner: bool,
+    /// The Files page at its working directory, and the download of its output.
+    folder_link: Option<String>,
+    output_link: Option<String>,
     output: Option<Tail>,
     /// Why the output cannot be shown.
     output_error: Option<String>,
@@ -40,38 +62,34 @@ struct JobPage {
     usage: Option<UsageView>,
 }
 
-/// The job's efficiency as the page shows it: `seff`'s figures and a small chart
-/// per resource.
+/// The job's efficiency as the page shows it: `seff`'s figures and a chart per
+/// resource.
 struct UsageView {
     facts: Vec<(&'static str, String)>,
-    charts: Vec<Spark>,
+    charts: Vec<Chart>,
     final_figures: bool,
 }
 
-/// One resource over the run, as an SVG polyline in a [`SPARK_W`] × [`SPARK_H`] box.
-struct Spark {
-    id: &'static str,
-    title: String,
-    points: String,
-}
-
-const SPARK_W: f64 = 480.0;
-const SPARK_H: f64 = 60.0;
-
-/// `(t, value)` pairs scaled to the chart's box, `top` at its top.
-fn spark(values: &[(u32, f64)], top: f64, end: u32) -> String {
-    let end = f64::from(end.max(1));
-    let top = if top > 0.0 { top } else { 1.0 };
-    values
-        .iter()
-        .map(|&(t, v)| {
-            let x = f64::from(t) / end * SPARK_W;
-            let y = SPARK_H - (v / top).clamp(0.0, 1.0) * SPARK_H;
-            format!("{x:.1},{y:.1}")
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+const CORES: Unit = Unit {
+    scale: 1.0,
+    one: "core",
+    many: "cores",
+};
+const MIB: Unit = Unit {
+    scale: 1.0,
+    one: "MiB",
+    many: "MiB",
+};
+const GIB: Unit = Unit {
+    scale: 1.0,
+    one: "GiB",
+    many: "GiB",
+};
+const PERCENT: Unit = Unit {
+    scale: 1.0,
+    one: "%",
+    many: "%",
+};
 
 fn usage_view(e: &Efficiency) -> Option<UsageView> {
     e.source.as_ref()?;
@@ -97,48 +115,68 @@ fn usage_view(e: &Efficiency) -> Option<UsageView> {
     let mut charts = Vec::new();
     if let Some(series) = &e.series {
         let end = series.points.last().map_or(1, |p| p.t);
-        let cores = e.cpus.unwrap_or(1) as f64;
+        let cores = e.cpus.unwrap_or(1);
         let cpu: Vec<(u32, f64)> = series
             .points
             .iter()
             .map(|p| (p.t, f64::from(p.cpu)))
             .collect();
-        charts.push(Spark {
-            id: "usage-cpu",
-            title: format!("CPU cores busy (of {cores})"),
-            points: spark(&cpu, cores, end),
-        });
-        let mem_top = e
-            .memory_requested_bytes
-            .map_or(0.0, |b| (b >> 20) as f64)
-            .max(
-                series
-                    .points
-                    .iter()
-                    .map(|p| f64::from(p.rss_mib))
-                    .fold(0.0, f64::max),
-            );
+        charts.push(chart(
+            "usage-cpu",
+            format!("CPU cores busy (of {})", plural(cores, "core", "cores")),
+            CORES,
+            &cpu,
+            cores as f64,
+            end,
+        ));
+        let requested_mib = e.memory_requested_bytes.map_or(0.0, |b| (b >> 20) as f64);
+        let peak_mib = series
+            .points
+            .iter()
+            .map(|p| f64::from(p.rss_mib))
+            .fold(0.0, f64::max);
+        let mem_top = requested_mib.max(peak_mib);
+        // Over 2 GiB the axis counts GiB, so its ticks stay round.
+        let (unit, divide) = if mem_top > 2048.0 {
+            (GIB, 1024.0)
+        } else {
+            (MIB, 1.0)
+        };
         let mem: Vec<(u32, f64)> = series
             .points
             .iter()
-            .map(|p| (p.t, f64::from(p.rss_mib)))
+            .map(|p| (p.t, f64::from(p.rss_mib) / divide))
             .collect();
-        charts.push(Spark {
-            id: "usage-memory",
-            title: format!("Memory, MiB (of {mem_top:.0})"),
-            points: spark(&mem, mem_top, end),
-        });
+        let title = if requested_mib > 0.0 {
+            format!(
+                "Memory used (of {} asked)",
+                super::chart::value_label(requested_mib / divide, unit)
+            )
+        } else {
+            "Memory used".to_string()
+        };
+        charts.push(chart(
+            "usage-memory",
+            title,
+            unit,
+            &mem,
+            mem_top / divide,
+            end,
+        ));
         let gpu: Vec<(u32, f64)> = series
             .points
             .iter()
             .filter_map(|p| Some((p.t, f64::from(p.gpu?))))
             .collect();
         if !gpu.is_empty() {
-            charts.push(Spark {
-                id: "usage-gpu",
-                title: "GPU utilisation, % (of 100)".into(),
-                points: spark(&gpu, 100.0, end),
-            });
+            charts.push(chart(
+                "usage-gpu",
+                "GPU utilisation".into(),
+                PERCENT,
+                &gpu,
+                100.0,
+                end,
+            ));
         }
     }
     Some(UsageView {
@@ -152,6 +190,74 @@ impl JobPage {
     /// Where the live tail starts reading.
     fn follow_offset(&self) -> u64 {
         self.output.as_ref().map_or(0, |t| t.next_offset)
+    }
+}
+
+/// `1 GPU (gpu:1)`, `2 whole A100s (gpu:a100:2)` per node, or `none`.
+fn gpus_text(gres: &str, nodes: u32) -> String {
+    match GpuAsk::parse(gres) {
+        None if gres.is_empty() => "none".into(),
+        None => gres.to_string(),
+        Some(ask) => {
+            let words = if ask.types.is_empty() && !ask.shard {
+                plural(u64::from(ask.count), "GPU", "GPUs")
+            } else {
+                ask.words()
+            };
+            if nodes > 1 {
+                format!("{words} on each of {nodes} nodes ({gres})")
+            } else {
+                format!("{words} ({gres})")
+            }
+        }
+    }
+}
+
+/// When a running job's time limit stops it: its planned end, or its start plus
+/// its limit; with the time left from `now_ms` in words.
+fn ends(job: &JobInfo, now_ms: i64) -> Option<(String, String)> {
+    let ms = |t: &str| {
+        t.parse::<jiff::Timestamp>()
+            .ok()
+            .map(|t| t.as_millisecond())
+    };
+    let end = job.end_time.as_deref().and_then(ms).or_else(|| {
+        let start = ms(job.start_time.as_deref()?)?;
+        Some(start + i64::try_from(job.time_limit?).ok()?.saturating_mul(1000))
+    })?;
+    let left = ((end - now_ms).max(0) / 1000) as u64;
+    Some((crate::util::rfc3339(end), span(left)))
+}
+
+/// The page's view of `info` for `me`, seen at `now_ms`.
+fn page_for(me: &Principal, info: JobInfo, slices: &ClusterSlices, now_ms: i64) -> JobPage {
+    let running = info.state == "RUNNING";
+    let waiting = (info.state == "PENDING")
+        .then(|| reasons::explain(info.reason.as_deref().unwrap_or(""), &info.gres, slices));
+    JobPage {
+        nav: Nav::of(me).at(crate::http::pages::Section::Jobs),
+        time_used: duration(info.time_used),
+        time_limit: time_limit(info.time_limit),
+        exit: exit_text(info.exit_code, info.signal),
+        active: is_active(&info.state),
+        running,
+        waiting,
+        ends: if running { ends(&info, now_ms) } else { None },
+        gpus: gpus_text(&info.gres, info.nodes),
+        owner: info.user == me.username,
+        folder_link: info
+            .workdir
+            .as_deref()
+            .map(|d| format!("/files?path={}", encode(d))),
+        output_link: info
+            .stdout
+            .as_deref()
+            .map(|f| format!("/files/download?path={}", encode(f))),
+        job: info,
+        output: None,
+        output_error: None,
+        notice: None,
+        usage: None,
     }
 }
 
@@ -201,21 +307,22 @@ async fn job_page(
         .efficiency_of(&info)
         .await
         .map_err(ApiError::from)?;
-    render(
-        &JobPage {
-            nav: Nav::of(me).at(crate::http::pages::Section::Jobs),
-            time_used: duration(info.time_used),
-            time_limit: time_limit(info.time_limit),
-            exit: exit_text(info.exit_code, info.signal),
-            active: is_active(&info.state),
-            job: info,
-            output,
-            output_error,
-            notice,
-            usage: usage_view(&usage),
-        },
-        status,
-    )
+    let slices = if info.state == "PENDING" {
+        match state.scheduler.nodes().await {
+            Ok((nodes, _)) => cluster_slices(&nodes),
+            Err(_) => ClusterSlices::new(),
+        }
+    } else {
+        ClusterSlices::new()
+    };
+    let page = JobPage {
+        output,
+        output_error,
+        notice,
+        usage: usage_view(&usage),
+        ..page_for(me, info, &slices, crate::util::now_ms())
+    };
+    render(&page, status)
 }
 
 pub async fn cancel(
@@ -250,10 +357,48 @@ pub async fn cancel(
     }
 }
 
+/// `POST /jobs/{id}/resubmit`: the same script and options as a new job (the
+/// owner's only); the new job's page, or this one with the refusal in plain words.
+pub async fn resubmit(
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    if !me.csrf_ok(Some(&form.csrf)) {
+        return csrf_refused();
+    }
+    me.require(Scope::Jobs)?;
+    let Some(job) = parse_id(&id) else {
+        return not_found_page();
+    };
+    match state.jobs.resubmit(&me, job).await.map_err(ApiError::from) {
+        Ok(new) => Ok(HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, format!("/jobs/{new}")))
+            .finish()),
+        Err(ApiError::NotFound) => not_found_page(),
+        Err(
+            ApiError::Conflict(m)
+            | ApiError::BadRequest(m)
+            | ApiError::Forbidden(m)
+            | ApiError::QuotaExceeded(m)
+            | ApiError::QueueFull(m),
+        ) => {
+            let notice = format!("Not resubmitted: {}", reasons::refusal(&m));
+            job_page(&state, &me, job, Some(notice), StatusCode::CONFLICT).await
+        }
+        Err(e @ ApiError::InvalidField { .. }) => {
+            let notice = format!("Not resubmitted: {}", reasons::refusal(&e.to_string()));
+            job_page(&state, &me, job, Some(notice), StatusCode::BAD_REQUEST).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::pages::tests::nav;
 
     fn info(state: &str) -> JobInfo {
         JobInfo {
@@ -271,6 +416,7 @@ mod tests {
             priority: Some(1),
             submit_time: "2026-01-02T03:04:05Z".into(),
             start_time: Some("2026-01-02T03:04:06Z".into()),
+            expected_start: None,
             end_time: None,
             time_limit: Some(3600),
             time_used: 65,
@@ -297,19 +443,42 @@ mod tests {
         }
     }
 
+    /// alice, who owns the job.
+    fn alice() -> Principal {
+        Principal {
+            user_id: 1,
+            username: "alice".into(),
+            is_admin: false,
+            credential: crate::auth::Credential::Session {
+                jti: "j".into(),
+                csrf: "tok".into(),
+                renewed: None,
+            },
+        }
+    }
+
+    /// 2026-01-02T03:34:06Z: 30 min after the job started.
+    const NOW: i64 = 1_767_324_846_000;
+
     fn page(state: &str, output: Option<Tail>) -> String {
-        let job = info(state);
+        let mut job = info(state);
+        if state == "PENDING" {
+            job.start_time = None;
+            job.reason = Some("Resources".into());
+            job.expected_start = Some("2026-01-02T05:00:00Z".into());
+        }
+        if state == "RUNNING" {
+            job.end_time = Some("2026-01-02T04:04:06Z".into());
+        }
+        let slices: ClusterSlices = [(
+            "a100".to_string(),
+            crate::services::reasons::SliceCount { total: 2, used: 2 },
+        )]
+        .into_iter()
+        .collect();
         JobPage {
-            nav: nav(),
-            time_used: duration(job.time_used),
-            time_limit: time_limit(job.time_limit),
-            exit: exit_text(job.exit_code, job.signal),
-            active: is_active(state),
-            job,
             output,
-            output_error: None,
-            notice: None,
-            usage: None,
+            ..page_for(&alice(), job, &slices, NOW)
         }
         .render()
         .expect("render")
@@ -343,6 +512,45 @@ mod tests {
             html.contains("<code>--threads-per-core=1</code>: nodes are described by their CPUs"),
             "{html}"
         );
+        // While it runs: the time left, never an end; a start as a readable time.
+        assert!(
+            html.contains("<dd id=\"job-time-left\">30 min: its time limit stops it <time datetime=\"2026-01-02T04:04:06Z\""),
+            "{html}"
+        );
+        assert!(!html.contains("id=\"job-ended\""), "{html}");
+        assert!(
+            html.contains("<dd id=\"job-started\"><time datetime=\"2026-01-02T03:04:06Z\""),
+            "{html}"
+        );
+        // The actions: cancel behind a confirmation, resubmit, edit, folder, output.
+        assert!(
+            html.contains("<details class=\"confirm\" id=\"cancel-confirm\">"),
+            "{html}"
+        );
+        assert!(html.contains("action=\"/jobs/42/resubmit\""), "{html}");
+        assert!(html.contains("href=\"/jobs/new?from=42\""), "{html}");
+        assert!(
+            html.contains("href=\"/files?path=%2Fhome%2Falice\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("href=\"/files/download?path=%2Fhome%2Falice%2Fslurm-42.out\""),
+            "{html}"
+        );
+        assert!(html.contains("<dd id=\"job-gpus\">1 GPU (gpu:1)"), "{html}");
+        assert!(html.contains("<dd>2 cores</dd>"), "{html}");
+    }
+
+    #[test]
+    fn another_users_job_has_no_resubmit_or_edit() {
+        let mut job = info("RUNNING");
+        job.user = "bob".into();
+        let html = page_for(&alice(), job, &ClusterSlices::new(), NOW)
+            .render()
+            .expect("render");
+        assert!(!html.contains("/resubmit"), "{html}");
+        assert!(!html.contains("/jobs/new?from="), "{html}");
+        assert!(html.contains("id=\"job-folder\""), "{html}");
     }
 
     #[test]
@@ -368,17 +576,12 @@ mod tests {
             &job,
             Some(&samples),
         ));
+        job.end_time = Some("2026-01-02T03:05:11Z".into());
         let html = JobPage {
-            nav: nav(),
-            time_used: duration(job.time_used),
-            time_limit: time_limit(job.time_limit),
-            exit: exit_text(job.exit_code, job.signal),
-            active: false,
-            job,
-            output: None,
             output_error: Some("not a regular file".into()),
             notice: Some("Job 42 is already over".into()),
             usage,
+            ..page_for(&alice(), job, &ClusterSlices::new(), NOW)
         }
         .render()
         .expect("render");
@@ -389,9 +592,31 @@ mod tests {
             "{html}"
         );
         assert!(
-            html.contains("<polyline points=\"240.0,6.0 480.0,57.0\""),
+            html.contains("<polyline points=\"311.0,18.6 548.0,91.7\""),
             "GPU at 90 % then 5 %: {html}"
         );
+        // Round ticks with units on both axes, each label once.
+        let gpu_chart = html
+            .split("id=\"usage-gpu\"")
+            .nth(1)
+            .and_then(|rest| rest.split("</svg>").next())
+            .expect("the GPU chart");
+        let labels: Vec<&str> = gpu_chart
+            .split("class=\"tick y-tick\"")
+            .skip(1)
+            .filter_map(|t| t.split('>').nth(1)?.split('<').next())
+            .collect();
+        assert_eq!(labels, ["0 %", "50 %", "100 %"], "{gpu_chart}");
+        assert!(gpu_chart.contains(">30 s</text>"), "{gpu_chart}");
+        assert!(gpu_chart.contains(">1 min</text>"), "{gpu_chart}");
+        assert!(gpu_chart.contains("time since the start"), "{gpu_chart}");
+        assert!(html.contains(">0.5 cores</text>"), "{html}");
+        // Over: when it ended, no time left.
+        assert!(
+            html.contains("<dd id=\"job-ended\"><time datetime=\"2026-01-02T03:05:11Z\""),
+            "{html}"
+        );
+        assert!(!html.contains("job-time-left"), "{html}");
         assert!(html.contains("over its whole run"), "{html}");
         assert!(!html.contains("/jobs/42/cancel"), "{html}");
         assert!(html.contains("data-follow=\"false\""), "{html}");
@@ -407,5 +632,17 @@ mod tests {
         assert!(html.contains("data-follow=\"true\""), "{html}");
         assert!(html.contains("data-offset=\"0\""), "{html}");
         assert!(html.contains("action=\"/jobs/42/cancel\""), "{html}");
+        // Why it waits, in words with the cluster's state, and when it may start.
+        assert!(
+            html.contains("Waiting for a GPU: both are in use; expected start <span id=\"job-expected-start\"><time datetime=\"2026-01-02T05:00:00Z\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code class=\"reason-code\">Resources</code>"),
+            "{html}"
+        );
+        assert!(!html.contains("id=\"job-started\""), "{html}");
+        assert!(!html.contains("job-time-left"), "{html}");
+        assert!(html.contains("It will not start."), "{html}");
     }
 }

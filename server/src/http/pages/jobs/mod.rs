@@ -5,13 +5,16 @@
 //! submission rules, who may see a job, or reading output files; the job API
 //! (`api::jobs`, `api::output`) decides those, and these pages call it.
 
+pub mod chart;
 pub mod detail;
+pub mod filters;
 pub mod new;
 pub mod queue;
 
 use scheduler::{JobId, TimeLimit};
 
 use crate::services::jobs::{JobInfo, QueuePage};
+use crate::services::reasons::{self, ClusterSlices, Explained};
 
 /// Jobs per page of a queue.
 pub const QUEUE_PAGE: usize = 100;
@@ -42,6 +45,9 @@ pub struct Pager {
     pub noun: &'static str,
     /// The pager's element id: `queue-pages`.
     pub id: &'static str,
+    /// Query parameters kept on every page's link (the list's filters), each
+    /// followed by `&`: `state=RUNNING&`.
+    pub query: String,
 }
 
 impl Pager {
@@ -54,7 +60,13 @@ impl Pager {
             total,
             noun: "jobs",
             id: "queue-pages",
+            query: String::new(),
         }
+    }
+
+    /// The same pager keeping `query` (`state=RUNNING&`) on its links.
+    pub fn keeping(self, query: String) -> Pager {
+        Pager { query, ..self }
     }
 
     /// The same pager for a list of `noun`, with the element id `id`.
@@ -73,8 +85,11 @@ pub struct JobRow {
     pub name: String,
     pub partition: String,
     pub state: String,
-    /// Why it is pending, or empty.
-    pub reason: String,
+    /// Why it is pending, in plain words with the scheduler's code.
+    pub waiting: Option<Explained>,
+    /// When it is expected to start (RFC 3339), or empty when unknown.
+    pub expected_start: String,
+    /// RFC 3339: the templates show it with the `when` filter.
     pub submit_time: String,
     pub time_used: String,
     pub time_limit: String,
@@ -85,7 +100,19 @@ pub struct JobRow {
 
 impl From<JobInfo> for JobRow {
     fn from(j: JobInfo) -> Self {
+        JobRow::explained(j, &ClusterSlices::new())
+    }
+}
+
+impl JobRow {
+    /// The row of `j`, its pending reason worded with the cluster's `slices` in
+    /// use (empty when they are not known).
+    pub fn explained(j: JobInfo, slices: &ClusterSlices) -> Self {
+        let waiting = (j.state == "PENDING")
+            .then(|| reasons::explain(j.reason.as_deref().unwrap_or(""), &j.gres, slices));
         Self {
+            waiting,
+            expected_start: j.expected_start.unwrap_or_default(),
             time_used: duration(j.time_used),
             time_limit: time_limit(j.time_limit),
             exit_code: exit_text(j.exit_code, j.signal),
@@ -95,12 +122,25 @@ impl From<JobInfo> for JobRow {
             name: j.name,
             partition: j.partition,
             state: j.state,
-            reason: j.reason.unwrap_or_default(),
             submit_time: j.submit_time,
             nodelist: j.nodelist,
             gres: j.gres,
         }
     }
+}
+
+/// The cluster's slices by type, in use and in all, from the scheduler's node
+/// views: what a pending reason's words are drawn from.
+pub fn cluster_slices(nodes: &[scheduler::NodeView]) -> ClusterSlices {
+    let mut out = ClusterSlices::new();
+    for n in nodes {
+        for s in &n.slices {
+            let c = out.entry(s.r#type.clone()).or_default();
+            c.total += s.total;
+            c.used += s.used;
+        }
+    }
+    out
 }
 
 /// `D-HH:MM:SS` or `HH:MM:SS`, as `squeue` prints times.
