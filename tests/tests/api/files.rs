@@ -505,3 +505,132 @@ async fn data_sets_are_read_only_and_uploads_are_bounded() {
         .expect("post");
     assert_eq!(res.status(), 201);
 }
+
+/// Whether the files at `a` and `b` hold the same bytes (read a block at a time).
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read;
+    let (mut fa, mut fb) = (
+        std::fs::File::open(a).expect("open a"),
+        std::fs::File::open(b).expect("open b"),
+    );
+    let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = fa.read(&mut ba).expect("read a");
+        let mut m = 0;
+        while m < n {
+            let k = fb.read(&mut bb[m..n]).expect("read b");
+            if k == 0 {
+                return false;
+            }
+            m += k;
+        }
+        if ba[..n] != bb[..n] {
+            return false;
+        }
+        if n == 0 {
+            return fb.read(&mut bb).expect("read b") == 0;
+        }
+    }
+}
+
+#[tokio::test]
+async fn chromium_uploads_200_mb_through_the_page_and_downloads_it_back() {
+    use atrium_tests::support::browser;
+    use fantoccini::Locator;
+    let c = cluster("").await;
+    let alice = c.user("alice", 20631).await;
+    // The file to upload, in the test's own directory (removed with it).
+    let local_dir = tempfile::tempdir().expect("tmp");
+    let local = local_dir.path().join("weights-200mb.bin");
+    {
+        let mut f = std::fs::File::create(&local).expect("create");
+        for block in 0..25u64 {
+            std::io::Write::write_all(&mut f, &noise(8 << 20, 11 + block)).expect("write");
+        }
+    }
+    let size = 200u64 << 20;
+    assert_eq!(std::fs::metadata(&local).expect("stat").len(), size);
+
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    crate::browser::submit_login(&b, "alice", "password-of-some-length").await;
+    b.wait()
+        .for_element(Locator::Id("logout"))
+        .await
+        .expect("logged in");
+    b.goto(&c.app.url(&format!("/files?path={}", q(&alice.home))))
+        .await
+        .expect("files page");
+    let input = b
+        .wait()
+        .for_element(Locator::Id("files-upload"))
+        .await
+        .expect("upload control");
+    input
+        .send_keys(local.to_str().expect("utf-8"))
+        .await
+        .expect("choose the file");
+    let done = b
+        .wait()
+        .at_most(Duration::from_secs(300))
+        .for_element(Locator::Css(".files-upload[data-state=done]"))
+        .await;
+    if let Err(e) = done {
+        let note = b.find(Locator::Css(".files-upload-note")).await.ok();
+        let note = match note {
+            Some(n) => n.text().await.unwrap_or_default(),
+            None => String::new(),
+        };
+        panic!("the upload did not complete: {e}: {note}");
+    }
+    let full = b
+        .execute(
+            "var p = document.querySelector('.files-upload progress'); return p.value === p.max && p.max > 0;",
+            vec![],
+        )
+        .await
+        .expect("progress bar");
+    assert_eq!(
+        full,
+        serde_json::Value::Bool(true),
+        "the progress bar is full"
+    );
+
+    // On disk: the whole file, the user's, byte for byte.
+    let uploaded = alice.home.join("weights-200mb.bin");
+    let meta = std::fs::metadata(&uploaded).expect("uploaded");
+    assert_eq!(meta.len(), size);
+    assert_eq!(
+        meta.uid(),
+        alice.uid,
+        "the uploaded file belongs to the user"
+    );
+    assert!(same_bytes(&local, &uploaded), "the uploaded bytes differ");
+
+    // Back through /files/download with the browser's session.
+    let cookie = b
+        .get_named_cookie("atrium_session")
+        .await
+        .expect("session cookie");
+    let mut res = reqwest::Client::new()
+        .get(c.app.url(&format!("/files/download?path={}", q(&uploaded))))
+        .header("cookie", format!("atrium_session={}", cookie.value()))
+        .send()
+        .await
+        .expect("download");
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-length"], size.to_string().as_str());
+    assert!(res.headers()["content-disposition"]
+        .to_str()
+        .unwrap_or("")
+        .starts_with("attachment"));
+    let back = local_dir.path().join("downloaded.bin");
+    {
+        let mut f = std::fs::File::create(&back).expect("create");
+        while let Some(chunk) = res.chunk().await.expect("chunk") {
+            std::io::Write::write_all(&mut f, &chunk).expect("write");
+        }
+    }
+    assert!(same_bytes(&local, &back), "the downloaded bytes differ");
+    b.close().await.expect("close");
+}
