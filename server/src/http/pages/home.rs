@@ -1,7 +1,8 @@
 //! `GET /`: the dashboard. The GPUs and slices free now (from the scheduler's state
 //! in memory), my running and recent jobs (the scheduler's queue for mine, the
 //! store's latest ended rows by an indexed query with a limit), my sessions as cards
-//! (open, time left, stop after a confirmation) and one tile per interactive app.
+//! (open, time left, stop after a confirmation) and one tile per interactive app
+//! (`Sessions::apps`).
 //! The account and API tokens are on the profile page (`profile.rs`).
 //!
 //! Owns: laying those out. Must not touch: the rules (who sees which job or session:
@@ -16,11 +17,13 @@ use askama::Template;
 use scheduler::{NodeState, NodeView};
 
 use super::sessions::SessionRow;
+use super::when::{filters, span};
 use super::{render, Nav, Section};
 use crate::auth::Scope;
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
 use crate::services::jobs::{JobInfo, QueuePage};
+use crate::sessions::apps::AppSummary;
 
 /// How many of my queued or running jobs, and of my ended ones, the page lists.
 const JOBS_SHOWN: usize = 6;
@@ -73,7 +76,7 @@ fn free_rows(nodes: &[NodeView]) -> (Vec<FreeRow>, usize) {
             e.1 += s.total;
         }
     }
-    let rows = by_type
+    let mut rows: Vec<FreeRow> = by_type
         .into_iter()
         .map(|(kind, (free, total))| FreeRow {
             what: slice_words(kind),
@@ -82,7 +85,18 @@ fn free_rows(nodes: &[NodeView]) -> (Vec<FreeRow>, usize) {
             total,
         })
         .collect();
+    // Whole GPUs first, then MIG slices, then shares; by name within each.
+    rows.sort_by_key(|r| (slice_rank(r.what), r.kind.clone()));
     (rows, unavailable)
+}
+
+/// Where the words of [`slice_words`] come in the list.
+fn slice_rank(what: &str) -> u8 {
+    match what {
+        "whole GPUs" => 0,
+        "MIG slices" => 1,
+        _ => 2,
+    }
 }
 
 /// `whole GPUs`, `MIG slices`, `GPU shares`.
@@ -104,7 +118,8 @@ struct JobCard {
     state: String,
     /// `gpu:2`, empty for none.
     gres: String,
-    /// Running: until its time limit (`1 h 40 min`); empty otherwise.
+    /// Running: until its time limit (`1 h 40 min`, as `when::span` words it);
+    /// empty otherwise.
     time_left: String,
     /// Pending: why (`Resources`).
     reason: String,
@@ -115,7 +130,7 @@ struct JobCard {
 impl JobCard {
     fn of(j: JobInfo) -> Self {
         let time_left = match (j.state.as_str(), j.time_limit) {
-            ("RUNNING", Some(limit)) => left(limit.saturating_sub(j.time_used)),
+            ("RUNNING", Some(limit)) => span(limit.saturating_sub(j.time_used)),
             ("RUNNING", None) => "no limit".into(),
             _ => String::new(),
         };
@@ -132,51 +147,27 @@ impl JobCard {
     }
 }
 
-/// `1 h 05 min`, `12 min`, `40 s`.
-fn left(seconds: u64) -> String {
-    match seconds {
-        s if s >= 3600 => format!("{} h {:02} min", s / 3600, s / 60 % 60),
-        s if s >= 60 => format!("{} min", s / 60),
-        s => format!("{s} s"),
-    }
-}
-
 /// A tile that starts an interactive app.
 struct AppTile {
     id: String,
     title: String,
     description: String,
+    /// The icon's address.
+    icon: String,
     /// The start form, with the app chosen.
     href: String,
 }
 
-/// The apps a session can run, as tiles.
-fn app_tiles() -> Vec<AppTile> {
-    [
-        (
-            "notebook",
-            "JupyterLab",
-            "Notebooks with the environment's kernels, a terminal and the shared storage.",
-        ),
-        (
-            "terminal",
-            "Terminal",
-            "A shell on a GPU node, in your home folder.",
-        ),
-        (
-            "tensorboard",
-            "TensorBoard",
-            "Training curves from a log folder of yours.",
-        ),
-    ]
-    .into_iter()
-    .map(|(id, title, description)| AppTile {
-        href: format!("/sessions/new?kind={id}"),
-        id: id.into(),
-        title: title.into(),
-        description: description.into(),
-    })
-    .collect()
+impl AppTile {
+    fn of(app: AppSummary) -> Self {
+        AppTile {
+            href: format!("/sessions/new?kind={}", app.id),
+            id: app.id,
+            title: app.title,
+            description: app.description,
+            icon: app.icon,
+        }
+    }
 }
 
 /// `GET /`.
@@ -225,7 +216,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
             ended: ended.into_iter().map(JobCard::of).collect(),
             sessions,
             logdirs,
-            apps: app_tiles(),
+            apps: state.sessions.apps().into_iter().map(AppTile::of).collect(),
         },
         StatusCode::OK,
     )
@@ -280,8 +271,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("1g.10gb", 5, 7, "MIG slices"),
                 ("a100", 7, 12, "whole GPUs"),
+                ("1g.10gb", 5, 7, "MIG slices"),
                 ("shard", 0, 8, "time-sliced GPU shares"),
             ]
         );
@@ -295,7 +286,7 @@ mod tests {
             state: state.into(),
             gres: "gpu:1".into(),
             time_left: if state == "RUNNING" {
-                "1 h 05 min".into()
+                "1 h 5 min".into()
             } else {
                 String::new()
             },
@@ -319,7 +310,12 @@ mod tests {
             ended: vec![job("3", "COMPLETED")],
             sessions: vec![],
             logdirs: vec![],
-            apps: app_tiles(),
+            apps: vec![AppTile::of(AppSummary {
+                id: "notebook".into(),
+                title: "JupyterLab".into(),
+                description: "Notebooks".into(),
+                icon: "/static/icons/apps/jupyter.svg".into(),
+            })],
         }
     }
 
@@ -329,7 +325,7 @@ mod tests {
         assert!(html.contains("id=\"free-a100\""), "{html}");
         assert!(html.contains(">1</strong> of 2"), "{html}");
         assert!(html.contains("href=\"/jobs/7\""), "{html}");
-        assert!(html.contains("1 h 05 min left"), "{html}");
+        assert!(html.contains("1 h 5 min left"), "{html}");
         assert!(html.contains("Resources"), "{html}");
         assert!(html.contains("href=\"/jobs/3\""), "{html}");
         assert!(html.contains("and 3 more"), "{html}");

@@ -9,6 +9,7 @@ pub(crate) mod gpu_map;
 mod home;
 mod jobs;
 mod login;
+mod profile;
 mod sessions;
 mod sizing;
 pub mod when;
@@ -24,8 +25,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/login", web::get().to(login::show))
         .route("/login", web::post().to(login::submit))
         .route("/logout", web::post().to(login::logout))
-        .route("/tokens", web::post().to(home::create_token))
-        .route("/tokens/{id}/revoke", web::post().to(home::revoke_token))
+        .route("/profile", web::get().to(profile::show))
+        .route("/tokens", web::post().to(profile::create_token))
+        .route("/tokens/{id}/revoke", web::post().to(profile::revoke_token))
         .route("/jobs", web::get().to(jobs::queue::show))
         .route("/jobs", web::post().to(jobs::new::submit))
         // Before `/jobs/{id}`, which would take "new" for an id.
@@ -67,15 +69,65 @@ pub struct Nav {
     pub username: String,
     pub is_admin: bool,
     pub csrf: String,
+    /// The part of the portal the page belongs to, marked `aria-current="page"`.
+    pub section: Section,
+}
+
+/// The parts of the portal the navigation links to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Section {
+    /// A page the navigation does not link to (an error page, say).
+    #[default]
+    None,
+    Dashboard,
+    Jobs,
+    Files,
+    Cluster,
+    Usage,
+    Benchmarks,
+    Sizing,
+    Admin,
+    Profile,
+}
+
+impl Section {
+    /// The name the navigation's template asks about (`nav.is("jobs")`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::None => "",
+            Section::Dashboard => "dashboard",
+            Section::Jobs => "jobs",
+            Section::Files => "files",
+            Section::Cluster => "cluster",
+            Section::Usage => "usage",
+            Section::Benchmarks => "benchmarks",
+            Section::Sizing => "sizing",
+            Section::Admin => "admin",
+            Section::Profile => "profile",
+        }
+    }
 }
 
 impl Nav {
+    /// The header for `p`, no section marked (see [`Nav::at`]).
     pub fn of(p: &Principal) -> Self {
         Self {
             username: p.username.clone(),
             is_admin: p.is_admin,
             csrf: p.csrf_token().to_string(),
+            section: Section::None,
         }
+    }
+
+    /// The same header with `section` marked as the current one.
+    pub fn at(mut self, section: Section) -> Self {
+        self.section = section;
+        self
+    }
+
+    /// Whether the section named `name` is the page's own.
+    pub fn is(&self, name: &str) -> bool {
+        self.section != Section::None && self.section.name() == name
     }
 }
 
@@ -140,6 +192,7 @@ mod tests {
             username: "alice".into(),
             is_admin: false,
             csrf: "tok".into(),
+            section: Section::None,
         }
     }
 

@@ -11,6 +11,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
+use super::when::filters;
 use super::{csrf_refused, render, CsrfForm, Nav, Section};
 use crate::auth::personal_tokens::{self, TokenRequest};
 use crate::auth::token::Scopes;
