@@ -24,6 +24,15 @@ pub enum ApiError {
         field: &'static str,
         message: String,
     },
+    /// Directives of a script were refused: `field` and `message` as for
+    /// [`ApiError::InvalidField`] (the first, then the others), and every one by
+    /// its line in `errors`.
+    #[error("{message}")]
+    InvalidLines {
+        field: &'static str,
+        message: String,
+        errors: Vec<crate::sched::submission::LineError>,
+    },
     #[error("authentication required")]
     Unauthorized,
     #[error("invalid username or password")]
@@ -74,6 +83,9 @@ struct Body<'a> {
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
+    /// Every refused directive of a script: `[{line, directive, message}]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<&'a [crate::sched::submission::LineError]>,
 }
 
 impl ApiError {
@@ -98,7 +110,9 @@ impl ApiError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            Self::BadRequest(_) | Self::InvalidField { .. } => "bad_request",
+            Self::BadRequest(_) | Self::InvalidField { .. } | Self::InvalidLines { .. } => {
+                "bad_request"
+            }
             Self::Unauthorized | Self::LoginRequired { .. } => "unauthorized",
             Self::InvalidCredentials => "invalid_credentials",
             Self::Forbidden(_) => "forbidden",
@@ -121,7 +135,9 @@ impl ApiError {
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_) | Self::InvalidField { .. } => StatusCode::BAD_REQUEST,
+            Self::BadRequest(_) | Self::InvalidField { .. } | Self::InvalidLines { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Unauthorized | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::QuotaExceeded(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
@@ -177,13 +193,18 @@ impl ResponseError for ApiError {
             other => other.to_string(),
         };
         let field = match self {
-            Self::InvalidField { field, .. } => Some(*field),
+            Self::InvalidField { field, .. } | Self::InvalidLines { field, .. } => Some(*field),
+            _ => None,
+        };
+        let errors = match self {
+            Self::InvalidLines { errors, .. } => Some(errors.as_slice()),
             _ => None,
         };
         response.json(Body {
             error: self.code(),
             message,
             field,
+            errors,
         })
     }
 }
@@ -206,6 +227,15 @@ impl From<crate::services::ServiceError> for ApiError {
         match e {
             E::BadRequest(m) => Self::BadRequest(m),
             E::Invalid { field, message } => Self::InvalidField { field, message },
+            E::InvalidLines {
+                field,
+                message,
+                errors,
+            } => Self::InvalidLines {
+                field,
+                message,
+                errors,
+            },
             E::Forbidden(m) => Self::Forbidden(m),
             E::NotFound => Self::NotFound,
             E::Conflict(m) => Self::Conflict(m),

@@ -767,11 +767,21 @@ impl Jobs {
     }
 }
 
-/// A refused submission: names the field or directive.
+/// A refused submission: names the field or directive; a script's refused
+/// directives are listed by line, every one.
 fn refused(e: submission::SubmissionError) -> ServiceError {
-    ServiceError::Invalid {
-        field: e.field(),
-        message: e.to_string(),
+    let errors = e.line_errors();
+    if errors.is_empty() {
+        ServiceError::Invalid {
+            field: e.field(),
+            message: e.to_string(),
+        }
+    } else {
+        ServiceError::InvalidLines {
+            field: e.field(),
+            message: e.to_string(),
+            errors,
+        }
     }
 }
 

@@ -51,6 +51,13 @@ pub enum ServiceError {
         field: &'static str,
         message: String,
     },
+    /// Directives of a script were refused: every one, by its line.
+    #[error("{message}")]
+    InvalidLines {
+        field: &'static str,
+        message: String,
+        errors: Vec<crate::sched::submission::LineError>,
+    },
     #[error("{0}")]
     Forbidden(String),
     /// Absent, or not the caller's to see (the two are not told apart).

@@ -174,13 +174,7 @@ fn counted(n: u32, one: &str, many: &str) -> String {
 }
 
 /// `1 GPU`, `2 GPUs`: a count with its noun, plural right.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
-}
+pub use crate::domain::numbers::plural;
 
 /// Why the request cannot be served now, from the cluster's slices in use.
 fn busy(ask: &GpuAsk, cluster: &ClusterSlices) -> String {

@@ -51,11 +51,25 @@ pub const MAX_ENV_BYTES: usize = 512 * 1024;
 /// `max_array_size`): configuration, so defined with it.
 pub use crate::config::{SubmissionLimits, DEFAULT_MAX_SCRIPT_BYTES};
 
+/// One refused directive of a script, by its line: what the submission form marks.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LineError {
+    /// 1-based line of the script.
+    pub line: usize,
+    /// As written: `--time`, `-N`, `#SBATCH`.
+    pub directive: String,
+    /// What is wrong with it, without the line (`expected a time like 1:00:00 …`).
+    pub message: String,
+}
+
+/// Most directive errors one refusal reports.
+pub const MAX_LINE_ERRORS: usize = 100;
+
 /// Why a submission was refused before it reached the scheduler. Each names the
 /// field (or the directive, by its long name) that failed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SubmissionError {
-    #[error("{field}: line {line}: {directive}: {message}")]
+    #[error("{field}: line {line}: {directive}: {message}{}", more_lines(.others))]
     Directive {
         line: usize,
         /// As written: `-a`, `--array`, `#SBATCH`, `#ATRIUM`.
@@ -63,6 +77,9 @@ pub enum SubmissionError {
         /// `array`, `output`, `script`…
         field: &'static str,
         message: String,
+        /// The script's other refused directives, after this one (the parser stops
+        /// at the first; [`directive_errors`] reads on).
+        others: Vec<LineError>,
     },
     #[error("{field}: {message}")]
     Field {
@@ -71,7 +88,36 @@ pub enum SubmissionError {
     },
 }
 
+/// `; line 5: --gres: …` for each further refused directive.
+fn more_lines(others: &[LineError]) -> String {
+    others
+        .iter()
+        .map(|e| format!("; line {}: {}: {}", e.line, e.directive, e.message))
+        .collect()
+}
+
 impl SubmissionError {
+    /// Every refused directive line, the first included: empty for a field's
+    /// refusal.
+    pub fn line_errors(&self) -> Vec<LineError> {
+        match self {
+            SubmissionError::Directive {
+                line,
+                directive,
+                message,
+                others,
+                ..
+            } => std::iter::once(LineError {
+                line: *line,
+                directive: directive.clone(),
+                message: message.clone(),
+            })
+            .chain(others.iter().cloned())
+            .collect(),
+            SubmissionError::Field { .. } => Vec::new(),
+        }
+    }
+
     /// The field or directive that failed, as the API names it.
     pub fn field(&self) -> &'static str {
         match self {
@@ -89,6 +135,7 @@ impl From<ParseError> for SubmissionError {
             directive: e.directive,
             field: e.field,
             message: e.message,
+            others: Vec::new(),
         }
     }
 }
@@ -243,7 +290,32 @@ pub fn build_for(
             field: e.field,
             message: e.message,
         },
-        _ => e.into(),
+        _ => {
+            let mut all = directive_errors(parse, &script, &words, &limits.parse).into_iter();
+            let first: SubmissionError = all.next().unwrap_or(e).into();
+            match first {
+                SubmissionError::Directive {
+                    line,
+                    directive,
+                    field,
+                    message,
+                    ..
+                } => SubmissionError::Directive {
+                    line,
+                    directive,
+                    field,
+                    message,
+                    others: all
+                        .map(|e| LineError {
+                            line: e.line,
+                            directive: e.directive,
+                            message: e.message,
+                        })
+                        .collect(),
+                },
+                other => other,
+            }
+        }
     })?;
     if let Some(dir) = &submit_dir {
         if dir.len() > PATH_MAX {
@@ -339,6 +411,39 @@ impl Submission {
     }
 }
 
+/// Every refused directive line of `script` (read with `words` as `parse` reads
+/// them), in line order, at most [`MAX_LINE_ERRORS`]: the parser stops at the
+/// first, so each refused line is set aside (made a bare `#`, which keeps the
+/// numbering and the directives after it) and the script read again. An error in
+/// the options (line 0) ends the list.
+pub fn directive_errors(
+    parse: fn(&str, &[String], &scheduler::ParseLimits) -> Result<JobRequest, ParseError>,
+    script: &str,
+    words: &[String],
+    limits: &scheduler::ParseLimits,
+) -> Vec<ParseError> {
+    let mut lines: Vec<&str> = script.lines().collect();
+    let mut errors: Vec<ParseError> = Vec::new();
+    while errors.len() < MAX_LINE_ERRORS {
+        let text = lines.join("\n");
+        let Err(e) = parse(&text, words, limits) else {
+            break;
+        };
+        let line = e.line;
+        let seen = errors.iter().any(|x| x.line == line);
+        if line == 0 || line > lines.len() || seen {
+            if !seen {
+                errors.push(e);
+            }
+            break;
+        }
+        errors.push(e);
+        lines[line - 1] = "#";
+    }
+    errors.sort_by_key(|e| e.line);
+    errors
+}
+
 /// `#ATRIUM --benchmark[=SUITE]` among the comments at the top of the script (where
 /// `#SBATCH` lines are read): the suite's name, or `auto`.
 fn benchmark_directive(script: &str) -> Result<Option<String>, SubmissionError> {
@@ -359,6 +464,7 @@ fn benchmark_directive(script: &str) -> Result<Option<String>, SubmissionError> 
             directive: "#ATRIUM".into(),
             field: "benchmark",
             message,
+            others: Vec::new(),
         };
         for word in rest.split_whitespace() {
             found = Some(match word.split_once('=') {

@@ -148,6 +148,55 @@ fn a_bad_directive_names_its_line() {
 }
 
 #[test]
+fn every_bad_directive_is_reported_at_once_each_with_its_line() {
+    let script = "#!/bin/bash\n#SBATCH -N two\n#SBATCH -J ok\n#SBATCH --time=soon\n\
+                  #SBATCH --frobnicate\n#SBATCH --gres=gpu:2\ntrue\n";
+    let e = build(
+        Some(script),
+        None,
+        &BTreeMap::new(),
+        BTreeMap::new(),
+        None,
+        &LIMITS,
+    )
+    .expect_err("invalid");
+    let lines: Vec<(usize, String)> = e
+        .line_errors()
+        .into_iter()
+        .map(|l| (l.line, l.directive))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (2, "-N".to_string()),
+            (4, "--time".to_string()),
+            (5, "--frobnicate".to_string())
+        ],
+        "{e:?}"
+    );
+    // The line is named once for each directive, never twice.
+    let text = e.to_string();
+    assert!(text.starts_with("nodes: line 2: -N: "), "{text}");
+    assert!(text.contains("; line 4: --time: "), "{text}");
+    assert!(
+        text.contains("; line 5: --frobnicate: unknown option"),
+        "{text}"
+    );
+    assert!(!text.contains("line 2: line 2"), "{text}");
+    for l in e.line_errors() {
+        assert!(!l.message.contains("line "), "{l:?}");
+    }
+    // A good script has none.
+    assert!(directive_errors(
+        scheduler::parse_submission::<String>,
+        "#!/bin/sh\n#SBATCH -N 1\ntrue\n",
+        &[],
+        &LIMITS.parse
+    )
+    .is_empty());
+}
+
+#[test]
 fn bad_fields_are_named() {
     let e = build(None, None, &BTreeMap::new(), BTreeMap::new(), None, &LIMITS).expect_err("empty");
     assert!(matches!(

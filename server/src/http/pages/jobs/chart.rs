@@ -2,10 +2,13 @@
 //! round ticks and units on both axes (time since the start; cores, memory or
 //! percent).
 //!
-//! Owns: the tick arithmetic (1-2-5 steps for values, clock-like steps for time),
+//! Owns: the ticks of time (clock-like steps; the value axis's are
+//! `domain::numbers::Ticks`),
 //! the scaling of points into the plot area, and the labels. Must not touch:
 //! where the samples come from (`services::efficiency`), the markup (the page's
 //! template draws what this computes).
+
+use crate::domain::numbers::{plural_f, Ticks};
 
 /// The SVG's size and the plot area inside it (room for the labels around).
 pub const WIDTH: f64 = 560.0;
@@ -50,40 +53,11 @@ pub struct Unit {
     pub many: &'static str,
 }
 
-/// A step of 1, 2 or 5 times a power of ten that cuts `range` into about `count`
-/// parts.
-pub fn nice_step(range: f64, count: usize) -> f64 {
-    if range <= 0.0 || !range.is_finite() {
-        return 1.0;
-    }
-    let raw = range / count.max(1) as f64;
-    let magnitude = 10f64.powf(raw.log10().floor());
-    let norm = raw / magnitude;
-    let nice = if norm <= 1.0 {
-        1.0
-    } else if norm <= 2.0 {
-        2.0
-    } else if norm <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * magnitude
-}
-
-/// Round ticks from 0 to at least `top` (about four steps): the values and the
-/// axis's top.
+/// Round ticks from 0 to at least `top` (at most four steps, of 1, 2 or 5 × 10ⁿ:
+/// `domain::numbers::Ticks`): the values and the axis's top.
 pub fn value_ticks(top: f64) -> (Vec<f64>, f64) {
-    let top = if top > 0.0 && top.is_finite() {
-        top
-    } else {
-        1.0
-    };
-    let step = nice_step(top, 4);
-    let steps = (top / step - 1e-9).ceil().max(1.0) as usize;
-    let ticks: Vec<f64> = (0..=steps).map(|i| i as f64 * step).collect();
-    let axis_top = steps as f64 * step;
-    (ticks, axis_top)
+    let ticks = Ticks::for_max(top, 4);
+    (ticks.values(), ticks.top)
 }
 
 /// Steps of time that read well on a clock, in seconds.
@@ -118,15 +92,7 @@ pub fn time_label(secs: u32) -> String {
 /// A value with its unit, plural right: `1 core`, `2 cores`, `0.5 cores`,
 /// `512 MiB`, `50 %`.
 pub fn value_label(v: f64, unit: Unit) -> String {
-    let shown = v / unit.scale;
-    let text = if (shown - shown.round()).abs() < 1e-9 {
-        format!("{}", shown.round() as i64)
-    } else {
-        let s = format!("{shown:.2}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    };
-    let noun = if text == "1" { unit.one } else { unit.many };
-    format!("{text} {noun}")
+    plural_f(v / unit.scale, unit.one, unit.many)
 }
 
 /// The chart of `values` (`(t, value)`, t in seconds since the start) up to
@@ -207,14 +173,6 @@ mod tests {
             unique.dedup();
             assert_eq!(labels, unique, "top {top}");
         }
-    }
-
-    #[test]
-    fn nice_steps_are_one_two_or_five_times_a_power_of_ten() {
-        assert_eq!(nice_step(10.0, 4), 5.0);
-        assert_eq!(nice_step(1.0, 4), 0.5);
-        assert_eq!(nice_step(70.0, 4), 20.0);
-        assert_eq!(nice_step(0.0, 4), 1.0);
     }
 
     #[test]

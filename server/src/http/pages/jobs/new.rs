@@ -1,6 +1,9 @@
-//! `GET /jobs/new` and `POST /jobs`: the submission form. A script is pasted or
-//! taken from a starter (`templates/starters/jobs/*.sh`, embedded in the binary);
-//! it goes through the job API's one submission path.
+//! `GET /jobs/new` and `POST /jobs`: the submission form. A script is pasted, taken
+//! from a starter (`templates/starters/jobs/*.sh`, embedded in the binary) or from
+//! an earlier job (`?from=ID`, "edit as new"); it goes through the job API's one
+//! submission path. A refused script comes back with every refused directive
+//! listed and its line marked in a numbered view; the GPU and time fields
+//! (`frontend/js/job-submit.js`) write the `#SBATCH` lines.
 
 use std::borrow::Cow;
 
@@ -14,7 +17,9 @@ use crate::auth::Scope;
 use crate::http::authn::PageUser;
 use crate::http::pages::{csrf_refused, render, Nav};
 use crate::http::{ApiError, AppState};
+use crate::sched::submission::LineError;
 use crate::services::jobs::SubmitJob;
+use crate::services::reasons;
 
 #[derive(RustEmbed)]
 #[folder = "../templates/starters/jobs/"]
@@ -67,11 +72,51 @@ struct NewJobPage<'a> {
     script: &'a str,
     working_directory: &'a str,
     error: Option<&'a str>,
+    /// Every refused directive, by line.
+    line_errors: Vec<LineError>,
+    /// The script's lines, numbered, the refused ones marked: shown beside the
+    /// errors.
+    lines: Vec<ScriptLine>,
+    /// The GPU types of the cluster, for the GPU field (`a100`, `1g.10gb`).
+    gpu_types: Vec<String>,
+}
+
+/// One numbered line of the script.
+struct ScriptLine {
+    number: usize,
+    text: String,
+    bad: bool,
+}
+
+impl NewJobPage<'_> {
+    /// The refused line numbers, comma-separated, for the page's script.
+    fn bad_lines(&self) -> String {
+        self.line_errors
+            .iter()
+            .map(|e| e.line.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The script's lines numbered from 1, those of `errors` marked.
+fn numbered(script: &str, errors: &[LineError]) -> Vec<ScriptLine> {
+    script
+        .lines()
+        .enumerate()
+        .map(|(i, text)| ScriptLine {
+            number: i + 1,
+            text: text.to_string(),
+            bad: errors.iter().any(|e| e.line == i + 1),
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
 pub struct StarterQuery {
     starter: Option<String>,
+    /// A job whose script fills the form ("edit as new").
+    from: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -84,7 +129,22 @@ pub struct SubmitForm {
     working_directory: String,
 }
 
+/// The cluster's GPU types, whole GPUs first, for the GPU field; none when the
+/// scheduler cannot say.
+async fn gpu_types(state: &AppState) -> Vec<String> {
+    let Ok((nodes, _)) = state.scheduler.nodes().await else {
+        return Vec::new();
+    };
+    let mut types: Vec<String> = super::cluster_slices(&nodes)
+        .into_keys()
+        .filter(|t| t != "shard")
+        .collect();
+    types.sort_by_key(|t| (t.contains('.'), t.clone()));
+    types
+}
+
 pub async fn show(
+    state: web::Data<AppState>,
     user: PageUser,
     query: web::Query<StarterQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -93,16 +153,37 @@ pub async fn show(
     let starters = starters();
     let wanted = query.starter.as_deref().unwrap_or("");
     let chosen = starters.iter().find(|s| s.name == wanted);
-    let error = (!wanted.is_empty() && chosen.is_none())
+    let mut error = (!wanted.is_empty() && chosen.is_none())
         .then_some("There is no starter script by that name.");
+    // "Edit as new": the script of a job the caller may see, and where it was
+    // submitted from.
+    let mut from_job: Option<(String, String)> = None;
+    if let Some(raw) = query.from.as_deref() {
+        match super::parse_id(raw) {
+            Some(job) => match state.jobs.script_of(&me, job).await.map_err(ApiError::from) {
+                Ok(found) => from_job = Some(found),
+                Err(ApiError::NotFound) => error = Some("There is no job of yours by that number."),
+                Err(e) => return Err(e),
+            },
+            None => error = Some("There is no job of yours by that number."),
+        }
+    }
+    let (script, working_directory) = match (&from_job, chosen) {
+        (Some((script, dir)), _) => (script.as_str(), dir.as_str()),
+        (None, Some(s)) => (s.script.as_str(), ""),
+        (None, None) => ("", ""),
+    };
     render(
         &NewJobPage {
             nav: Nav::of(&me).at(crate::http::pages::Section::Jobs),
             starters: &starters,
             selected: chosen.map_or("", |s| s.name.as_str()),
-            script: chosen.map_or("", |s| s.script.as_str()),
-            working_directory: "",
+            script,
+            working_directory,
             error,
+            line_errors: Vec::new(),
+            lines: Vec::new(),
+            gpu_types: gpu_types(&state).await,
         },
         if error.is_some() {
             StatusCode::NOT_FOUND
@@ -134,6 +215,7 @@ pub async fn submit(
         working_directory: (!working_directory.is_empty()).then(|| working_directory.to_string()),
         arguments: Vec::new(),
     };
+    let mut line_errors = Vec::new();
     let (status, message) = match state
         .jobs
         .submit(&me, request)
@@ -145,10 +227,21 @@ pub async fn submit(
                 .insert_header((header::LOCATION, format!("/jobs/{job}")))
                 .finish())
         }
-        Err(ApiError::BadRequest(m)) => (StatusCode::BAD_REQUEST, m),
+        Err(ApiError::InvalidLines { errors, .. }) => {
+            let message = match errors.len() {
+                1 => "One directive of the script is wrong; it is marked below.".to_string(),
+                n => format!("{n} directives of the script are wrong; they are marked below."),
+            };
+            line_errors = errors;
+            (StatusCode::BAD_REQUEST, message)
+        }
+        Err(ApiError::BadRequest(m)) => (StatusCode::BAD_REQUEST, reasons::refusal(&m)),
         Err(e @ ApiError::InvalidField { .. }) => (StatusCode::BAD_REQUEST, e.to_string()),
-        Err(ApiError::Forbidden(m)) => (StatusCode::FORBIDDEN, m),
-        Err(ApiError::Conflict(m)) => (StatusCode::CONFLICT, m),
+        Err(ApiError::Forbidden(m) | ApiError::QuotaExceeded(m)) => {
+            (StatusCode::FORBIDDEN, reasons::refusal(&m))
+        }
+        Err(ApiError::Conflict(m)) => (StatusCode::CONFLICT, reasons::refusal(&m)),
+        Err(ApiError::QueueFull(m)) => (StatusCode::TOO_MANY_REQUESTS, m),
         Err(ApiError::Unavailable(cause)) => {
             tracing::warn!(%cause, "job submission from the page failed");
             (
@@ -167,6 +260,9 @@ pub async fn submit(
             script: &script,
             working_directory,
             error: Some(&message),
+            lines: numbered(&script, &line_errors),
+            line_errors,
+            gpu_types: gpu_types(&state).await,
         },
         status,
     )
@@ -248,6 +344,9 @@ mod tests {
             script: "#!/bin/sh\necho '</textarea><script>x</script>'\n",
             working_directory: "/tmp/<w>",
             error: Some("script: line 2: bad <directive>"),
+            line_errors: Vec::new(),
+            lines: Vec::new(),
+            gpu_types: vec!["a100".into(), "1g.10gb".into()],
         }
         .render()
         .expect("render");
@@ -262,5 +361,58 @@ mod tests {
         assert!(html.contains("value=\"/tmp/&#60;w&#62;\""), "{html}");
         assert!(html.contains("bad &#60;directive&#62;"), "{html}");
         assert!(html.contains("src=\"/static/js/job-submit.js\""), "{html}");
+    }
+
+    #[test]
+    fn refused_directives_are_listed_and_their_lines_marked() {
+        let starters = starters();
+        let script = "#!/bin/sh\n#SBATCH -N two\n#SBATCH --time=soon\n#SBATCH -J <x>\ntrue\n";
+        let line_errors = vec![
+            LineError {
+                line: 2,
+                directive: "-N".into(),
+                message: "expected a positive number, got \"two\"".into(),
+            },
+            LineError {
+                line: 3,
+                directive: "--time".into(),
+                message: "expected a time".into(),
+            },
+        ];
+        let html = NewJobPage {
+            nav: nav(),
+            starters: &starters,
+            selected: "",
+            script,
+            working_directory: "",
+            error: Some("2 directives of the script are wrong; they are marked below."),
+            lines: numbered(script, &line_errors),
+            line_errors,
+            gpu_types: Vec::new(),
+        }
+        .render()
+        .expect("render");
+        assert!(
+            html.contains("<li><a href=\"#script-line-2\">Line 2</a>: <code>-N</code>: expected a positive number, got &#34;two&#34;</li>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"#script-line-3\">Line 3</a>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<li id=\"script-line-2\" class=\"bad\" aria-invalid=\"true\">"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<li id=\"script-line-3\" class=\"bad\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("<li id=\"script-line-4\"><code>#SBATCH -J &#60;x&#62;</code>"),
+            "{html}"
+        );
+        assert!(html.contains("data-bad-lines=\"2,3\""), "{html}");
+        assert!(!html.contains("line 2: line 2"), "{html}");
     }
 }
