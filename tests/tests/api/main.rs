@@ -19,6 +19,7 @@ mod homes;
 mod hostile;
 mod http_basics;
 mod job_signals;
+mod job_pages;
 mod jobs;
 mod jobs_crash;
 mod ldap;
