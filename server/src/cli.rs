@@ -373,12 +373,16 @@ async fn doctor(path: Option<&std::path::Path>, json: bool) -> anyhow::Result<()
     Ok(())
 }
 
-/// Who ran the command, for the audit log.
+/// Who ran the command, for the audit log: the real uid's account (and sudo's
+/// caller), as `services::audit::command_line_actor` words it.
 fn cli_actor() -> String {
-    let user = std::env::var("SUDO_USER")
-        .or_else(|_| std::env::var("USER"))
-        .unwrap_or_else(|_| "unknown".into());
-    format!("cli:{user}")
+    let uid = nix::unistd::getuid();
+    let name = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name);
+    crate::services::audit::command_line_actor(
+        std::env::var("SUDO_USER").ok().as_deref(),
+        uid.as_raw(),
+        name.as_deref(),
+    )
 }
 
 async fn audit(

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use plotters::prelude::*;
 
 use super::bucket_text;
+use crate::domain::numbers::Ticks;
 use crate::store::{Bucket, BucketUsage};
 
 /// Users or groups drawn on their own; the others are summed as `other`.
@@ -96,6 +97,7 @@ fn draw(
         }
     }
     let max = tops.iter().copied().fold(0.0, f64::max);
+    let ticks = Ticks::for_max(max, 8);
     let per = match bucket {
         Bucket::Day => "day",
         Bucket::Week => "week",
@@ -123,9 +125,9 @@ fn draw(
     let mut chart = ChartBuilder::on(&plot)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
-        .x_label_area_size(36)
+        .x_label_area_size(48)
         .y_label_area_size(64)
-        .build_cartesian_2d(days.as_slice().into_segmented(), 0.0..(max * 1.05).max(1.0))?;
+        .build_cartesian_2d(days.as_slice().into_segmented(), 0.0..ticks.top)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -138,8 +140,16 @@ fn draw(
             SegmentValue::CenterOf(day) | SegmentValue::Exact(day) => short(day),
             SegmentValue::Last => String::new(),
         })
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        // Round steps (1, 2 or 5 × 10ⁿ) to the top, each printed with the decimals
+        // the step needs: below one GPU-hour the axis reads 0.0, 0.2, 0.4 …
+        .y_labels(ticks.values().len())
+        .y_label_formatter(&|v| ticks.label(*v))
         .y_desc("GPU-hours")
+        .x_desc(match bucket {
+            Bucket::Day => "Day (UTC)",
+            Bucket::Week => "Week starting (UTC)",
+            Bucket::Month => "Month (UTC)",
+        })
         .draw()?;
     let mut base = vec![0.0f64; n];
     for (i, (name, values)) in stacks.series.iter().enumerate() {
@@ -199,6 +209,17 @@ mod tests {
 
     const DAY: i64 = 86_400_000;
 
+    /// The text of every `<text>` element of an SVG that reads as a number.
+    fn axis_labels(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let inner = t.split_once('>')?.1.split("</text>").next()?.trim();
+                inner.parse::<f64>().ok().map(|_| inner.to_string())
+            })
+            .collect()
+    }
+
     #[test]
     fn stacks_keep_the_largest_series_and_sum_the_rest() {
         let bounds: Vec<i64> = (0..4).map(|d| d * DAY).collect();
@@ -240,6 +261,18 @@ mod tests {
         )
         .expect("one bucket");
         assert!(one_day.contains(">\nml\n<"), "{one_day}");
+        let small = render(
+            &Stacks::of(&bounds, &[usage(0, "ml", 0.9), usage(DAY, "ml", 0.3)]),
+            Bucket::Day,
+            "group",
+        )
+        .expect("small values");
+        let labels = axis_labels(&small);
+        for tick in ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"] {
+            assert!(labels.contains(&tick.to_string()), "{tick}: {labels:?}");
+        }
+        assert!(!labels.contains(&"1".to_string()), "{labels:?}");
+        assert!(small.contains("Day (UTC)"), "{small}");
         let empty = render(&Stacks::of(&bounds, &[]), Bucket::Month, "user").expect("svg");
         assert!(empty.contains("no usage in this range"), "{empty}");
     }

@@ -8,6 +8,7 @@
 pub mod answer;
 pub mod chart;
 pub mod csv;
+pub mod utilisation;
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;

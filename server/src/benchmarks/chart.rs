@@ -14,6 +14,7 @@ use plotters::prelude::*;
 
 use super::sizing::figure;
 use crate::accounting::chart::{MAX_SERIES, PALETTE};
+use crate::domain::numbers::Ticks;
 use crate::store::BenchmarkRecord;
 
 const WIDTH: u32 = 900;
@@ -159,6 +160,8 @@ fn draw(svg: &mut String, chart: &Chart) -> Result<(), Box<dyn std::error::Error
             s.points.iter().map(|p| p.value).chain(top)
         })
         .fold(0.0, f64::max);
+    // Round steps to a round top above the highest point.
+    let ticks = Ticks::for_max(max_value * 1.05, 8);
     let root = SVGBackend::with_string(svg, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE)?;
     let (plot, legend) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
@@ -172,10 +175,7 @@ fn draw(svg: &mut String, chart: &Chart) -> Result<(), Box<dyn std::error::Error
         .margin(14)
         .x_label_area_size(40)
         .y_label_area_size(72)
-        .build_cartesian_2d(
-            0.0..(max_gpus as f64 * 1.08).max(1.0),
-            0.0..(max_value * 1.12).max(1.0),
-        )?;
+        .build_cartesian_2d(0.0..(max_gpus as f64 * 1.08).max(1.0), 0.0..ticks.top)?;
     let y_desc = if chart.unit.is_empty() {
         chart.metric.clone()
     } else {
@@ -194,6 +194,7 @@ fn draw(svg: &mut String, chart: &Chart) -> Result<(), Box<dyn std::error::Error
                 String::new()
             }
         })
+        .y_labels(ticks.values().len())
         .y_label_formatter(&|y| figure(*y))
         .draw()?;
     let label_font = ("sans-serif", 12).into_font();

@@ -107,9 +107,13 @@ pub fn decimals_for(rows: &[f64], total: f64, least: usize, most: usize) -> usiz
         .unwrap_or(most)
 }
 
-/// `x` with `decimals`.
+/// `x` with `decimals` (never `-0.0`: a sum of nothing is `-0.0` in floating point).
 pub fn fixed(x: f64, decimals: usize) -> String {
-    format!("{x:.decimals$}")
+    let text = format!("{:.decimals$}", x + 0.0);
+    match text.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+        _ => text,
+    }
 }
 
 #[cfg(test)]
@@ -167,5 +171,8 @@ mod tests {
         assert_eq!(decimals_for(&[2.5, 1.0], 3.5, 1, 3), 1);
         assert_eq!(decimals_for(&[], 0.0, 1, 3), 1);
         assert_eq!(decimals_for(&[0.0001], 0.0001, 1, 3), 3, "capped");
+        assert_eq!(fixed(Vec::<f64>::new().iter().sum(), 1), "0.0");
+        assert_eq!(fixed(-0.001, 1), "0.0");
+        assert_eq!(fixed(-1.5, 1), "-1.5");
     }
 }

@@ -77,6 +77,90 @@ impl QuotaLimits {
     }
 }
 
+/// How a quota's field reads on the administrators' pages: its label and a hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldLabel {
+    /// The field as the API names it (`max_gpus`).
+    pub field: &'static str,
+    /// As a person reads it (`Most GPUs at once`).
+    pub label: &'static str,
+    pub hint: &'static str,
+}
+
+/// Every field of a quota, the scope and name first, then the limits in the order
+/// of [`QuotaLimits`].
+pub const FIELD_LABELS: [FieldLabel; 10] = [
+    FieldLabel {
+        field: "scope",
+        label: "Applies to",
+        hint: "One user, every member of a group together, an account, or every user without a quota of their own.",
+    },
+    FieldLabel {
+        field: "name",
+        label: "User, group or account",
+        hint: "Its name as on the cluster; empty for the default quota.",
+    },
+    FieldLabel {
+        field: "max_gpus",
+        label: "Most GPUs at once",
+        hint: "GPUs in use at the same time; a MIG instance or a shard counts its fraction.",
+    },
+    FieldLabel {
+        field: "max_gpus_per_type",
+        label: "Most GPUs of each type at once",
+        hint: "TYPE=N, separated by commas: a100-80gb=2, 1g.10gb=4.",
+    },
+    FieldLabel {
+        field: "max_gpu_hours",
+        label: "GPU-hours per period",
+        hint: "What ended jobs used plus what running jobs reserve, per quota period.",
+    },
+    FieldLabel {
+        field: "max_running_jobs",
+        label: "Most running jobs",
+        hint: "Jobs and sessions running at the same time.",
+    },
+    FieldLabel {
+        field: "max_submitted_jobs",
+        label: "Most jobs in the queue",
+        hint: "Pending plus running jobs; each array task counts one.",
+    },
+    FieldLabel {
+        field: "max_sessions",
+        label: "Most sessions at once",
+        hint: "Notebooks, terminals and TensorBoards running at the same time.",
+    },
+    FieldLabel {
+        field: "max_job_hours",
+        label: "Longest job (hours)",
+        hint: "The longest time limit a job may ask for; sessions are jobs too.",
+    },
+    FieldLabel {
+        field: "max_session_hours",
+        label: "Longest session (hours)",
+        hint: "The longest time limit a session may ask for.",
+    },
+];
+
+/// The label of `field` (`max_gpus`, or `limits.max_gpus` as the API's messages
+/// name it); `None` for a name that is not a quota's field.
+pub fn field_label(field: &str) -> Option<&'static FieldLabel> {
+    let field = field.strip_prefix("limits.").unwrap_or(field);
+    FIELD_LABELS.iter().find(|f| f.field == field)
+}
+
+/// A message that starts with a field's API name (`limits.max_gpus: must be …`),
+/// with the field's label instead (`Most GPUs at once: must be …`).
+pub fn labelled_message(message: &str) -> String {
+    match message.split_once(": ") {
+        Some((field, rest)) => match field_label(field) {
+            Some(f) => format!("{}: {rest}", f.label),
+            None => message.to_string(),
+        },
+        None => message.to_string(),
+    }
+}
+
 /// A quota as stored, with its limits read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quota {
@@ -121,5 +205,46 @@ pub fn scope_label(scope: &LimitScope) -> String {
         LimitScope::User(n) => format!("user {n}'s quota"),
         LimitScope::Group(n) => format!("group {n}'s quota"),
         LimitScope::Account(n) => format!("account {n}'s quota"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_limit_has_a_label_and_messages_use_it() {
+        let limits = serde_json::to_value(QuotaLimits {
+            max_gpus: Some(1),
+            max_gpus_per_type: [("a".to_string(), 1)].into(),
+            max_gpu_hours: Some(1.0),
+            max_running_jobs: Some(1),
+            max_submitted_jobs: Some(1),
+            max_sessions: Some(1),
+            max_job_hours: Some(1.0),
+            max_session_hours: Some(1.0),
+        })
+        .expect("json");
+        let fields: Vec<&String> = limits.as_object().expect("object").keys().collect();
+        assert_eq!(fields.len(), 8);
+        for field in fields {
+            let label = field_label(field).expect(field);
+            assert!(!label.label.contains('_'), "{label:?}");
+            assert!(!label.hint.is_empty(), "{label:?}");
+        }
+        assert_eq!(
+            field_label("max_gpus").map(|f| f.label),
+            Some("Most GPUs at once")
+        );
+        assert_eq!(
+            labelled_message("limits.max_gpu_hours: must be a number of hours"),
+            "GPU-hours per period: must be a number of hours"
+        );
+        assert_eq!(
+            labelled_message("name: there is no user \"zed\""),
+            "User, group or account: there is no user \"zed\""
+        );
+        assert_eq!(labelled_message("no field here"), "no field here");
+        assert_eq!(labelled_message("other: x"), "other: x");
     }
 }

@@ -1,11 +1,11 @@
 //! Accounts, groups and personal API tokens as administrators and their owners
 //! change them.
 //!
-//! Owns: the administrators' view of every account (what it runs and uses now) and
-//! of every group; disabling and enabling an account (an administrator may not
-//! disable their own; disabling ends its browser sessions and revokes its API tokens
-//! at once and for good); issuing and revoking a user's own tokens; the audit entries
-//! of all of these.
+//! Owns: the administrators' view of every account (what it runs and uses now, a
+//! search by name, one account's detail) and of every group; disabling and
+//! enabling an account (an administrator may not disable their own; disabling ends
+//! its browser sessions and revokes its API tokens at once and for good); issuing
+//! and revoking a user's own tokens; the audit entries of all of these.
 //! Must not touch: HTTP types, SQL (the store), how logins are checked (`auth`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -104,6 +104,20 @@ impl From<TokenError> for ServiceError {
     }
 }
 
+/// The longest text a search of the accounts may hold.
+pub const MAX_SEARCH: usize = 100;
+
+/// One account as its administrators' page shows it: the account, its groups, the
+/// quotas that apply with their use now, and its sessions that have not ended.
+#[derive(Debug)]
+pub struct UserDetail {
+    pub user: User,
+    pub admin: bool,
+    pub groups: Vec<String>,
+    pub quotas: super::quotas::MyUsage,
+    pub sessions: Vec<crate::store::SessionRecord>,
+}
+
 /// The accounts service. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Accounts {
@@ -138,9 +152,30 @@ impl Accounts {
     /// A page of the accounts by name, `per_page` from the `offset`th, each with what it
     /// runs and uses now; the usage is asked for the page's accounts only.
     pub async fn users(&self, offset: usize, per_page: usize) -> Result<UsersPage, ServiceError> {
+        self.users_matching(None, offset, per_page).await
+    }
+
+    /// As [`Accounts::users`], the accounts whose name or display name contains
+    /// `search` (any case; at most [`MAX_SEARCH`] characters) when one is given.
+    pub async fn users_matching(
+        &self,
+        search: Option<&str>,
+        offset: usize,
+        per_page: usize,
+    ) -> Result<UsersPage, ServiceError> {
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
         let limit = i64::try_from(per_page).unwrap_or(i64::MAX);
-        let (users, total) = self.store.list_users_page(offset, limit).await?;
+        let search = search.map(str::trim).filter(|s| !s.is_empty());
+        let (users, total) = match search {
+            Some(text) if text.chars().count() > MAX_SEARCH => {
+                return Err(ServiceError::Invalid {
+                    field: "q",
+                    message: format!("q: at most {MAX_SEARCH} characters"),
+                })
+            }
+            Some(text) => self.store.search_users_page(text, offset, limit).await?,
+            None => self.store.list_users_page(offset, limit).await?,
+        };
         let admins: BTreeSet<String> = self.auth.administrators().await?;
         let Activity { sessions, jobs } = self.activity().await?;
         let names: Vec<String> = users.iter().map(|u| u.username.clone()).collect();
@@ -300,6 +335,39 @@ impl Accounts {
         };
         let groups = self.store.groups_of(user.id).await?;
         Ok(Some((user, groups)))
+    }
+
+    /// The account `username` for its administrators' page; `NotFound` when there is
+    /// none.
+    pub async fn detail(&self, username: &str) -> Result<UserDetail, ServiceError> {
+        let user = self
+            .store
+            .user_by_name(username)
+            .await?
+            .ok_or(ServiceError::NotFound)?;
+        let groups = self.store.groups_of(user.id).await?;
+        let admin = self.auth.administrators().await?.contains(&user.username);
+        let owner = scheduler::Owner {
+            user: user.username.clone(),
+            groups: groups.clone(),
+            account: user.username.clone(),
+            other_accounts: Vec::new(),
+        };
+        let quotas = self.quotas.my_usage(&user.username, &owner).await?;
+        let sessions = self
+            .store
+            .active_sessions()
+            .await?
+            .into_iter()
+            .filter(|s| s.user_name == user.username)
+            .collect();
+        Ok(UserDetail {
+            user,
+            admin,
+            groups,
+            quotas,
+            sessions,
+        })
     }
 
     /// The names of the groups of the account `user_id`.

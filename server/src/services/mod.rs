@@ -117,6 +117,10 @@ impl From<crate::services::quotas::QuotaError> for ServiceError {
         use crate::services::quotas::QuotaError as Q;
         match e {
             Q::Invalid(m) => Self::BadRequest(m),
+            Q::UnknownName(message) => Self::Invalid {
+                field: "name",
+                message,
+            },
             Q::Exceeded(m) => Self::QuotaExceeded(m),
             Q::NotFound => Self::NotFound,
             Q::Conflict => Self::Conflict(e.to_string()),

@@ -14,6 +14,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::Principal;
+use crate::domain::numbers::{plural, plural_f, short};
 use crate::store::{QuotaRecord, Store, StoreError};
 use crate::util::rfc3339;
 
@@ -211,9 +212,9 @@ impl Quotas {
             if let Some(max) = l.max_session_hours {
                 if hours > max {
                     return Err(QuotaError::Exceeded(format!(
-                        "{label} allows sessions of at most {} hours; this one asks {}",
-                        fmt_num(max),
-                        fmt_num(hours)
+                        "{label} allows sessions of at most {}; this one asks for {}",
+                        plural_f(max, "hour", "hours"),
+                        plural_f(hours, "hour", "hours")
                     )));
                 }
             }
@@ -226,7 +227,9 @@ impl Quotas {
                 let running = running_sessions.get(&key).copied().unwrap_or(0);
                 if running >= max {
                     return Err(QuotaError::Exceeded(format!(
-                        "{label} allows {max} running sessions; {running} are running"
+                        "{label} allows {}; {} running",
+                        plural(u64::from(max), "running session", "running sessions"),
+                        is_are(u64::from(running))
                     )));
                 }
             }
@@ -282,6 +285,7 @@ impl Quotas {
         now: i64,
         audit: ChangedBy<'_>,
     ) -> Result<Quota, QuotaError> {
+        self.check_exists(scope).await?;
         let (kind, name) = scope_parts(scope);
         let json =
             serde_json::to_string(limits).map_err(|e| QuotaError::Internal(e.to_string()))?;
@@ -301,6 +305,38 @@ impl Quotas {
             .await
             .map_err(|e| QuotaError::Internal(e.to_string()))?;
         quota_from_record(&record).ok_or_else(|| QuotaError::Internal("unreadable quota".into()))
+    }
+
+    /// Refuse a quota for a user or group the portal does not know: a local account,
+    /// or an LDAP user or group (both recorded at the user's login). An account is
+    /// Slurm's and need not be known here; the default names no one.
+    async fn check_exists(&self, scope: &LimitScope) -> Result<(), QuotaError> {
+        match scope {
+            LimitScope::User(name) => {
+                if self.store.user_by_name(name).await?.is_none() {
+                    return Err(QuotaError::UnknownName(format!(
+                        "name: there is no user {name:?} (a local account, or an LDAP \
+                         user who has logged in once)"
+                    )));
+                }
+            }
+            LimitScope::Group(name) => {
+                if !self
+                    .store
+                    .list_groups()
+                    .await?
+                    .iter()
+                    .any(|g| &g.name == name)
+                {
+                    return Err(QuotaError::UnknownName(format!(
+                        "name: there is no group {name:?} (a local group, or an LDAP \
+                         group of a user who has logged in)"
+                    )));
+                }
+            }
+            LimitScope::Account(_) | LimitScope::DefaultUser => {}
+        }
+        Ok(())
     }
 
     async fn stored(&self, id: i64) -> Result<Quota, QuotaError> {
@@ -396,6 +432,9 @@ pub enum QuotaError {
     /// The request names a bad scope or limit (the message names the field).
     #[error("{0}")]
     Invalid(String),
+    /// The request names a user or group that does not exist (field `name`).
+    #[error("{0}")]
+    UnknownName(String),
     #[error("{0}")]
     Exceeded(String),
     #[error("no such quota")]
@@ -496,8 +535,10 @@ fn over_for_session(
     if let Some(max) = l.max_gpus {
         if u.gpus_milli + asked_milli > u64::from(max) * 1000 {
             return Some(format!(
-                "{label} allows {max} GPUs at once; {} are in use and this session asks {gpus}",
-                fmt_num(u.gpus_milli as f64 / 1000.0)
+                "{label} allows {} at once; {} in use and this session asks for {}",
+                plural(u64::from(max), "GPU", "GPUs"),
+                is_are_f(u.gpus_milli as f64 / 1000.0),
+                plural(u64::from(gpus), "GPU", "GPUs")
             ));
         }
     }
@@ -506,8 +547,14 @@ fn over_for_session(
             let used = u.slices.get(slice).copied().unwrap_or(0);
             if used + gpus > max {
                 return Some(format!(
-                    "{label} allows {max} {slice} slices at once; {used} are in use and this \
-                     session asks {gpus}"
+                    "{label} allows {} at once; {} in use and this session asks for {}",
+                    plural(
+                        u64::from(max),
+                        &format!("{slice} slice"),
+                        &format!("{slice} slices")
+                    ),
+                    is_are(u64::from(used)),
+                    plural(u64::from(gpus), "slice", "slices")
                 ));
             }
         }
@@ -515,8 +562,13 @@ fn over_for_session(
     if let Some(max) = l.max_running_jobs {
         if u.running_jobs >= max {
             return Some(format!(
-                "{label} allows {max} running jobs and sessions; {} are running",
-                u.running_jobs
+                "{label} allows {} at once; {} running",
+                plural(
+                    u64::from(max),
+                    "running job or session",
+                    "running jobs and sessions"
+                ),
+                is_are(u64::from(u.running_jobs))
             ));
         }
     }
@@ -525,20 +577,24 @@ fn over_for_session(
         let asks = asked_milli as f64 / 1000.0 * hours;
         if gpus > 0 && used + asks > max as f64 / 60.0 {
             return Some(format!(
-                "{label} allows {} GPU-hours this period; {} are used or reserved and this \
-                 session could use {}",
-                fmt_num(max as f64 / 60.0),
-                fmt_num(used),
-                fmt_num(asks)
+                "{label} allows {} this period; {} used or reserved and this session \
+                 could use {}",
+                plural_f(max as f64 / 60.0, "GPU-hour", "GPU-hours"),
+                if short(used) == "1" {
+                    "1 is".to_string()
+                } else {
+                    format!("{} are", short(used))
+                },
+                short(asks)
             ));
         }
     }
     if let Some(max) = l.max_wall_secs {
         if hours * 3600.0 > max as f64 {
             return Some(format!(
-                "{label} allows a time limit of at most {} hours; this session asks {}",
-                fmt_num(max as f64 / 3600.0),
-                fmt_num(hours)
+                "{label} allows a time limit of at most {}; this session asks for {}",
+                plural_f(max as f64 / 3600.0, "hour", "hours"),
+                plural_f(hours, "hour", "hours")
             ));
         }
     }
@@ -547,8 +603,25 @@ fn over_for_session(
 
 /// `2`, `1.5`, `0.25`: at most two decimals, none when whole.
 pub fn fmt_num(x: f64) -> String {
-    let s = format!("{x:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+    short(x)
+}
+
+/// `none is`, `1 is`, `2 are`: a count of things in use or running.
+fn is_are(n: u64) -> String {
+    match n {
+        0 => "none is".to_string(),
+        1 => "1 is".to_string(),
+        n => format!("{n} are"),
+    }
+}
+
+/// As [`is_are`], for GPUs that may be fractions (MIG instances, shards).
+fn is_are_f(x: f64) -> String {
+    match short(x).as_str() {
+        "0" => "none is".to_string(),
+        "1" => "1 is".to_string(),
+        n => format!("{n} are"),
+    }
 }
 
 #[cfg(test)]
@@ -580,7 +653,31 @@ mod tests {
             .expect("over the GPUs");
         assert_eq!(
             msg,
-            "user ann's quota allows 2 GPUs at once; 2 are in use and this session asks 1"
+            "user ann's quota allows 2 GPUs at once; 2 are in use and this session asks for 1 GPU"
+        );
+        let one = Limits {
+            max_gpus: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(
+            over_for_session(&usage(one, 1000, 0.0), 1000, 1, None, 8.0).expect("over"),
+            "user ann's quota allows 1 GPU at once; 1 is in use and this session asks for 1 GPU"
+        );
+        let jobs = Limits {
+            max_running_jobs: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(
+            over_for_session(&usage(jobs, 0, 0.0), 0, 0, None, 8.0).expect("over"),
+            "user ann's quota allows 1 running job or session at once; 1 is running"
+        );
+        let wall = Limits {
+            max_wall_secs: Some(3600),
+            ..Default::default()
+        };
+        assert_eq!(
+            over_for_session(&usage(wall, 0, 0.0), 0, 0, None, 2.0).expect("over"),
+            "user ann's quota allows a time limit of at most 1 hour; this session asks for 2 hours"
         );
         assert!(over_for_session(&usage(two, 1000, 0.0), 1000, 1, None, 8.0).is_none());
         let hours = Limits {
@@ -591,6 +688,16 @@ mod tests {
             .expect("over the GPU-hours");
         assert!(
             msg.contains("allows 10 GPU-hours this period; 9.5 are used"),
+            "{msg}"
+        );
+        let one_hour = Limits {
+            max_gpu_minutes: Some(60),
+            ..Default::default()
+        };
+        let msg = over_for_session(&usage(one_hour, 0, 1.0), 1000, 1, None, 1.0)
+            .expect("over the GPU-hours");
+        assert!(
+            msg.contains("allows 1 GPU-hour this period; 1 is used or reserved"),
             "{msg}"
         );
     }

@@ -30,7 +30,7 @@ pub use accounting::{
     bucket_bounds, Bucket, BucketUsage, Usage, UsageFilter, UsageKey, UsageRecord, UsageRow,
     MAX_BUCKETS,
 };
-pub use audit::{AuditEntry, NewAuditEntry};
+pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use benchmarks::{BenchmarkFilter, BenchmarkRecord, BenchmarkRun, BenchmarkSort};
 pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{

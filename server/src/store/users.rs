@@ -352,6 +352,43 @@ impl Store {
         Ok((users, total))
     }
 
+    /// A page of the accounts whose name or display name contains `text` (any
+    /// case), by name, and how many match.
+    pub async fn search_users_page(
+        &self,
+        text: &str,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<User>, i64)> {
+        let escaped: String = text
+            .to_lowercase()
+            .chars()
+            .flat_map(|c| match c {
+                '\\' | '%' | '_' => vec!['\\', c],
+                c => vec![c],
+            })
+            .collect();
+        let pattern = format!("%{escaped}%");
+        let matching = "LOWER(username) LIKE $1 ESCAPE '\\' \
+                        OR LOWER(display_name) LIKE $1 ESCAPE '\\'";
+        let rows = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE {matching} \
+             ORDER BY username LIMIT $2 OFFSET $3"
+        ))
+        .bind(&pattern)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?;
+        let total: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM users WHERE {matching}"))
+            .bind(&pattern)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        let users = rows.iter().map(user_from_row).collect::<Result<Vec<_>>>()?;
+        Ok((users, total))
+    }
+
     /// How many accounts there are, and how many of them are disabled.
     pub async fn count_users(&self) -> Result<(i64, i64)> {
         let row = sqlx::query(

@@ -3,6 +3,7 @@
 
 mod accounting;
 mod admin;
+mod admin_views;
 mod admission;
 mod backup;
 mod benchmarks;

@@ -255,11 +255,11 @@ async fn a_session_over_quota_is_refused_with_the_reason() {
     for (body, expect) in [
         (
             json!({"name": "nb", "gpus": 1, "hours": 1}),
-            "user fay's quota allows 1 GPUs at once; 1 are in use and this session asks 1",
+            "user fay's quota allows 1 GPU at once; 1 is in use and this session asks for 1 GPU",
         ),
         (
             json!({"name": "nb", "gpus": 0, "hours": 4}),
-            "user fay's quota allows sessions of at most 2 hours; this one asks 4",
+            "user fay's quota allows sessions of at most 2 hours; this one asks for 4 hours",
         ),
     ] {
         let (status, answer) = send(
@@ -499,7 +499,7 @@ async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_
         .expect("text");
     assert_eq!(
         error,
-        "user ida's quota allows 1 GPUs at once; 1 are in use and this session asks 1"
+        "user ida's quota allows 1 GPU at once; 1 is in use and this session asks for 1 GPU"
     );
     b.close().await.expect("close");
     let (_, list) = send(

@@ -1,5 +1,6 @@
 //! `GET /api/v1/admin/audit`: the audit log, newest first, as JSON or CSV
-//! (`?format=csv`). Administrators only.
+//! (`?format=csv`), filtered by `actor`, `action`, `target`, `from` and `to`.
+//! Administrators only.
 
 use actix_web::{http::header, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,13 @@ pub struct AuditQuery {
     pub limit: Option<i64>,
     /// `json` (default) or `csv`.
     pub format: Option<String>,
+    /// Only entries by this actor, of this action, on this target.
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    pub target: Option<String>,
+    /// Only entries at or after this time, and before that one (RFC 3339 or a date).
+    pub from: Option<String>,
+    pub to: Option<String>,
 }
 
 pub use crate::services::audit::AuditInfo;
@@ -39,7 +47,16 @@ pub async fn list(
     if !(1..=100_000).contains(&limit) {
         return Err(ApiError::bad_request("limit: must be from 1 to 100000"));
     }
-    let entries = state.audit.recent(limit).await?;
+    let pairs: Vec<(String, String)> =
+        web::Query::<Vec<(String, String)>>::from_query(req.query_string())
+            .map(|q| q.into_inner())
+            .unwrap_or_default();
+    let filter =
+        crate::services::audit::parse_filter(&pairs).map_err(|e| ApiError::InvalidField {
+            field: e.field,
+            message: e.to_string(),
+        })?;
+    let entries = state.audit.matching(&filter, limit).await?;
     match query.format.as_deref() {
         None | Some("json") => Ok(HttpResponse::Ok().json(AuditList { entries })),
         Some("csv") => {

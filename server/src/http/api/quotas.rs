@@ -20,6 +20,10 @@ impl From<QuotaError> for ApiError {
     fn from(e: QuotaError) -> Self {
         match e {
             QuotaError::Invalid(m) => ApiError::BadRequest(m),
+            QuotaError::UnknownName(message) => ApiError::InvalidField {
+                field: "name",
+                message,
+            },
             QuotaError::Exceeded(m) => ApiError::QuotaExceeded(m),
             QuotaError::NotFound => ApiError::NotFound,
             QuotaError::Conflict => ApiError::Conflict(e.to_string()),

@@ -13,9 +13,11 @@ use askama::Template;
 use super::{render, MessagePage, Nav};
 use crate::accounting::answer::{JobUsage, KeyUsage, Totals};
 use crate::accounting::{GroupBy, Query};
+use crate::domain::numbers::{decimals_for, fixed};
 use crate::http::api::accounting::caller_query;
 use crate::http::authn::PageUser;
 use crate::http::error::urlencode;
+use crate::http::pages::when::filters;
 use crate::http::{ApiError, AppState};
 use crate::store::{Bucket, UsageKey};
 
@@ -28,6 +30,9 @@ struct AccountingPage {
     nav: Nav,
     form: Form,
     totals: Totals,
+    /// The totals and each row's hours, printed with one precision per column
+    /// (the rows as shown add up to the total as shown).
+    shown: Shown,
     /// `user`, `group` or `account`.
     by: &'static str,
     rows: Vec<KeyUsage>,
@@ -48,6 +53,56 @@ struct Form {
     partition: String,
     monthly: bool,
     is_admin: bool,
+}
+
+/// The hours of the page as printed: the totals and the rows "by" share one
+/// precision per column, chosen by [`decimals_for`]; the jobs' columns theirs.
+struct Shown {
+    gpu_total: String,
+    cpu_total: String,
+    /// Per row: GPU-hours, CPU-hours.
+    rows: Vec<(String, String)>,
+    /// Per job listed: GPU-hours, CPU-hours.
+    jobs: Vec<(String, String)>,
+}
+
+impl Shown {
+    fn of(totals: &Totals, rows: &[KeyUsage], jobs: &[JobUsage]) -> Shown {
+        let column = |values: Vec<f64>, total: f64, least: usize| {
+            let d = decimals_for(&values, total, least, 4);
+            (
+                values.iter().map(|v| fixed(*v, d)).collect::<Vec<_>>(),
+                fixed(total, d),
+            )
+        };
+        let (gpu_rows, gpu_total) = column(
+            rows.iter().map(|r| r.totals.gpu_hours).collect(),
+            totals.gpu_hours,
+            1,
+        );
+        let (cpu_rows, cpu_total) = column(
+            rows.iter().map(|r| r.totals.cpu_hours).collect(),
+            totals.cpu_hours,
+            1,
+        );
+        let sum = |f: fn(&JobUsage) -> f64| jobs.iter().map(f).sum::<f64>();
+        let (gpu_jobs, _) = column(
+            jobs.iter().map(|j| j.gpu_hours).collect(),
+            sum(|j| j.gpu_hours),
+            2,
+        );
+        let (cpu_jobs, _) = column(
+            jobs.iter().map(|j| j.cpu_hours).collect(),
+            sum(|j| j.cpu_hours),
+            2,
+        );
+        Shown {
+            gpu_total,
+            cpu_total,
+            rows: gpu_rows.into_iter().zip(cpu_rows).collect(),
+            jobs: gpu_jobs.into_iter().zip(cpu_jobs).collect(),
+        }
+    }
 }
 
 /// A time as the form shows it: the date alone at midnight.
@@ -117,6 +172,9 @@ pub async fn show(
     query.group_by = GroupBy::Job;
     let listed = state.usage.answer(&query, JOBS).await?;
     let f = &query.filter;
+    let rows = sums.rows.unwrap_or_default();
+    let jobs = listed.jobs.unwrap_or_default();
+    let shown = Shown::of(&sums.totals, &rows, &jobs);
     let page = AccountingPage {
         nav: Nav::of(&me).at(crate::http::pages::Section::Usage),
         form: Form {
@@ -130,10 +188,11 @@ pub async fn show(
             is_admin: me.is_admin,
         },
         totals: sums.totals,
+        shown,
         by: by_name,
-        rows: sums.rows.unwrap_or_default(),
+        rows,
         more_jobs: listed.next.is_some(),
-        jobs: listed.jobs.unwrap_or_default(),
+        jobs,
         chart_url: format!(
             "/api/v1/accounting/chart.svg?{params}&group_by={}",
             if by == UsageKey::Group {
@@ -153,6 +212,53 @@ mod tests {
     use super::*;
     use crate::http::pages::tests::nav;
     use crate::store::{Usage, UsageRecord};
+
+    fn key_usage(key: &str, gpu_seconds: f64) -> KeyUsage {
+        KeyUsage::of_row(crate::store::UsageRow {
+            key: key.into(),
+            usage: Usage {
+                jobs: 1,
+                gpu_seconds,
+                cpu_seconds: gpu_seconds,
+                wall_seconds: gpu_seconds,
+            },
+        })
+    }
+
+    #[test]
+    fn a_total_shows_with_the_precision_of_its_rows_and_adds_up() {
+        // 0.04 GPU-hours: the total reads 0.04, not 0.0.
+        let rows = vec![key_usage("alice", 144.0)];
+        let totals: Totals = Usage {
+            jobs: 1,
+            gpu_seconds: 144.0,
+            cpu_seconds: 144.0,
+            wall_seconds: 144.0,
+        }
+        .into();
+        let shown = Shown::of(&totals, &rows, &[]);
+        assert_eq!(shown.gpu_total, "0.04");
+        assert_eq!(shown.rows, [("0.04".to_string(), "0.04".to_string())]);
+        // Three rows of 0.14 h each: 0.1 × 3 would not read as 0.4.
+        let rows: Vec<KeyUsage> = ["a", "b", "c"]
+            .iter()
+            .map(|k| key_usage(k, 504.0))
+            .collect();
+        let totals: Totals = Usage {
+            jobs: 3,
+            gpu_seconds: 1512.0,
+            cpu_seconds: 1512.0,
+            wall_seconds: 1512.0,
+        }
+        .into();
+        let shown = Shown::of(&totals, &rows, &[]);
+        assert_eq!(shown.gpu_total, "0.42");
+        assert!(
+            shown.rows.iter().all(|(g, _)| g == "0.14"),
+            "{:?}",
+            shown.rows
+        );
+    }
 
     #[test]
     fn accounting_page_renders_totals_rows_jobs_and_exports_escaped() {
@@ -174,7 +280,14 @@ mod tests {
             end_time: Some(3_600_000),
             ..UsageRecord::default()
         };
+        let totals: Totals = usage.into();
+        let rows = vec![KeyUsage::of_row(crate::store::UsageRow {
+            key: "alice".into(),
+            usage,
+        })];
+        let jobs = vec![JobUsage::of(&record, 0)];
         let html = AccountingPage {
+            shown: Shown::of(&totals, &rows, &jobs),
             nav: nav(),
             form: Form {
                 from: "2025-03-01".into(),
@@ -186,13 +299,10 @@ mod tests {
                 monthly: false,
                 is_admin: false,
             },
-            totals: usage.into(),
+            totals,
             by: "user",
-            rows: vec![KeyUsage::of_row(crate::store::UsageRow {
-                key: "alice".into(),
-                usage,
-            })],
-            jobs: vec![JobUsage::of(&record, 0)],
+            rows,
+            jobs,
             more_jobs: true,
             chart_url: "/api/v1/accounting/chart.svg?from=2025-03-01&group_by=user".into(),
             csv_jobs_url: "/api/v1/accounting?from=2025-03-01&format=csv".into(),
@@ -201,7 +311,10 @@ mod tests {
         .render()
         .expect("render");
         assert!(html.contains("id=\"usage-chart\""), "{html}");
-        assert!(html.contains("2.5"), "GPU-hours: {html}");
+        assert!(html.contains("<strong>2.5</strong> GPU-hours"), "{html}");
+        assert!(html.contains("<td>2.5</td>"), "{html}");
+        assert!(html.contains("<th scope=\"col\">GPU-hours</th>"), "{html}");
+        assert_eq!(html.matches("<div class=\"table-wrap\">").count(), 2);
         assert!(html.contains("&#60;train&#62;"), "{html}");
         assert!(!html.contains("<train>"), "{html}");
         assert!(html.contains("ml&#34;team"), "{html}");

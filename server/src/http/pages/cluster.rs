@@ -208,7 +208,7 @@ pub(super) mod tests {
             }],
             nodes: vec![drained_node()],
             gpu_map: map,
-                pending: pending_rows(jobs, &may_open),
+            pending: pending_rows(jobs, &may_open),
             pending_more: 0,
         }
         .render()
@@ -246,7 +246,10 @@ pub(super) mod tests {
             html.contains("node2 · <strong>DRAIN</strong> (fan &#60;broken&#62;)"),
             "{html}"
         );
-        assert!(html.contains("1g.10gb 1<br><span class=\"slice-what\">in use"), "{html}");
+        assert!(
+            html.contains("1g.10gb 1<br><span class=\"slice-what\">in use"),
+            "{html}"
+        );
         assert!(html.contains("class=\"slice drained\""), "{html}");
     }
 
@@ -306,7 +309,10 @@ pub(super) mod tests {
         assert!(!html.contains("class=\"slice absent\""), "{html}");
         assert!(!html.contains("not found by nvidia-smi)</div>"), "{html}");
         assert!(!html.contains("class=\"gpu absent\""), "{html}");
-        assert!(!html.contains(">A</span> absent"), "no absent in the legend: {html}");
+        assert!(
+            !html.contains(">A</span> absent"),
+            "no absent in the legend: {html}"
+        );
         assert!(html.contains(">D</span> drained"), "{html}");
     }
 }

@@ -481,14 +481,13 @@ pub fn gpu_map(
                         .into_iter()
                         .enumerate()
                         .map(|(i, (label, id))| {
-                            let holder =
-                                held.get(&(config.name.as_str(), &id)).map(|job| Holder {
-                                    id: job.id.to_string(),
-                                    display_id: job.display_id.clone(),
-                                    name: job.name.clone(),
-                                    user: job.user.clone(),
-                                    link: may_open(&job.user),
-                                });
+                            let holder = held.get(&(config.name.as_str(), &id)).map(|job| Holder {
+                                id: job.id.to_string(),
+                                display_id: job.display_id.clone(),
+                                name: job.name.clone(),
+                                user: job.user.clone(),
+                                link: may_open(&job.user),
+                            });
                             let state = if holder.is_some() {
                                 SliceState::Used
                             } else {

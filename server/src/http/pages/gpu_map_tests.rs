@@ -291,10 +291,7 @@ fn slurm_map_has_a_cell_per_gpu_of_each_type_and_says_which_nodes_take_no_jobs()
     );
     use SliceState::*;
     assert_eq!(states(&map[0]), [vec![Used, Free]]);
-    assert_eq!(
-        states(&map[1]),
-        [vec![Drained, Drained], vec![Used, Used]]
-    );
+    assert_eq!(states(&map[1]), [vec![Drained, Drained], vec![Used, Used]]);
     assert_eq!(map[1].gpus[1].title, "1g.10gb ×2");
     assert_eq!(
         (map[0].unavailable.as_str(), map[1].unavailable.as_str()),

@@ -15,6 +15,7 @@ mod nodes;
 mod overview;
 mod quotas;
 mod sessions;
+mod user_detail;
 mod users;
 
 use std::future::Future;
@@ -34,6 +35,7 @@ use crate::http::authn::PageUser;
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin", web::get().to(overview::show))
         .route("/admin/users", web::get().to(users::show))
+        .route("/admin/users/{name}", web::get().to(user_detail::show))
         .route("/admin/users/{name}/{action}", web::post().to(users::act))
         .route("/admin/groups", web::get().to(groups::show))
         .route("/admin/quotas", web::get().to(quotas::show))

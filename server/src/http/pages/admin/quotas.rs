@@ -14,8 +14,9 @@ use serde::Deserialize;
 
 use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::auth::Principal;
-use crate::domain::quota::QuotaLimits;
+use crate::domain::quota::{labelled_message, FieldLabel, QuotaLimits, FIELD_LABELS};
 use crate::http::api::rfc3339;
+use crate::http::pages::when::filters;
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::quotas::{checked_limits, requested_scope, ChangedBy};
@@ -145,27 +146,77 @@ fn message(e: QuotaError) -> String {
     e.to_string()
 }
 
+/// One field of the form as the page shows it: its label, a hint, the value.
+struct FormField {
+    name: &'static str,
+    label: &'static str,
+    hint: &'static str,
+    value: String,
+    /// `numeric`, `decimal` or `text`, for the on-screen keyboard.
+    inputmode: &'static str,
+}
+
+impl QuotaForm {
+    /// The limits' fields with their labels, in order.
+    fn fields(&self) -> Vec<FormField> {
+        let values = [
+            &self.max_gpus,
+            &self.max_gpus_per_type,
+            &self.max_gpu_hours,
+            &self.max_running_jobs,
+            &self.max_submitted_jobs,
+            &self.max_sessions,
+            &self.max_job_hours,
+            &self.max_session_hours,
+        ];
+        FIELD_LABELS[2..]
+            .iter()
+            .zip(values)
+            .map(|(f, value)| FormField {
+                name: f.field,
+                label: f.label,
+                hint: f.hint,
+                value: value.clone(),
+                inputmode: match f.field {
+                    "max_gpus_per_type" => "text",
+                    "max_gpu_hours" | "max_job_hours" | "max_session_hours" => "decimal",
+                    _ => "numeric",
+                },
+            })
+            .collect()
+    }
+
+    /// The scope's and the name's labels.
+    fn scope_label(&self) -> &'static FieldLabel {
+        &FIELD_LABELS[0]
+    }
+
+    fn name_label(&self) -> &'static FieldLabel {
+        &FIELD_LABELS[1]
+    }
+}
+
 /// The limits in a few words.
 fn summary(l: &QuotaLimits) -> String {
     let whole = |n: Option<u32>| n.map(|n| n.to_string());
     let hours = |h: Option<f64>| h.map(|h| format!("{} h", fmt_num(h)));
     let mut parts: Vec<String> = l
         .max_gpus
-        .map(|n| format!("GPUs {n}"))
+        .map(|n| format!("GPUs at once {n}"))
         .into_iter()
         .collect();
     parts.extend(
         l.max_gpus_per_type
             .iter()
-            .map(|(slice, n)| format!("{slice} {n}")),
+            .map(|(slice, n)| format!("{slice} at once {n}")),
     );
     let rest = [
-        ("GPU-hours", l.max_gpu_hours.map(fmt_num)),
+        ("GPU-hours per period", l.max_gpu_hours.map(fmt_num)),
         ("running jobs", whole(l.max_running_jobs)),
-        ("submitted jobs", whole(l.max_submitted_jobs)),
-        ("sessions", whole(l.max_sessions)),
-        ("job time", hours(l.max_job_hours)),
-        ("session time", hours(l.max_session_hours)),
+        ("jobs in the queue", whole(l.max_submitted_jobs)),
+        ("sessions at once", whole(l.max_sessions)),
+        ("longest job", hours(l.max_job_hours)),
+        ("longest session", hours(l.max_session_hours)),
     ];
     parts.extend(
         rest.into_iter()
@@ -275,12 +326,22 @@ pub async fn create(
     let AdminPost { admin, form } = post;
     let (scope, limits) = match form.checked() {
         Ok(checked) => checked,
-        Err(m) => return quotas_page(&state, &admin, form, Some(m), StatusCode::BAD_REQUEST),
+        Err(m) => {
+            let m = labelled_message(&m);
+            return quotas_page(&state, &admin, form, Some(m), StatusCode::BAD_REQUEST);
+        }
     };
     let addr = state.client_addr(&req);
     let audit = ChangedBy::new(&admin, &addr);
     match state.quotas.create(&scope, &limits, now_ms(), audit).await {
         Ok(_) => Ok(see_other("/admin/quotas")),
+        Err(QuotaError::UnknownName(m)) => quotas_page(
+            &state,
+            &admin,
+            form,
+            Some(labelled_message(&m)),
+            StatusCode::BAD_REQUEST,
+        ),
         Err(e @ QuotaError::Conflict) => quotas_page(
             &state,
             &admin,
@@ -324,7 +385,10 @@ pub async fn update(
         Ok(l)
     }) {
         Ok(limits) => limits,
-        Err(m) => return edit_page(&admin, &quota, form, Some(m), StatusCode::BAD_REQUEST),
+        Err(m) => {
+            let m = labelled_message(&m);
+            return edit_page(&admin, &quota, form, Some(m), StatusCode::BAD_REQUEST);
+        }
     };
     let addr = state.client_addr(&req);
     let audit = ChangedBy::new(&admin, &addr);
@@ -406,7 +470,8 @@ mod tests {
         assert_eq!(back.max_sessions, "");
         assert_eq!(
             summary(&quota.limits),
-            "GPUs 4, 1g.10gb 4, a100-80gb 2, GPU-hours 100.5, session time 8 h"
+            "GPUs at once 4, 1g.10gb at once 4, a100-80gb at once 2, GPU-hours per period \
+             100.5, longest session 8 h"
         );
     }
 
@@ -435,6 +500,13 @@ mod tests {
             let error = form(&fields).checked().expect_err("refused");
             assert!(error.starts_with(named), "{fields:?}: {error}");
         }
+        let error = form(&[("scope", "user"), ("name", "ann"), ("max_gpus", "two")])
+            .checked()
+            .expect_err("refused");
+        assert_eq!(
+            labelled_message(&error),
+            "Most GPUs at once: \"two\" is not a whole number (leave it empty for no limit)"
+        );
     }
 
     #[test]
@@ -460,6 +532,16 @@ mod tests {
         assert!(html.contains("&#60;ann&#62;"), "{html}");
         assert!(html.contains("max_gpus: &#34;two&#34; is not"), "{html}");
         assert!(html.contains("name=\"max_gpus\" value=\"two\""), "{html}");
+        // Labels people read, with a hint tied to each field; no API names shown.
+        assert!(html.contains(">Most GPUs at once<"), "{html}");
+        assert!(
+            html.contains("aria-describedby=\"hint-max_gpus\""),
+            "{html}"
+        );
+        assert!(html.contains("id=\"hint-max_gpus\""), "{html}");
+        assert!(html.contains(">Applies to<"), "{html}");
+        assert!(!html.contains("<code>max_gpus</code>"), "{html}");
+        assert_eq!(html.matches("<div class=\"table-wrap\">").count(), 1);
         assert!(html.contains("<option value=\"user\" selected"), "{html}");
     }
 

@@ -1,5 +1,6 @@
-//! `GET /admin/users[?page=N]`: the accounts, 100 a page, with what they run and use;
-//! `POST /admin/users/{name}/disable|enable`.
+//! `GET /admin/users[?q=TEXT][&page=N]`: the accounts (those whose name or display
+//! name holds TEXT), 100 a page, with what they run and use, each linked to its
+//! detail page (`user_detail`); `POST /admin/users/{name}/disable|enable`.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -7,8 +8,10 @@ use askama::Template;
 
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
+use crate::http::error::urlencode;
 use crate::http::pages::jobs::{PageQuery, Pager};
-use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
+use crate::http::pages::when::filters;
+use crate::http::pages::{not_found_page, query_value, render, CsrfForm, MessagePage, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::accounts::UserInfo;
 
@@ -19,8 +22,33 @@ struct UsersPage {
     users: Vec<UserInfo>,
     pager: Pager,
     period: String,
+    /// The search as asked, empty for none.
+    search: String,
     /// Why the last change was refused.
     error: Option<String>,
+}
+
+/// `?page=N&q=TEXT` of the users page.
+struct UsersQuery {
+    page: PageQuery,
+    search: String,
+}
+
+impl UsersQuery {
+    /// The query's page and search; the error names the bad parameter.
+    fn parse(pairs: &[(String, String)]) -> Result<UsersQuery, String> {
+        let page = match query_value(pairs, "page").as_str() {
+            "" => None,
+            text => Some(
+                text.parse::<usize>()
+                    .map_err(|_| format!("The page number {text:?} is not a whole number."))?,
+            ),
+        };
+        Ok(UsersQuery {
+            page: PageQuery { page },
+            search: query_value(pairs, "q"),
+        })
+    }
 }
 
 async fn users_page(
@@ -28,16 +56,42 @@ async fn users_page(
     admin: &Principal,
     error: Option<String>,
     status: StatusCode,
-    query: &PageQuery,
+    query: &UsersQuery,
 ) -> Result<HttpResponse, ApiError> {
     // As many accounts a page as jobs on the queue pages.
-    let at = query.queue_page();
-    let found = state.accounts.users(at.offset(), at.per_page).await?;
+    let at = query.page.queue_page();
+    let search = (!query.search.is_empty()).then_some(query.search.as_str());
+    let found = match state
+        .accounts
+        .users_matching(search, at.offset(), at.per_page)
+        .await
+    {
+        Ok(found) => found,
+        Err(crate::services::ServiceError::Invalid { message, .. }) => {
+            let message = format!("The search is too long: {message}.");
+            return render(
+                &MessagePage {
+                    title: "Users",
+                    message: &message,
+                },
+                StatusCode::BAD_REQUEST,
+            );
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let keep = if query.search.is_empty() {
+        String::new()
+    } else {
+        format!("q={}&", urlencode(&query.search))
+    };
     let page = UsersPage {
         nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         users: found.users,
-        pager: Pager::new("/admin/users", at, found.total).counting("users", "user-pages"),
+        pager: Pager::new("/admin/users", at, found.total)
+            .counting("users", "user-pages")
+            .keeping(keep),
         period: state.quotas.period_name(),
+        search: query.search.clone(),
         error,
     };
     render(&page, status)
@@ -46,8 +100,23 @@ async fn users_page(
 pub async fn show(
     state: web::Data<AppState>,
     admin: AdminUser,
-    query: web::Query<PageQuery>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let pairs = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
+        .map(|q| q.into_inner())
+        .unwrap_or_default();
+    let query = match UsersQuery::parse(&pairs) {
+        Ok(q) => q,
+        Err(message) => {
+            return render(
+                &MessagePage {
+                    title: "Users",
+                    message: &message,
+                },
+                StatusCode::BAD_REQUEST,
+            )
+        }
+    };
     users_page(&state, &admin.0, None, StatusCode::OK, &query).await
 }
 
@@ -73,7 +142,10 @@ pub async fn act(
         Ok(_) => Ok(see_other("/admin/users")),
         Err(ApiError::NotFound) => not_found_page(),
         Err(ApiError::Conflict(m)) => {
-            let first = PageQuery { page: None };
+            let first = UsersQuery {
+                page: PageQuery { page: None },
+                search: String::new(),
+            };
             users_page(&state, &admin, Some(m), StatusCode::CONFLICT, &first).await
         }
         Err(e) => Err(e),
@@ -121,6 +193,7 @@ mod tests {
             )
             .counting("users", "user-pages"),
             period: "month".into(),
+            search: String::new(),
             error: None,
         }
         .render()
@@ -134,6 +207,7 @@ mod tests {
             users: vec![user("bob", false)],
             pager: one_page(1),
             period: "month".into(),
+            search: String::new(),
             error: None,
         }
         .render()
@@ -148,6 +222,7 @@ mod tests {
             users: vec![user("alice", false), user("bob", false), user("cy", true)],
             pager: one_page(3),
             period: "month".into(),
+            search: String::new(),
             error: Some("you cannot disable your own account".into()),
         }
         .render()
