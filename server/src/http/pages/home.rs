@@ -23,6 +23,7 @@ use crate::auth::Scope;
 use crate::http::authn::PageUser;
 use crate::http::{ApiError, AppState};
 use crate::services::jobs::{JobInfo, QueuePage};
+use crate::services::reasons::{self, ClusterSlices};
 use crate::sessions::apps::AppSummary;
 
 /// How many of my queued or running jobs, and of my ended ones, the page lists.
@@ -121,19 +122,23 @@ struct JobCard {
     /// Running: until its time limit (`1 h 40 min`, as `when::span` words it);
     /// empty otherwise.
     time_left: String,
-    /// Pending: why (`Resources`).
+    /// Pending: why, in words (`Waiting for a whole A100: both are in use`).
     reason: String,
+    /// Pending: the scheduler's code for it (`Resources`).
+    reason_code: String,
     /// Ended: when, RFC 3339.
     ended_at: String,
 }
 
 impl JobCard {
-    fn of(j: JobInfo) -> Self {
+    fn of(j: JobInfo, slices: &ClusterSlices) -> Self {
         let time_left = match (j.state.as_str(), j.time_limit) {
             ("RUNNING", Some(limit)) => span(limit.saturating_sub(j.time_used)),
             ("RUNNING", None) => "no limit".into(),
             _ => String::new(),
         };
+        let explained = (j.state == "PENDING")
+            .then(|| reasons::explain(j.reason.as_deref().unwrap_or(""), &j.gres, slices));
         JobCard {
             id: j.id,
             display_id: j.display_id,
@@ -141,7 +146,11 @@ impl JobCard {
             state: j.state,
             gres: j.gres,
             time_left,
-            reason: j.reason.unwrap_or_default(),
+            reason: explained
+                .as_ref()
+                .map(|e| e.what.clone())
+                .unwrap_or_default(),
+            reason_code: explained.map(|e| e.code).unwrap_or_default(),
             ended_at: j.end_time.unwrap_or_default(),
         }
     }
@@ -181,6 +190,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
         .ok_or(ApiError::Unauthorized)?;
     let (nodes, _) = state.scheduler.nodes().await?;
     let (free, nodes_unavailable) = free_rows(&nodes);
+    let slices = super::jobs::cluster_slices(&nodes);
     let (queue, queued, ended) = state
         .jobs
         .board(
@@ -212,8 +222,8 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
             free,
             nodes_unavailable,
             jobs_more: queued.saturating_sub(queue.len() as u64),
-            jobs: queue.into_iter().map(JobCard::of).collect(),
-            ended: ended.into_iter().map(JobCard::of).collect(),
+            jobs: queue.into_iter().map(|j| JobCard::of(j, &slices)).collect(),
+            ended: ended.into_iter().map(|j| JobCard::of(j, &slices)).collect(),
             sessions,
             logdirs,
             apps: state.sessions.apps().into_iter().map(AppTile::of).collect(),
@@ -291,6 +301,11 @@ mod tests {
                 String::new()
             },
             reason: if state == "PENDING" {
+                "Waiting for a whole GPU: both are in use".into()
+            } else {
+                String::new()
+            },
+            reason_code: if state == "PENDING" {
                 "Resources".into()
             } else {
                 String::new()
@@ -326,7 +341,10 @@ mod tests {
         assert!(html.contains(">1</strong> of 2"), "{html}");
         assert!(html.contains("href=\"/jobs/7\""), "{html}");
         assert!(html.contains("1 h 5 min left"), "{html}");
-        assert!(html.contains("Resources"), "{html}");
+        assert!(
+            html.contains("Waiting for a whole GPU: both are in use <code>Resources</code>"),
+            "{html}"
+        );
         assert!(html.contains("href=\"/jobs/3\""), "{html}");
         assert!(html.contains("and 3 more"), "{html}");
         assert!(html.contains("&#60;b&#62;7&#60;/b&#62;"), "escaped: {html}");
