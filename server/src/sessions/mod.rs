@@ -136,7 +136,7 @@ pub struct Progress {
 }
 
 /// One step of a session's start or end, with when it happened.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Event {
     /// RFC 3339, UTC.
     pub at: String,

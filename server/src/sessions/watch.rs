@@ -31,8 +31,19 @@ fn url(route_prefix: &str, app: &App) -> String {
     format!("{route_prefix}{}", app.landing())
 }
 
-/// The events a session's row tells of: asked for, ready, ended.
+/// Most events kept of a session.
+const MAX_EVENTS: usize = 64;
+
+/// The events a session's row tells of: the log kept when it ended, else asked for
+/// and ready.
 fn recorded_events(record: &SessionRecord) -> Vec<Event> {
+    if let Some(events) = record
+        .events
+        .as_deref()
+        .and_then(|e| serde_json::from_str::<Vec<Event>>(e).ok())
+    {
+        return events;
+    }
     let mut events = vec![Event::at(record.created_at, "Queued")];
     if let Some(t) = record.ready_at {
         events.push(Event::at(t, "Ready"));
@@ -66,7 +77,7 @@ pub(super) fn initial(record: &SessionRecord, prefix: &str, app: &App) -> Progre
 /// Add an event to the session's log (once: the same words twice in a row are one).
 fn event(route: &Route, message: &str) {
     let mut p = route.progress();
-    if p.events.last().is_some_and(|e| e.message == message) {
+    if p.events.last().is_some_and(|e| e.message == message) || p.events.len() >= MAX_EVENTS {
         return;
     }
     p.events.push(Event::at(now_ms(), message));
@@ -93,7 +104,7 @@ pub(super) fn final_progress(record: &SessionRecord) -> Progress {
         _ => "Ended".to_string(),
     };
     let mut events = recorded_events(record);
-    if let Some(t) = record.ended_at {
+    if let (Some(t), None) = (record.ended_at, &record.events) {
         events.push(Event::at(t, message.clone()));
     }
     Progress {
@@ -545,9 +556,15 @@ async fn finish(sessions: &Sessions, route: &Route, end: End, user: Option<&Iden
             ..Default::default()
         },
     };
-    // What the watcher saw, then how it ended.
+    // What the watcher saw, then how it ended; kept for the page shown afterwards.
     let mut events = route.progress().events;
+    events.truncate(MAX_EVENTS - 1);
     events.push(Event::at(now_ms(), last.message.clone()));
+    if let Ok(json) = serde_json::to_string(&events) {
+        if let Err(e) = store.set_session_events(route.id, &json).await {
+            tracing::warn!(session = route.id, error = %e, "recording a session's events failed");
+        }
+    }
     last.events = events;
     route.set_progress(last);
     host.remove(user, dir).await;

@@ -33,6 +33,8 @@ pub struct SessionRecord {
     pub ready_at: Option<i64>,
     pub ended_at: Option<i64>,
     pub last_activity: Option<i64>,
+    /// The event log as JSON (`[{at, message}]`), written when it ended.
+    pub events: Option<String>,
 }
 
 /// A session about to be submitted.
@@ -49,7 +51,7 @@ pub struct NewSession<'a> {
 
 const COLUMNS: &str = "id, user_name, name, kind, environment, job_id, gpu_kind, gpu_type, \
     gpu_count, logdir, socket_dir, secret, state, end_reason, message, created_at, ready_at, \
-    ended_at, last_activity";
+    ended_at, last_activity, events";
 
 /// The `gpu_kind`, `gpu_type` and `gpu_count` columns of a GPU request.
 fn gpu_columns(gpus: Option<&GpuRequest>) -> (Option<&'static str>, Option<&str>, i64) {
@@ -109,6 +111,7 @@ fn from_row(row: &AnyRow) -> Result<SessionRecord> {
         ready_at: opt_i64(row, "ready_at")?,
         ended_at: opt_i64(row, "ended_at")?,
         last_activity: opt_i64(row, "last_activity")?,
+        events: row.try_get("events")?,
     })
 }
 
@@ -227,6 +230,17 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    /// Keep a session's event log (JSON, bounded by the caller) once it has ended.
+    #[tracing::instrument(skip_all, fields(id), err)]
+    pub async fn set_session_events(&self, id: i64, events: &str) -> Result<()> {
+        sqlx::query("UPDATE sessions SET events = $2 WHERE id = $1")
+            .bind(id)
+            .bind(events)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Record why a session is being stopped, before its job is cancelled.

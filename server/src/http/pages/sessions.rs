@@ -293,7 +293,12 @@ pub async fn new_form(
             kind.clone()
         },
         kind,
-        gpus: "1".into(),
+        // No GPUs at all: the form asks for none rather than one it cannot have.
+        gpus: if state.sessions.gpu_offer().await.total == Some(0) {
+            "0".into()
+        } else {
+            "1".into()
+        },
         hours: state.sessions.config().default_hours.to_string(),
         logdir: q.logdir.unwrap_or_default(),
         ..Default::default()
@@ -512,6 +517,33 @@ pub(super) mod tests {
             html.contains("id=\"session-failure\" role=\"alert\" hidden"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn the_start_form_carries_the_chosen_apps_fields() {
+        use actix_web::FromRequest;
+        let (req, mut payload) = actix_web::test::TestRequest::post()
+            .insert_header((header::CONTENT_TYPE, "application/x-www-form-urlencoded"))
+            .set_payload(
+                "csrf=c&kind=crashes&name=again&gpus=1&hours=2&logdir=\
+                 &f.crashes.note=from+the+form&f.crashes.cores=2&f.other.note=no",
+            )
+            .to_http_parts();
+        let form = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(web::Form::<StartForm>::from_request(&req, &mut payload))
+            .expect("form")
+            .into_inner();
+        assert_eq!(form.kind, "crashes");
+        assert_eq!(form.name, "again");
+        let values = form.values_of("crashes");
+        assert_eq!(
+            values.get("note").map(String::as_str),
+            Some("from the form")
+        );
+        assert_eq!(values.get("cores").map(String::as_str), Some("2"));
+        assert_eq!(values.len(), 2);
     }
 
     #[test]
