@@ -377,7 +377,10 @@ async fn doctor(path: Option<&std::path::Path>, json: bool) -> anyhow::Result<()
 /// caller), as `services::audit::command_line_actor` words it.
 fn cli_actor() -> String {
     let uid = nix::unistd::getuid();
-    let name = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name);
+    let name = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name);
     crate::services::audit::command_line_actor(
         std::env::var("SUDO_USER").ok().as_deref(),
         uid.as_raw(),

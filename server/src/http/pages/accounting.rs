@@ -314,7 +314,11 @@ mod tests {
         assert!(html.contains("<strong>2.5</strong> GPU-hours"), "{html}");
         assert!(html.contains("<td>2.5</td>"), "{html}");
         assert!(html.contains("<th scope=\"col\">GPU-hours</th>"), "{html}");
-        assert_eq!(html.matches("<div class=\"table-wrap\">").count(), 2);
+        assert_eq!(
+            html.matches("<div class=\"table-wrap\" tabindex=\"0\" role=\"region\"")
+                .count(),
+            2
+        );
         assert!(html.contains("&#60;train&#62;"), "{html}");
         assert!(!html.contains("<train>"), "{html}");
         assert!(html.contains("ml&#34;team"), "{html}");

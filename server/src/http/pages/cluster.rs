@@ -299,7 +299,11 @@ pub(super) mod tests {
         assert!(!html.contains("<script>x"), "{html}");
         assert!(html.contains("fan &#60;broken&#62;"), "{html}");
         assert!(html.contains("MIXED 1 (node1)"), "{html}");
-        assert_eq!(html.matches("<div class=\"table-wrap\">").count(), 3);
+        assert_eq!(
+            html.matches("<div class=\"table-wrap\" tabindex=\"0\" role=\"region\"")
+                .count(),
+            3
+        );
         assert!(html.contains("<th scope=\"col\">Partition</th>"), "{html}");
     }
 

@@ -11,7 +11,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::{query_value, render, MessagePage, Nav};
+use super::{query_value, render, MessagePage, Nav, Section};
 use crate::auth::Scope;
 use crate::http::api::benchmarks::query_pairs;
 use crate::http::api::files::download_response;
@@ -111,7 +111,7 @@ pub async fn show(
         Err(e) => return refused(e),
     };
     let mut page = FilesPage {
-        nav: Nav::of(&me),
+        nav: Nav::of(&me).at(Section::Files),
         roots,
         listing: None,
         error: None,

@@ -35,7 +35,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/rows", web::get().to(jobs::queue::rows))
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
-        .route("/jobs/{id}/resubmit", web::post().to(jobs::detail::resubmit))
+        .route(
+            "/jobs/{id}/resubmit",
+            web::post().to(jobs::detail::resubmit),
+        )
         .route("/files", web::get().to(files::show))
         .route("/files/download", web::get().to(files::download))
         .route("/cluster", web::get().to(cluster::show))

@@ -355,6 +355,9 @@ mod tests {
             html.contains("<time datetime=\"2026-01-02T03:04:05Z\""),
             "{html}"
         );
-        assert!(html.contains("<div class=\"table-wrap\">"), "{html}");
+        assert!(
+            html.contains("<div class=\"table-wrap\" tabindex=\"0\" role=\"region\""),
+            "{html}"
+        );
     }
 }

@@ -155,7 +155,10 @@ mod tests {
             html.contains("<time datetime=\"2026-01-02T03:04:05Z\""),
             "{html}"
         );
-        assert!(html.contains("<div class=\"table-wrap\">"), "{html}");
+        assert!(
+            html.contains("<div class=\"table-wrap\" tabindex=\"0\" role=\"region\""),
+            "{html}"
+        );
         for section in [
             "users", "groups", "quotas", "jobs", "sessions", "nodes", "audit",
         ] {

@@ -541,7 +541,11 @@ mod tests {
         assert!(html.contains("id=\"hint-max_gpus\""), "{html}");
         assert!(html.contains(">Applies to<"), "{html}");
         assert!(!html.contains("<code>max_gpus</code>"), "{html}");
-        assert_eq!(html.matches("<div class=\"table-wrap\">").count(), 1);
+        assert_eq!(
+            html.matches("<div class=\"table-wrap\" tabindex=\"0\" role=\"region\"")
+                .count(),
+            1
+        );
         assert!(html.contains("<option value=\"user\" selected"), "{html}");
     }
 
