@@ -187,6 +187,8 @@ pub async fn browser() -> anyhow::Result<Browser> {
             "binary": chromium,
             "args": chromium_args(&profile),
         },
+        // The console's messages, for tests that check a page logs no error.
+        "goog:loggingPrefs": { "browser": "ALL" },
     });
     let serde_json::Value::Object(caps) = caps else {
         anyhow::bail!("capabilities must be a JSON object");

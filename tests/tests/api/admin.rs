@@ -512,7 +512,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     let (status, html) = create("two").await;
     assert_eq!(status, 400, "{html}");
     assert!(
-        html.contains("max_gpus: &#34;two&#34; is not a whole number"),
+        html.contains("Most GPUs at once: &#34;two&#34; is not a whole number"),
         "{html}"
     );
     assert!(html.contains("name=\"max_gpus\" value=\"two\""), "{html}");
@@ -538,7 +538,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     )
     .await;
     assert_eq!(status, 400, "{html}");
-    assert!(html.contains("limits.max_job_hours:"), "{html}");
+    assert!(html.contains("Longest job (hours): must be"), "{html}");
     let (status, _) = post_form(app, &admin, &edit, &[("csrf", &csrf), ("max_gpus", "3")]).await;
     assert_eq!(status, 303);
     let (_, quota) = api(

@@ -182,6 +182,19 @@ async fn resubmit_runs_the_same_script_again_for_its_owner_only() {
         .await
         .expect("post");
     assert_eq!(res.status(), 404);
+    // Nor can an administrator, who sees the job: it would run as alice.
+    c.app.add_user("boss", PASSWORD, true);
+    let boss = c.app.login("boss", PASSWORD).await;
+    let (status, _) = page(&c, &boss, &format!("/jobs/{first}")).await;
+    assert_eq!(status, 200);
+    let token = csrf(&c, &boss).await;
+    let res = boss
+        .post(c.app.url(&format!("/jobs/{first}/resubmit")))
+        .form(&[("csrf", token.as_str())])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), 404);
 
     let alice_web = c.app.login("alice", PASSWORD).await;
     let (_, show) = page(&c, &alice_web, &format!("/jobs/{first}")).await;
