@@ -106,7 +106,16 @@ fn modules() -> Vec<(Module, String)> {
         .filter(|f| !f.ends_with("tests.rs") && !f.components().any(|c| c.as_os_str() == "tests"))
         .map(|f| {
             let text = std::fs::read_to_string(&f).expect("read source");
-            let text = match text.find("#[cfg(test)]\nmod tests") {
+            // A module's tests (`mod tests`, `pub(super) mod tests`) are not its
+            // dependencies.
+            let cut = [
+                "#[cfg(test)]\nmod tests",
+                "#[cfg(test)]\npub(super) mod tests",
+            ]
+            .iter()
+            .filter_map(|marker| text.find(marker))
+            .min();
+            let text = match cut {
                 Some(i) => text[..i].to_string(),
                 None => text,
             };

@@ -206,7 +206,7 @@ fn field_value(f: &FieldConfig, given: Option<&str>) -> Result<String, String> {
             })
         }
         "select" => {
-            if f.options.iter().any(|o| *o == given) {
+            if f.options.contains(&given) {
                 Ok(given)
             } else {
                 Err(format!(

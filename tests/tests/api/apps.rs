@@ -375,7 +375,9 @@ async fn an_app_that_exits_at_once_is_an_error_with_its_log_and_its_values_stay_
         )
         .await;
     let started: Value = res.json().await.expect("json");
-    let id = started["id"].as_i64().expect(&started.to_string());
+    let id = started["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{started}"));
     let events = c.follow(&alice, id, |_| false).await;
     let last = events.last().expect("events");
     assert_eq!(last["state"], "ended", "{events:?}");

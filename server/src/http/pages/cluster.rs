@@ -1,5 +1,5 @@
 //! `GET /cluster`: partitions and nodes as `sinfo` shows them, the GPU map
-//! ([`super::gpu_map`]: every slice free, used by whom, drained or absent, with a
+//! ([`crate::http::gpu_map`]: every slice free, used by whom, drained or absent, with a
 //! legend, refreshed in place by `gpu-map.js`), and the first pending jobs with
 //! their reasons (the rest are counted: a page never grows with the whole queue).
 //!
@@ -11,10 +11,10 @@ use actix_web::{web, HttpResponse};
 use askama::Template;
 use scheduler::{JobState, JobView, NodeState, SliceUsage, SqueueFilter};
 
-use super::gpu_map::{gpu_map_for, GpuMap};
 use super::{render, Nav};
 use crate::auth::Scope;
 use crate::http::authn::PageUser;
+use crate::http::gpu_map::{gpu_map_for, GpuMap};
 use crate::http::{ApiError, AppState};
 
 #[derive(Template)]
@@ -173,8 +173,8 @@ fn pending_rows(jobs: &[JobView], may_open: &dyn Fn(&str) -> bool) -> Vec<Pendin
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::http::pages::gpu_map::tests::{cluster, jobs, slurm_nodes, status};
-    use crate::http::pages::gpu_map::{gpu_map, shares, slurm_gpu_map, type_counts};
+    use crate::http::gpu_map::tests::{cluster, jobs, slurm_nodes, status};
+    use crate::http::gpu_map::{gpu_map, shares, slurm_gpu_map, type_counts};
     use crate::http::pages::tests::nav;
 
     /// A drained node's row for render tests.

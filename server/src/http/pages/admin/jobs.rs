@@ -60,7 +60,7 @@ pub async fn show(
 ) -> Result<HttpResponse, ApiError> {
     let query = match read_query(&query) {
         Ok(q) => q,
-        Err(response) => return Ok(response),
+        Err(response) => return Ok(*response),
     };
     jobs_page(&state, &admin.0, None, StatusCode::OK, query).await
 }
@@ -73,7 +73,7 @@ pub async fn rows(
 ) -> Result<HttpResponse, ApiError> {
     let query = match read_query(&query) {
         Ok(q) => q,
-        Err(response) => return Ok(response),
+        Err(response) => return Ok(*response),
     };
     let lists = lists(&state, &admin.0, true, RECENT, "/admin/jobs", &query).await?;
     render(&RowsFragment { lists }, StatusCode::OK)
@@ -100,7 +100,7 @@ pub async fn cancel(
         Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
             let query = match read_query(&[]) {
                 Ok(q) => q,
-                Err(response) => return Ok(response),
+                Err(response) => return Ok(*response),
             };
             jobs_page(&state, &admin, Some(m), StatusCode::CONFLICT, query).await
         }

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::auth::Principal;
+use crate::http::gpu_map::{gpu_map_for, GpuMap};
 use crate::http::pages::cluster::{node_row, NodeRow};
-use crate::http::pages::gpu_map::{gpu_map_for, GpuMap};
 use crate::http::pages::{not_found_page, render, Nav};
 use crate::http::{ApiError, AppState};
 

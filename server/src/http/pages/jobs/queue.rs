@@ -59,8 +59,8 @@ pub struct ListQuery {
 }
 
 /// The filters and page of a job list's query string; a 400 page naming the field
-/// when one cannot be read.
-pub fn read_query(pairs: &[(String, String)]) -> Result<ListQuery, HttpResponse> {
+/// when one cannot be read (boxed: a response is large beside the query).
+pub fn read_query(pairs: &[(String, String)]) -> Result<ListQuery, Box<HttpResponse>> {
     let form = FilterForm::from_pairs(pairs);
     let page = crate::http::pages::query_value(pairs, "page");
     let page = if page.is_empty() {
@@ -69,10 +69,10 @@ pub fn read_query(pairs: &[(String, String)]) -> Result<ListQuery, HttpResponse>
         match page.parse::<usize>() {
             Ok(n) if n >= 1 => Some(n),
             _ => {
-                return Err(bad_filter(&BadFilter {
+                return Err(Box::new(bad_filter(&BadFilter {
                     field: "page",
                     message: "The page must be a number from 1.".into(),
-                }))
+                })))
             }
         }
     };
@@ -82,7 +82,7 @@ pub fn read_query(pairs: &[(String, String)]) -> Result<ListQuery, HttpResponse>
             filter,
             page: PageQuery { page },
         }),
-        Err(bad) => Err(bad_filter(&bad)),
+        Err(bad) => Err(Box::new(bad_filter(&bad))),
     }
 }
 
@@ -146,7 +146,7 @@ pub async fn show(
     me.require(Scope::Read)?;
     let query = match read_query(&query) {
         Ok(q) => q,
-        Err(response) => return Ok(response),
+        Err(response) => return Ok(*response),
     };
     let lists = lists(&state, &me, false, RECENT, "/jobs", &query).await?;
     render(
@@ -172,7 +172,7 @@ pub async fn rows(
     me.require(Scope::Read)?;
     let query = match read_query(&query) {
         Ok(q) => q,
-        Err(response) => return Ok(response),
+        Err(response) => return Ok(*response),
     };
     let lists = lists(&state, &me, false, RECENT, "/jobs", &query).await?;
     render(&RowsFragment { lists }, StatusCode::OK)

@@ -88,7 +88,7 @@ impl GpuShare {
 pub fn memory_text(mb: u64) -> String {
     if mb >= 1024 {
         let gb = mb as f64 / 1024.0;
-        if mb % 1024 == 0 {
+        if mb.is_multiple_of(1024) {
             format!("{} GB", mb / 1024)
         } else {
             format!("{gb:.1} GB")
