@@ -169,7 +169,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     };
     // The kernel's account of every process the job waited for: the trampoline has
     // been reaped, nothing else was started yet.
-    let (mut cpu_seconds, mut max_rss) = usage::children_usage();
+    let (mut cpu_seconds, mut max_rss, mut storage_read) = usage::children_usage();
     // Nothing of the job outlives it.
     remove_container(&spec).await;
     let _ = killpg(group, Signal::SIGKILL);
@@ -179,8 +179,12 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
         // The cgroup's, before it goes.
         cpu_seconds = cpu_seconds.max(c.cpu_seconds);
         max_rss = max_rss.max(c.peak_bytes.unwrap_or(c.memory_bytes));
+        storage_read = storage_read.max(c.read_bytes.unwrap_or(0));
     }
     usage.finish(crate::util::now_ms(), cpu_seconds, max_rss);
+    if usage.read_source.is_some() {
+        usage.finish_reads(storage_read);
+    }
     if let Err(e) = write_private(
         &dir.join(usage::USAGE_FILE),
         &serde_json::to_vec(&usage)?,
@@ -226,17 +230,33 @@ async fn usage_sample(
     gpus: &[u32],
     migs: &[usage::MigSlice],
 ) -> usage::Sample {
-    let (cpu_seconds, rss_bytes) = match cgroup.and_then(usage::cgroup_usage) {
+    let p = processes.sample(true);
+    let counters = cgroup.and_then(usage::cgroup_usage);
+    let (cpu_seconds, rss_bytes) = match counters {
         Some(c) => (c.cpu_seconds, c.memory_bytes),
-        None => {
-            let p = processes.sample(true);
-            (p.cpu_ticks as f64 / CLOCK_TICKS_PER_SECOND, p.rss_kb * 1024)
-        }
+        None => (p.cpu_ticks as f64 / CLOCK_TICKS_PER_SECOND, p.rss_kb * 1024),
     };
+    // Each process's I/O accounting sees every read call; the cgroup's io.stat, where
+    // there is one, also the storage reads of processes that ended between samples.
+    let read = processes.read_io().map(|(chars, bytes)| {
+        match counters.and_then(|c| c.read_bytes) {
+            Some(cgroup_bytes) => usage::ReadSample {
+                chars,
+                bytes: bytes.max(cgroup_bytes),
+                source: "read calls: /proc/PID/io of the job's processes; storage: the job's cgroup (io.stat)",
+            },
+            None => usage::ReadSample {
+                chars,
+                bytes,
+                source: "/proc/PID/io of the job's processes (rchar: read calls; read_bytes: storage)",
+            },
+        }
+    });
     usage::Sample {
         at_ms: crate::util::now_ms(),
         cpu_seconds,
         rss_bytes,
+        read,
         gpus: [
             usage::gpu_samples(gpus).await,
             usage::mig_samples(migs).await,
@@ -296,7 +316,14 @@ struct ProcessSampler {
     others: std::collections::HashSet<u32>,
     samples: u32,
     walks: u32,
+    /// The latest `/proc/PID/io` (`rchar`, `read_bytes`) of each process of the job
+    /// seen, by (pid, start time): an ended process keeps its last reading.
+    io: std::collections::HashMap<(u32, u64), (u64, u64)>,
 }
+
+/// The most processes whose I/O readings are kept apart; beyond, the ended ones are
+/// summed into one.
+const MAX_IO_KEPT: usize = 4096;
 
 /// Every so many walks, the other processes are read again (a pid reused since).
 const RECHECK_EVERY: u32 = 12;
@@ -320,7 +347,43 @@ impl ProcessSampler {
             others: Default::default(),
             samples: 0,
             walks: 0,
+            io: Default::default(),
         }
+    }
+
+    /// Read `/proc/PID/io` of the job's processes known from the last look; the
+    /// totals over every process seen so far (`rchar`, `read_bytes`), `None` when no
+    /// process's could be read (no I/O accounting in this kernel).
+    fn read_io(&mut self) -> Option<(u64, u64)> {
+        for &(pid, start) in &self.known {
+            if let Some(io) = std::fs::read_to_string(format!("/proc/{pid}/io"))
+                .ok()
+                .and_then(|t| usage::proc_io(&t))
+            {
+                let seen = self.io.entry((pid, start)).or_default();
+                *seen = (seen.0.max(io.0), seen.1.max(io.1));
+            }
+        }
+        // Bounded: a job that starts many short processes keeps their sum only.
+        if self.io.len() > MAX_IO_KEPT {
+            let alive: std::collections::HashSet<(u32, u64)> = self.known.iter().copied().collect();
+            let (mut chars, mut bytes) = (0, 0);
+            self.io.retain(|key, v| {
+                if alive.contains(key) {
+                    return true;
+                }
+                chars += v.0;
+                bytes += v.1;
+                false
+            });
+            let ended = self.io.entry((0, 0)).or_default();
+            *ended = (ended.0 + chars, ended.1 + bytes);
+        }
+        (!self.io.is_empty()).then(|| {
+            self.io
+                .values()
+                .fold((0, 0), |(c, b), &(ci, bi)| (c + ci, b + bi))
+        })
     }
 
     /// The job's processes now, from a walk of `/proc` (see [`ProcessSampler`]).

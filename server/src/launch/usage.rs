@@ -1,7 +1,9 @@
 //! A step's resource use over its run, as its supervisor samples it every
 //! `usage_interval_secs` (Slurm's `JobAcctGatherFrequency`) into `usage.json` in the
 //! step directory: CPU time and resident memory of the job's processes (or of its
-//! cgroup), and the utilisation and memory of its GPUs from `nvidia-smi`. What is
+//! cgroup), what they read (every `read` call's bytes, page cache included, and what
+//! reached the storage below, from each process's I/O accounting or the cgroup's
+//! `io.stat`), and the utilisation and memory of its GPUs from `nvidia-smi`. What is
 //! kept is compact: totals over the whole run, one summary per GPU, and a series of
 //! at most [`MAX_POINTS`] points (when it is full, neighbours are merged and the
 //! interval doubles, so a week-long job keeps the shape of its whole run).
@@ -43,6 +45,17 @@ pub struct Usage {
     /// no utilisation of an instance).
     pub gpus: Vec<GpuUsage>,
     pub points: Vec<UsagePoint>,
+    /// Bytes the job's processes read through `read` calls, page cache included
+    /// (`/proc/PID/io`'s `rchar`, summed over every process seen).
+    #[serde(default)]
+    pub read_chars: u64,
+    /// Bytes the job caused to be read from storage (`read_bytes`, or the cgroup's
+    /// `io.stat` `rbytes`): reads the page cache did not answer.
+    #[serde(default)]
+    pub read_bytes: u64,
+    /// Where the read figures come from, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_source: Option<String>,
     /// The step is over: these are the final figures.
     #[serde(default)]
     pub complete: bool,
@@ -87,6 +100,9 @@ pub struct UsagePoint {
     /// Memory used on the job's GPUs, MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_mib: Option<u32>,
+    /// MB/s (10^6 bytes) read through `read` calls since the point before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_mb_s: Option<f32>,
 }
 
 /// What one sample read.
@@ -97,6 +113,35 @@ pub struct Sample {
     pub cpu_seconds: f64,
     pub rss_bytes: u64,
     pub gpus: Vec<GpuSample>,
+    /// What the job has read so far, where it could be read.
+    pub read: Option<ReadSample>,
+}
+
+/// What a job has read so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadSample {
+    /// Through `read` calls, page cache included.
+    pub chars: u64,
+    /// From storage.
+    pub bytes: u64,
+    /// Where these come from, in words.
+    pub source: &'static str,
+}
+
+/// How fast a job read while it was reading.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReadRate {
+    /// MB/s (10^6 bytes) through `read` calls, over the points where it read.
+    pub mb_per_s: f64,
+    /// The share of those bytes that came from storage rather than the page cache
+    /// (0 to 1).
+    pub from_storage: f64,
+    /// Seconds over which it read.
+    pub seconds: f64,
+    /// The samples it read in.
+    pub points: usize,
+    /// Where the figures come from, in words.
+    pub source: String,
 }
 
 /// One GPU as `nvidia-smi` shows it now.
@@ -168,12 +213,20 @@ impl Usage {
         }
         let gpu = (!utilisation.is_empty())
             .then(|| (utilisation.iter().sum::<u32>() / utilisation.len() as u32).min(100) as u8);
+        let read_mb_s = sample.read.as_ref().map(|r| {
+            let rate = r.chars.saturating_sub(self.read_chars) as f64 / dt / 1e6;
+            self.read_chars = self.read_chars.max(r.chars);
+            self.read_bytes = self.read_bytes.max(r.bytes);
+            self.read_source = Some(r.source.to_string());
+            rate as f32
+        });
         self.points.push(UsagePoint {
             t: ((sample.at_ms - self.started_at_ms).max(0) / 1000) as u32,
             cpu: cpu as f32,
             rss_mib: (sample.rss_bytes / MIB) as u32,
             gpu,
             gpu_mib: memory.map(|m| (m / MIB) as u32),
+            read_mb_s,
         });
         if self.points.len() > MAX_POINTS {
             self.fold();
@@ -196,6 +249,10 @@ impl Usage {
                         (x, y) => x.or(y),
                     },
                     gpu_mib: a.gpu_mib.max(b.gpu_mib),
+                    read_mb_s: match (a.read_mb_s, b.read_mb_s) {
+                        (Some(x), Some(y)) => Some((x + y) / 2.0),
+                        (x, y) => x.or(y),
+                    },
                 },
                 [a] => *a,
                 _ => UsagePoint::default(),
@@ -212,6 +269,42 @@ impl Usage {
         self.max_rss_bytes = self.max_rss_bytes.max(max_rss_bytes);
         self.sampled_at_ms = self.sampled_at_ms.max(at_ms);
         self.complete = true;
+    }
+
+    /// Take the storage reads the kernel counted for every process the job waited
+    /// for, where they are more than the samples saw.
+    pub fn finish_reads(&mut self, storage_bytes: u64) {
+        self.read_bytes = self.read_bytes.max(storage_bytes);
+    }
+
+    /// How fast the job read while it was reading: the mean rate of the points that
+    /// read at least a twentieth of the fastest one (start-up and the end, which
+    /// read little, left out); `None` when it read nothing.
+    pub fn read_rate(&self) -> Option<ReadRate> {
+        let source = self.read_source.clone()?;
+        let fastest = self
+            .points
+            .iter()
+            .filter_map(|p| p.read_mb_s)
+            .fold(0.0f32, f32::max);
+        if self.read_chars == 0 || fastest <= 0.0 {
+            return None;
+        }
+        let busy: Vec<f64> = self
+            .points
+            .iter()
+            .filter_map(|p| p.read_mb_s)
+            .filter(|&r| r >= fastest / 20.0)
+            .map(f64::from)
+            .collect();
+        let mb_per_s = busy.iter().sum::<f64>() / busy.len() as f64;
+        Some(ReadRate {
+            mb_per_s,
+            from_storage: (self.read_bytes as f64 / self.read_chars as f64).min(1.0),
+            seconds: busy.len() as f64 * f64::from(self.interval_secs),
+            points: busy.len(),
+            source,
+        })
     }
 
     /// Time the job's GPUs sat idle, summed over its GPUs.
@@ -435,6 +528,8 @@ pub(super) struct CgroupUsage {
     pub memory_bytes: u64,
     /// `memory.peak` (kernels from 5.19); `None` before.
     pub peak_bytes: Option<u64>,
+    /// `io.stat`'s `rbytes` over every device; `None` without the io controller.
+    pub read_bytes: Option<u64>,
 }
 
 pub(super) fn cgroup_usage(dir: &Path) -> Option<CgroupUsage> {
@@ -454,21 +549,44 @@ pub(super) fn cgroup_usage(dir: &Path) -> Option<CgroupUsage> {
         cpu_seconds: usec as f64 / 1e6,
         memory_bytes: number("memory.current").unwrap_or(0),
         peak_bytes: number("memory.peak"),
+        read_bytes: std::fs::read_to_string(dir.join("io.stat"))
+            .ok()
+            .map(|t| io_stat_read_bytes(&t)),
     })
+}
+
+/// The bytes read from every device in a cgroup's `io.stat` (`MAJ:MIN rbytes=N …`).
+fn io_stat_read_bytes(text: &str) -> u64 {
+    text.split_whitespace()
+        .filter_map(|field| field.strip_prefix("rbytes="))
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// `rchar` and `read_bytes` of a process's `/proc/PID/io`.
+pub(super) fn proc_io(text: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("rchar")?, field("read_bytes").unwrap_or(0)))
 }
 
 /// CPU time and largest resident set of every process the caller waited for (and
 /// those they waited for in turn): the kernel's account of a finished job.
-pub(super) fn children_usage() -> (f64, u64) {
+/// Also the bytes they read from storage (`ru_inblock`, in 512-byte blocks).
+pub(super) fn children_usage() -> (f64, u64, u64) {
     use nix::sys::resource::{getrusage, UsageWho};
     match getrusage(UsageWho::RUSAGE_CHILDREN) {
         Ok(r) => {
             let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
             let cpu = secs(r.user_time()) + secs(r.system_time());
             // `ru_maxrss` is in kilobytes on Linux.
-            (cpu, (r.max_rss().max(0) as u64) * 1024)
+            let read = (r.block_reads().max(0) as u64) * 512;
+            (cpu, (r.max_rss().max(0) as u64) * 1024, read)
         }
-        Err(_) => (0.0, 0),
+        Err(_) => (0.0, 0, 0),
     }
 }
 
@@ -491,7 +609,79 @@ mod tests {
                     memory_total_bytes: Some(80 * 1024 * MIB),
                 })
                 .collect(),
+            read: None,
         }
+    }
+
+    #[test]
+    fn reads_become_a_rate_over_the_time_the_job_read() {
+        let mut u = Usage::new(0, 1);
+        let mut at = |s: i64, chars: u64, bytes: u64| {
+            u.record(&Sample {
+                at_ms: s * 1000,
+                read: Some(ReadSample {
+                    chars,
+                    bytes,
+                    source: "/proc/PID/io",
+                }),
+                ..Default::default()
+            });
+        };
+        // Start-up reads a little, then 40 MB/s for 4 s, then nothing.
+        at(1, 100_000, 0);
+        for s in 2..=5 {
+            at(
+                s,
+                100_000 + (s as u64 - 1) * 40_000_000,
+                (s as u64 - 1) * 10_000_000,
+            );
+        }
+        at(6, 160_100_000, 40_000_000);
+        at(7, 160_100_000, 40_000_000);
+        let rate = u.read_rate().expect("a rate");
+        assert!((rate.mb_per_s - 40.0).abs() < 1e-6, "{rate:?}");
+        assert_eq!((rate.seconds, rate.points), (4.0, 4));
+        assert!((rate.from_storage - 0.25).abs() < 0.01, "{rate:?}");
+        assert_eq!(rate.source, "/proc/PID/io");
+        assert_eq!(u.read_chars, 160_100_000);
+        // The kernel's count at the end is taken where it is larger.
+        u.finish_reads(50_000_000);
+        assert_eq!(u.read_bytes, 50_000_000);
+        u.finish_reads(1);
+        assert_eq!(u.read_bytes, 50_000_000);
+        // Folding keeps the rate of a steady reader.
+        let mut steady = Usage::new(0, 1);
+        for s in 1..=(MAX_POINTS as i64 + 10) {
+            steady.record(&Sample {
+                at_ms: s * 1000,
+                read: Some(ReadSample {
+                    chars: s as u64 * 5_000_000,
+                    bytes: 0,
+                    source: "x",
+                }),
+                ..Default::default()
+            });
+        }
+        let rate = steady.read_rate().expect("rate");
+        assert!((rate.mb_per_s - 5.0).abs() < 0.1, "{rate:?}");
+        assert_eq!(rate.from_storage, 0.0);
+        // Nothing read: no rate.
+        assert_eq!(Usage::new(0, 1).read_rate(), None);
+    }
+
+    #[test]
+    fn proc_io_and_io_stat_are_read() {
+        let io = "rchar: 323934931\nwchar: 323929600\nsyscr: 632687\nsyscw: 632675\n\
+                  read_bytes: 4096\nwrite_bytes: 323932160\ncancelled_write_bytes: 0\n";
+        assert_eq!(proc_io(io), Some((323_934_931, 4096)));
+        assert_eq!(proc_io("wchar: 1\n"), None);
+        assert_eq!(
+            io_stat_read_bytes(
+                "8:16 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0\n\
+                 8:0 rbytes=90430464 wbytes=299008000 rios=8950 wios=1252 dbytes=50331648 dios=3021\n"
+            ),
+            91_889_664
+        );
     }
 
     #[test]

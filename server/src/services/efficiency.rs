@@ -304,6 +304,7 @@ mod tests {
             at_ms: 50_000,
             cpu_seconds: 100.0,
             rss_bytes: 256 << 20,
+            read: None,
             gpus: vec![GpuSample {
                 index: 0,
                 uuid: "GPU-1".into(),

@@ -564,6 +564,7 @@ mod tests {
                 at_ms: i * 30_000,
                 cpu_seconds: i as f64 * 30.0,
                 rss_bytes: 512 << 20,
+                read: None,
                 gpus: vec![crate::launch::usage::GpuSample {
                     index: 0,
                     utilization_percent: Some(util),
