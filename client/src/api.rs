@@ -354,6 +354,15 @@ impl Portal {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
+        let body = self.fetch(request).await?;
+        // An empty answer (204) reads as JSON's null.
+        let body: &[u8] = if body.is_empty() { b"null" } else { &body };
+        serde_json::from_slice(body)
+            .map_err(|e| CallError::local(format!("unexpected answer from the portal: {e}")))
+    }
+
+    /// Send `request` with the token; the body of a successful answer.
+    async fn fetch(&self, request: reqwest::RequestBuilder) -> Result<Vec<u8>, CallError> {
         let request = if self.job_token {
             request.header("Atrium-Job-Token", &self.token)
         } else {
@@ -381,10 +390,26 @@ impl Portal {
                 message: error_message(status.as_u16(), &String::from_utf8_lossy(&body)),
             });
         }
-        // An empty answer (204) reads as JSON's null.
-        let body: &[u8] = if body.is_empty() { b"null" } else { &body };
-        serde_json::from_slice(body)
-            .map_err(|e| CallError::local(format!("unexpected answer from the portal: {e}")))
+        Ok(body.to_vec())
+    }
+
+    /// `GET path` (below `/api/v1`), as JSON.
+    pub async fn get_json(&self, path: &str) -> Result<serde_json::Value, CallError> {
+        self.call(self.http.get(self.url(path))).await
+    }
+
+    /// `POST path` with a JSON body; the answer as JSON.
+    pub async fn post_json(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, CallError> {
+        self.call(self.http.post(self.url(path)).json(body)).await
+    }
+
+    /// `GET path` as bytes (an export: HTML, CSV).
+    pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>, CallError> {
+        self.fetch(self.http.get(self.url(path))).await
     }
 
     fn url(&self, path: &str) -> String {

@@ -11,6 +11,7 @@
 //! (`atrium::cli`) parses these commands' arguments and calls their `run`.
 
 pub mod api;
+pub mod campaign;
 pub mod format;
 pub mod sacct;
 pub mod sacct_fields;

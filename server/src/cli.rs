@@ -104,6 +104,8 @@ pub enum Command {
     Sacct(atrium_client::sacct::SacctArgs),
     /// What a job used of what it was given (like Slurm's seff, with its GPUs).
     Seff(atrium_client::seff::SeffArgs),
+    /// Benchmark campaigns: templates, submit a matrix, list, show, export a report.
+    Campaign(atrium_client::campaign::CampaignArgs),
     /// Inside a job: run tasks of a job step (like Slurm's srun).
     #[command(disable_help_flag = true)]
     Srun(atrium_client::srun::SrunArgs),
@@ -274,6 +276,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scancel(args) => atrium_client::scancel::run(args).await,
         Command::Sacct(args) => atrium_client::sacct::run(args).await,
         Command::Seff(args) => atrium_client::seff::run(args).await,
+        Command::Campaign(args) => atrium_client::campaign::run(args).await,
         Command::Srun(args) => atrium_client::srun::run(args).await,
         Command::Scontrol(args) => atrium_client::scontrol::run(args).await,
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,

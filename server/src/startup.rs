@@ -245,6 +245,7 @@ impl Application {
         let state = web::Data::new(AppState {
             accounts,
             benchmarks: crate::services::Benchmarks::new(store.clone()),
+            campaigns: crate::services::Campaigns::new(store.clone(), jobs.clone(), audit.clone()),
             nodes: crate::services::Nodes::new(scheduler.clone(), audit.clone()),
             usage: crate::services::Usage::new(store.clone()),
             files: crate::services::Files::new(

@@ -555,6 +555,8 @@ fn apply(
             })
         }
         "mem-per-gpu" => req.memory = Some(MemoryRequest::PerGpu(values::positive_memory_mb(v)?)),
+        // Slurm's `--gres=none`: no generic resource (over the script's own).
+        "gres" if v.eq_ignore_ascii_case("none") => req.gpus = None,
         "gres" => gpu(req, values::gres(v)?)?,
         "gpus" => gpu(req, values::gpus(v, GpuPer::Job)?)?,
         "gpus-per-node" => gpu(req, values::gpus(v, GpuPer::Node)?)?,

@@ -227,6 +227,8 @@ fn gres_forms() {
         (SliceKind::Shard, 4, GpuPer::Node)
     );
     assert_eq!(g("#SBATCH --gpus=3").per, GpuPer::Job);
+    // `--gres=none` takes back an earlier request, as Slurm's does.
+    assert_eq!(one("#SBATCH --gres=gpu:2\n#SBATCH --gres=none").gpus, None);
     assert_eq!(
         err("#SBATCH -N 1\n#SBATCH --gres=gpu:x:").to_string(),
         "line 3: --gres: expected gpu[:type]:count or shard:count, got \"gpu:x:\""

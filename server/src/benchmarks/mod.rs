@@ -1,9 +1,11 @@
 //! Benchmark outcomes: what a benchmark run measured, parsed from a job's output or
 //! posted through the API, kept beside the published reference results, and turned
-//! into sizing advice.
+//! into sizing advice; campaigns of runs planned from a template and a matrix, and
+//! their reports (`campaign`).
 //! Owns: the vocabulary of runs (suites, metrics and their units). Must not touch:
 //! HTTP, or how jobs run.
 
+pub mod campaign;
 pub mod chart;
 pub mod parse;
 pub mod recorder;

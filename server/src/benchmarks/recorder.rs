@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::parse;
-use super::RunSetup;
+use super::{names, Metric, RunSetup};
 use super::{Outcome, Suite};
+use crate::launch::usage::{ReadRate, Usage};
 use crate::sched::inventory::Inventory;
 use crate::store::benchmarks::{BenchmarkRun, LOCAL};
-use crate::store::{JobRecord, Store};
+use crate::store::{CampaignRun, JobRecord, Store};
 
 /// How often ended benchmark jobs are looked for.
 const EVERY: Duration = Duration::from_secs(2);
@@ -104,7 +105,11 @@ async fn record(
         Ok(Err(no)) => return format!("nothing recorded: {}", no.reason()),
         Err(e) => return format!("nothing recorded: the parser stopped ({e})"),
     };
-    let run = run_of(job, inventory, suite, outcome);
+    let mut run = run_of(job, inventory, suite, outcome);
+    let read = read_rate(store, job).await;
+    if let Some(rate) = &read {
+        add_storage_demand(&mut run, rate);
+    }
     let headline = run
         .metrics
         .first()
@@ -114,11 +119,100 @@ async fn record(
         .create_benchmark_run(&run, crate::util::now_ms())
         .await
     {
-        Ok(r) => format!("recorded as benchmark run {}{headline}", r.id),
+        Ok(r) => {
+            link_to_campaign(store, job, r.id, read.as_ref()).await;
+            format!("recorded as benchmark run {}{headline}", r.id)
+        }
         Err(e) => {
             tracing::warn!(job = job.id, error = %e, "recording a benchmark run failed");
             format!("nothing recorded: the run could not be stored ({e})")
         }
+    }
+}
+
+/// The fewest sample intervals a job must have read over for its rate to count as its
+/// storage demand: a program's start-up (its imports) reads in one burst.
+const MIN_READING_POINTS: usize = 3;
+
+/// How fast the job read while it read, from its supervisor's samples.
+async fn read_rate(store: &Store, job: &JobRecord) -> Option<ReadRate> {
+    let row = match store.job_usage(job.id, job.task).await {
+        Ok(row) => row?,
+        Err(e) => {
+            tracing::warn!(job = job.id, error = %e, "reading a benchmark job's usage failed");
+            return None;
+        }
+    };
+    serde_json::from_str::<Usage>(&row.series).ok()?.read_rate()
+}
+
+/// Record what a training job read as its storage demand (`storage_mb_per_s`, all its
+/// GPUs together), where its own output does not say, it read for long enough, and
+/// its data was not made in memory; the run's notes say how it was measured.
+fn add_storage_demand(run: &mut BenchmarkRun, rate: &ReadRate) {
+    let synthetic = run
+        .setup
+        .dataset
+        .as_deref()
+        .is_some_and(|d| d.eq_ignore_ascii_case("synthetic"));
+    if synthetic
+        || run.setup.suite == Suite::Fio.name()
+        || run
+            .metrics
+            .iter()
+            .any(|m| m.name == names::STORAGE_MB_PER_S)
+        || rate.points < MIN_READING_POINTS
+    {
+        return;
+    }
+    run.metrics.push(Metric {
+        name: names::STORAGE_MB_PER_S.into(),
+        value: (rate.mb_per_s * 100.0).round() / 100.0,
+        unit: "MB/s".into(),
+    });
+    run.metrics.sort_by(|a, b| a.name.cmp(&b.name));
+    let notes = run.notes.get_or_insert_with(String::new);
+    notes.push_str(&format!(
+        "; storage_mb_per_s measured by atrium over the {:.0} s the job read ({:.0} % of it from \
+         storage, the rest from the page cache; {})",
+        rate.seconds,
+        rate.from_storage * 100.0,
+        rate.source
+    ));
+}
+
+/// When the job is a task of a campaign, link its run to the campaign's point.
+async fn link_to_campaign(store: &Store, job: &JobRecord, run_id: i64, read: Option<&ReadRate>) {
+    let link = match store.campaign_job(job.id).await {
+        Ok(Some(link)) => link,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(job = job.id, error = %e, "looking up a job's campaign failed");
+            return;
+        }
+    };
+    let tasks: Vec<(i64, i64, i64)> = serde_json::from_str(&link.tasks).unwrap_or_default();
+    let Some(&(task, point, repetition)) = tasks.iter().find(|t| t.0 == job.task.max(0)) else {
+        return;
+    };
+    let duration_s = job
+        .start_time
+        .zip(job.end_time)
+        .map(|(s, e)| (e - s).max(0) as f64 / 1000.0);
+    let run = CampaignRun {
+        run_id,
+        campaign_id: link.campaign_id,
+        point,
+        repetition,
+        job_id: job.id,
+        task,
+        read_mb_per_s: read.map(|r| r.mb_per_s),
+        read_from_storage: read.map(|r| r.from_storage),
+        read_source: read.map(|r| r.source.clone()),
+        duration_s,
+    };
+    if let Err(e) = store.record_campaign_run(&run).await {
+        tracing::warn!(job = job.id, error = %e, "linking a run to its campaign failed");
     }
 }
 

@@ -24,6 +24,9 @@ pub enum ApiError {
         field: &'static str,
         message: String,
     },
+    /// One field of the request, named as it was nested (`matrix.params.BATCH`).
+    #[error("{message}")]
+    InvalidPath { field: String, message: String },
     /// Directives of a script were refused: `field` and `message` as for
     /// [`ApiError::InvalidField`] (the first, then the others), and every one by
     /// its line in `errors`.
@@ -110,9 +113,10 @@ impl ApiError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            Self::BadRequest(_) | Self::InvalidField { .. } | Self::InvalidLines { .. } => {
-                "bad_request"
-            }
+            Self::BadRequest(_)
+            | Self::InvalidField { .. }
+            | Self::InvalidPath { .. }
+            | Self::InvalidLines { .. } => "bad_request",
             Self::Unauthorized | Self::LoginRequired { .. } => "unauthorized",
             Self::InvalidCredentials => "invalid_credentials",
             Self::Forbidden(_) => "forbidden",
@@ -135,9 +139,10 @@ impl ApiError {
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_) | Self::InvalidField { .. } | Self::InvalidLines { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::BadRequest(_)
+            | Self::InvalidField { .. }
+            | Self::InvalidPath { .. }
+            | Self::InvalidLines { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::QuotaExceeded(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
@@ -194,6 +199,7 @@ impl ResponseError for ApiError {
         };
         let field = match self {
             Self::InvalidField { field, .. } | Self::InvalidLines { field, .. } => Some(*field),
+            Self::InvalidPath { field, .. } => Some(field.as_str()),
             _ => None,
         };
         let errors = match self {
@@ -227,6 +233,7 @@ impl From<crate::services::ServiceError> for ApiError {
         match e {
             E::BadRequest(m) => Self::BadRequest(m),
             E::Invalid { field, message } => Self::InvalidField { field, message },
+            E::InvalidPath { field, message } => Self::InvalidPath { field, message },
             E::InvalidLines {
                 field,
                 message,

@@ -8,6 +8,7 @@ pub mod api;
 mod assets;
 pub mod authn;
 pub mod error;
+pub(crate) mod gpu_map;
 mod health;
 pub mod observe;
 pub mod pages;
@@ -50,6 +51,8 @@ pub struct AppState {
     pub jobs: crate::services::Jobs,
     pub accounts: crate::services::Accounts,
     pub benchmarks: crate::services::Benchmarks,
+    /// Benchmark campaigns.
+    pub campaigns: crate::services::Campaigns,
     pub nodes: crate::services::Nodes,
     pub usage: crate::services::Usage,
     /// The Files app.

@@ -15,6 +15,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod benchmarks;
+pub mod campaigns;
 pub mod efficiency;
 pub mod files;
 pub mod job_steps;
@@ -28,6 +29,7 @@ pub mod usage;
 pub use accounts::Accounts;
 pub use audit::Audit;
 pub use benchmarks::Benchmarks;
+pub use campaigns::Campaigns;
 pub use files::Files;
 pub use jobs::Jobs;
 pub use nodes::Nodes;
@@ -51,6 +53,9 @@ pub enum ServiceError {
         field: &'static str,
         message: String,
     },
+    /// One field of the request, named as it was nested (`matrix.params.BATCH`).
+    #[error("{message}")]
+    InvalidPath { field: String, message: String },
     /// Directives of a script were refused: every one, by its line.
     #[error("{message}")]
     InvalidLines {

@@ -290,6 +290,24 @@ impl Store {
         Ok(records)
     }
 
+    /// The runs with these ids (those that exist), with their metrics.
+    pub async fn benchmark_runs_with_ids(&self, ids: &[i64]) -> Result<Vec<BenchmarkRecord>> {
+        let mut records = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(METRIC_CHUNK) {
+            let mut sql = Sql::default();
+            let args: Vec<String> = chunk.iter().map(|&id| sql.arg(Arg::Int(id))).collect();
+            let text = format!(
+                "SELECT {COLUMNS} FROM benchmark_runs r WHERE r.id IN ({}) ORDER BY r.id",
+                args.join(", ")
+            );
+            for row in sql.bind(&text).fetch_all(&self.pool).await? {
+                records.push(record(&row)?);
+            }
+        }
+        self.load_metrics(&mut records).await?;
+        Ok(records)
+    }
+
     /// Fill in the metrics of `records`, in name order.
     async fn load_metrics(&self, records: &mut [BenchmarkRecord]) -> Result<()> {
         for chunk in records.chunks_mut(METRIC_CHUNK) {

@@ -7,6 +7,7 @@
 mod accounting;
 mod audit;
 pub mod benchmarks;
+mod campaigns;
 mod interactive;
 mod jobs;
 mod logins;
@@ -32,6 +33,7 @@ pub use accounting::{
 };
 pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use benchmarks::{BenchmarkFilter, BenchmarkRecord, BenchmarkRun, BenchmarkSort};
+pub use campaigns::{CampaignJob, CampaignProgress, CampaignRecord, CampaignRun, NewCampaign};
 pub use interactive::{NewSession, SessionRecord};
 pub use jobs::{
     job_id, JobChange, JobFilter, JobMetaRow, JobRecord, JobStart, SchedulerLog, StoredSnapshot,

@@ -9,6 +9,7 @@ mod apps;
 mod backup;
 mod benchmarks;
 mod browser;
+mod campaigns;
 mod cli;
 mod compat;
 mod deploy;

@@ -97,6 +97,7 @@ struct Data {
     benchmark: i64,
     quota: i64,
     user: String,
+    campaign: i64,
 }
 
 /// `route` with each `{parameter}` filled from `data` by the segment before it;
@@ -116,6 +117,7 @@ fn instance(route: &str, data: &Data) -> Option<String> {
                 "benchmarks" => data.benchmark.to_string(),
                 "quotas" => data.quota.to_string(),
                 "users" => data.user.clone(),
+                "campaigns" => data.campaign.to_string(),
                 "nodes" => "head".to_string(),
                 _ => panic!(
                     "the page test has no value for {segment} in {route}: add one in pages.rs's instance()"
@@ -400,6 +402,19 @@ async fn scene() -> Scene {
         .await
         .expect("job state");
     }
+    // A campaign of two points, each a job that prints its figure.
+    let res = api(
+        reqwest::Method::POST,
+        "/api/v1/campaigns",
+        json!({"template": "tiny", "name": "two points",
+               "script": "#!/bin/bash\n#ATRIUM --benchmark=custom\n#CAMPAIGN --param N=1\necho \"ATRIUM_METRIC images_per_sec=$((100 * N)) unit=images/s\"\n",
+               "matrix": {"gpus": [0], "params": {"N": ["1", "2"]}}}),
+    )
+    .await
+    .expect("campaign");
+    assert_eq!(res.status(), 201);
+    let campaign: Value = res.json().await.expect("json");
+    let campaign = campaign["id"].as_i64().expect("campaign id");
     let session = match venv {
         Some(_) => {
             let (s, _) = c
@@ -441,6 +456,7 @@ async fn scene() -> Scene {
             benchmark,
             quota: quota["id"].as_i64().expect("quota id"),
             user: "alice".into(),
+            campaign,
         },
         c,
         admin_password,

@@ -4,6 +4,7 @@ pub mod accounting;
 pub mod audit;
 pub mod benchmark_charts;
 pub mod benchmarks;
+pub mod campaigns;
 mod cluster;
 pub mod files;
 pub mod groups;
@@ -75,10 +76,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/apps", web::get().to(sessions::apps))
         .route("/partitions", web::get().to(cluster::partitions))
         .route("/nodes", web::get().to(cluster::nodes))
-        .route(
-            "/cluster/gpus",
-            web::get().to(crate::http::pages::gpu_map::json),
-        )
+        .route("/cluster/gpus", web::get().to(crate::http::gpu_map::json))
         .route("/accounting", web::get().to(accounting::get))
         .route("/accounting/chart.svg", web::get().to(accounting::chart))
         .route("/benchmarks", web::post().to(benchmarks::create))
@@ -97,6 +95,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .route("/benchmarks/{id}", web::get().to(benchmarks::get))
         .route("/benchmarks/{id}", web::delete().to(benchmarks::delete))
+        .route("/campaigns", web::get().to(campaigns::list))
+        .route("/campaigns", web::post().to(campaigns::create))
+        .route("/campaigns/templates", web::get().to(campaigns::templates))
+        .route("/campaigns/estimate", web::post().to(campaigns::estimate))
+        .route("/campaigns/{id}", web::get().to(campaigns::get))
+        .route(
+            "/campaigns/{id}/report.html",
+            web::get().to(campaigns::report_html),
+        )
+        .route(
+            "/campaigns/{id}/report.csv",
+            web::get().to(campaigns::report_csv),
+        )
         .route("/sizing", web::get().to(sizing::get))
         .route("/openapi.json", web::get().to(openapi))
         .default_service(web::to(|| async {
@@ -121,7 +132,9 @@ pub use crate::util::rfc3339;
           files::upload_status, files::upload_piece, files::complete_upload,
           sessions::list_running, accounting::get, accounting::chart, benchmarks::create,
           benchmarks::list, benchmarks::get, benchmarks::delete, benchmark_charts::scaling,
-          benchmark_charts::storage, sizing::get, sizing::reference_rows),
+          benchmark_charts::storage, sizing::get, sizing::reference_rows,
+          campaigns::templates, campaigns::estimate, campaigns::create, campaigns::list,
+          campaigns::get, campaigns::report_html, campaigns::report_csv),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::DryRun, jobs::JobInfo, jobs::JobList, jobs::Done,
                        jobs::Efficiency, jobs::GpuEfficiency, jobs::Series, jobs::SeriesPoint, jobs::IdleGpus,
                        job_steps::StartStep, job_steps::EndStep, job_steps::StepInfo,
@@ -143,7 +156,10 @@ pub use crate::util::rfc3339;
                        crate::benchmarks::RunSetup, benchmarks::RunInfo,
                        benchmarks::RunList, sizing::SizingRows, crate::benchmarks::reference::SizingRow,
                        crate::benchmarks::sizing::Advice, crate::benchmarks::sizing::Figure,
-                       crate::benchmarks::sizing::NodesNeeded, crate::benchmarks::sizing::GpusFed)),
+                       crate::benchmarks::sizing::NodesNeeded, crate::benchmarks::sizing::GpusFed,
+                       campaigns::TemplateList, campaigns::CampaignList, campaigns::TemplateInfo,
+                       campaigns::Estimate, campaigns::NewCampaignBody, campaigns::CampaignInfo,
+                       campaigns::CampaignReport)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

@@ -3,9 +3,9 @@
 mod accounting;
 mod admin;
 mod benchmarks;
+mod campaigns;
 mod cluster;
 mod files;
-pub(crate) mod gpu_map;
 mod home;
 mod jobs;
 mod login;
@@ -43,6 +43,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/files/download", web::get().to(files::download))
         .route("/cluster", web::get().to(cluster::show))
         .route("/accounting", web::get().to(accounting::show))
+        .route("/campaigns", web::get().to(campaigns::list))
+        .route("/campaigns", web::post().to(campaigns::create))
+        .route("/campaigns/{id}", web::get().to(campaigns::show))
         .route("/benchmarks", web::get().to(benchmarks::list))
         .route("/benchmarks/{id}", web::get().to(benchmarks::show))
         .route(
