@@ -109,6 +109,8 @@ pub fn body(args: &SubmitArgs) -> Result<Value, SlurmError> {
     let mut body = json!({
         "template": args.template,
         "matrix": {"gpus": gpus, "params": params, "repetitions": args.repetitions},
+        // As sbatch does, the jobs get the submitting shell's environment.
+        "environment": super::sbatch::job_environment(std::env::vars_os()),
     });
     if let Some(name) = &args.name {
         body["name"] = json!(name);

@@ -50,6 +50,10 @@ pub struct NewCampaignBody {
     pub name: Option<String>,
     #[schema(value_type = Object)]
     pub matrix: MatrixSpec,
+    /// Environment given to every job (as `sbatch` exports the submitter's; `atrium
+    /// campaign submit` sends its own), bounded as a job's.
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
 }
 
 /// A template as offered.
@@ -278,7 +282,14 @@ impl Campaigns {
         let mut submitted: Vec<i64> = Vec::new();
         for job in &plan.jobs {
             let result = self
-                .submit_array(caller, id, &template, job, submitted.last())
+                .submit_array(
+                    caller,
+                    id,
+                    &template,
+                    job,
+                    &body.environment,
+                    submitted.last(),
+                )
                 .await;
             match result {
                 Ok(job_id) => submitted.push(job_id),
@@ -326,6 +337,7 @@ impl Campaigns {
         campaign: i64,
         template: &Template,
         job: &campaign::PlannedJob,
+        environment: &BTreeMap<String, String>,
         previous: Option<&i64>,
     ) -> Result<i64, ServiceError> {
         let mut options = BTreeMap::new();
@@ -346,7 +358,7 @@ impl Campaigns {
                 serde_json::json!(format!("afterany:{before}")),
             );
         }
-        let mut environment = BTreeMap::new();
+        let mut environment = environment.clone();
         environment.insert("ATRIUM_CAMPAIGN".to_string(), campaign.to_string());
         let id = self
             .jobs

@@ -8,7 +8,7 @@
 # BATCH per GPU (default 64; 8 on the CPU), STEPS (default 100; 5 on the CPU),
 # PRECISION fp32 or fp16 (default fp16 on GPUs). DATA_DIR: a folder of images, one
 # folder per class (ImageNet's layout), read from storage instead of synthetic
-# images: the run then also reports the storage throughput it needed. The #CAMPAIGN
+# images: atrium then measures what it read (MB/s per GPU, for sizing). The #CAMPAIGN
 # lines make it a campaign template: these variables are its parameters.
 #SBATCH --job-name=resnet50-synthetic
 #SBATCH --gres=gpu:1
@@ -22,7 +22,7 @@
 
 set -euo pipefail
 python3 - <<'PY'
-import os, random, time
+import os, time
 import torch
 
 try:
@@ -59,8 +59,6 @@ if data_dir:
                                          drop_last=True, persistent_workers=True)
     if len(images) < total:
         raise SystemExit(f"{data_dir} holds {len(images)} images, fewer than one batch ({total})")
-    sample = random.sample(images.samples, min(1000, len(images.samples)))
-    mean_bytes = sum(os.path.getsize(path) for path, _ in sample) / max(len(sample), 1)
 
     def batches():
         while True:
@@ -103,7 +101,4 @@ print(f"{steps} steps of {total} images on {max(gpus, 1)} x {name}: {rate:.1f} i
 print(f"ATRIUM_RUN model=resnet50 framework=pytorch precision={'fp16' if use_amp else 'fp32'} "
       f"batch_size={batch} gpus={gpus} dataset={dataset}")
 print(f"ATRIUM_METRIC images_per_sec={rate:.2f} unit=images/s")
-if data_dir:
-    # Estimated: images/sec × the mean size of up to 1,000 of the files.
-    print(f"ATRIUM_METRIC storage_mb_per_s={rate * mean_bytes / 1e6:.2f} unit=MB/s")
 PY

@@ -178,6 +178,7 @@ fn body_of(pairs: &FormPairs) -> Result<NewCampaignBody, String> {
             params,
             repetitions,
         },
+        environment: BTreeMap::new(),
     })
 }
 
