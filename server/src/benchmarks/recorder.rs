@@ -106,7 +106,11 @@ async fn record(
         Err(e) => return format!("nothing recorded: the parser stopped ({e})"),
     };
     let mut run = run_of(job, inventory, suite, outcome);
-    let read = read_rate(store, job).await;
+    // What it read counts as its storage demand only when it read its data for long
+    // enough, not made in memory (a synthetic run reads its imports and nothing else).
+    let read = read_rate(store, job)
+        .await
+        .filter(|rate| is_storage_demand(&run, rate));
     if let Some(rate) = &read {
         add_storage_demand(&mut run, rate);
     }
@@ -146,25 +150,27 @@ async fn read_rate(store: &Store, job: &JobRecord) -> Option<ReadRate> {
     serde_json::from_str::<Usage>(&row.series).ok()?.read_rate()
 }
 
-/// Record what a training job read as its storage demand (`storage_mb_per_s`, all its
-/// GPUs together), where its own output does not say, it read for long enough, and
-/// its data was not made in memory; the run's notes say how it was measured.
-fn add_storage_demand(run: &mut BenchmarkRun, rate: &ReadRate) {
+/// Whether what a job read is the storage its run demands: it read for long enough,
+/// its data was not made in memory, it is no storage benchmark (fio measures the
+/// storage itself) and its own output does not give the figure.
+fn is_storage_demand(run: &BenchmarkRun, rate: &ReadRate) -> bool {
     let synthetic = run
         .setup
         .dataset
         .as_deref()
         .is_some_and(|d| d.eq_ignore_ascii_case("synthetic"));
-    if synthetic
-        || run.setup.suite == Suite::Fio.name()
-        || run
+    !synthetic
+        && run.setup.suite != Suite::Fio.name()
+        && !run
             .metrics
             .iter()
             .any(|m| m.name == names::STORAGE_MB_PER_S)
-        || rate.points < MIN_READING_POINTS
-    {
-        return;
-    }
+        && rate.points >= MIN_READING_POINTS
+}
+
+/// Record what a training job read as its storage demand (`storage_mb_per_s`, all its
+/// GPUs together); the run's notes say how it was measured.
+fn add_storage_demand(run: &mut BenchmarkRun, rate: &ReadRate) {
     run.metrics.push(Metric {
         name: names::STORAGE_MB_PER_S.into(),
         value: (rate.mb_per_s * 100.0).round() / 100.0,
@@ -268,5 +274,68 @@ fn job_display(job: &JobRecord) -> String {
         format!("{}_{}", job.id, job.task)
     } else {
         job.id.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rate(points: usize) -> ReadRate {
+        ReadRate {
+            mb_per_s: 80.0,
+            from_storage: 0.5,
+            seconds: points as f64 * 5.0,
+            points,
+            source: "/proc/PID/io".into(),
+        }
+    }
+
+    fn run(suite: &str, dataset: Option<&str>) -> BenchmarkRun {
+        BenchmarkRun {
+            setup: RunSetup {
+                suite: suite.into(),
+                dataset: dataset.map(str::to_string),
+                gpus: 1,
+                nodes: 1,
+                ..Default::default()
+            },
+            metrics: vec![Metric {
+                name: names::IMAGES_PER_SEC.into(),
+                value: 1000.0,
+                unit: "images/s".into(),
+            }],
+            notes: Some("recorded from job 7".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn what_a_training_job_read_is_its_storage_demand_only_when_it_read_its_data() {
+        let mut training = run("custom", Some("imagenet"));
+        assert!(is_storage_demand(&training, &rate(3)));
+        // A start-up burst, data made in memory, fio: not a demand.
+        assert!(!is_storage_demand(&training, &rate(2)));
+        assert!(!is_storage_demand(
+            &run("custom", Some("synthetic")),
+            &rate(10)
+        ));
+        assert!(!is_storage_demand(&run("fio", None), &rate(10)));
+        add_storage_demand(&mut training, &rate(3));
+        let demand = training
+            .metrics
+            .iter()
+            .find(|m| m.name == names::STORAGE_MB_PER_S);
+        assert_eq!(demand.map(|m| m.value), Some(80.0));
+        assert!(
+            training
+                .notes
+                .as_deref()
+                .is_some_and(|n| n.contains("50 % of it from storage")),
+            "{:?}",
+            training.notes
+        );
+        // Its own figure stands.
+        assert!(!is_storage_demand(&training, &rate(10)));
     }
 }
