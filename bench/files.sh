@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Benchmark: the Files app's upload and download throughput through the portal, against
+# `cp` of the same file on the same disk, in one run.
+#
+#   upload:   the file sent as the page sends it: PUT /api/v1/files/upload?path=&offset=
+#             pieces of CHUNK_MB (one curl process, one connection, `-T piece URL` per
+#             piece, the pieces split off beforehand as a browser slices a File), then
+#             POST /api/v1/files/upload/complete. Each piece is opened as the user by
+#             `atrium files` (a process through the privilege boundary) and streamed to
+#             disk by the portal.
+#   download: GET /api/v1/files/download?path= with curl into a file.
+#   cp:       `cp SRC DST` of the same file in the same directory tree.
+#
+# Median of RUNS runs each, in MiB/s, and the ratios to cp. Nothing is synced or dropped
+# from the page cache (no `sync`, no drop_caches): the source is read from the cache by
+# all three, and all three leave their writes in the cache for the kernel to flush; the
+# machine has enough memory to hold every file of the run. The result is checked
+# byte for byte (cmp) after each run, outside the timing.
+#
+#   bench/files.sh
+#
+# Sizes (environment): SIZE_MB=1024, CHUNK_MB=64, RUNS=5.
+#
+# Runs as root (the portal acts as a user made for the run, uid 20950). Builds
+# target/release/atrium unless BENCH_ATRIUM_BIN=path names a binary. Everything listens
+# on 127.0.0.1 and lives in a temporary directory below BENCH_DIR (default /var/tmp, a
+# disk, not tmpfs), removed at exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib/common.sh
+repo=$(pwd)
+
+case "${1:-}" in
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    "") ;;
+    *) echo "files.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
+esac
+
+SIZE_MB=${SIZE_MB:-1024}
+CHUNK_MB=${CHUNK_MB:-64}
+RUNS=${RUNS:-5}
+BENCH_UID=20950
+
+die() { echo "files.sh: $*" >&2; exit 1; }
+[[ "$(id -u)" -eq 0 ]] || die "must run as root (the portal switches to the run's user)"
+command -v curl >/dev/null || die "curl is missing"
+
+work=$(mktemp -d -p "${BENCH_DIR:-/var/tmp}" atrium-files-bench-XXXXXX)
+chmod 0711 "$work"
+atrium_pid=""
+cleanup() {
+    if [[ -n "$atrium_pid" ]]; then
+        kill "$atrium_pid" 2>/dev/null || true
+        wait "$atrium_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [[ -n "${BENCH_ATRIUM_BIN:-}" ]]; then
+    bin=$(realpath "$BENCH_ATRIUM_BIN")
+else
+    echo "== building target/release/atrium" >&2
+    cargo build --release --locked -p atrium >/dev/null 2>&1 || die "cargo build --release -p atrium failed"
+    bin="$repo/target/release/atrium"
+fi
+
+mkdir -p "$work/atrium" "$work/home" "$work/src" "$work/pieces"
+home="$work/home/bench"
+mkdir -m 0700 "$home" && chown "$BENCH_UID:$BENCH_UID" "$home"
+cat >"$work/atrium/atrium.toml" <<TOML
+listen = "127.0.0.1:0"
+data_dir = "$work/atrium/data"
+[log]
+filter = "warn"
+[accounts]
+home_root = "$work/home"
+[storage]
+max_upload_chunk_mb = $CHUNK_MB
+TOML
+conf=(--config "$work/atrium/atrium.toml")
+env -u ATRIUM_CONFIG "$bin" "${conf[@]}" user add bench --uid "$BENCH_UID" --gid "$BENCH_UID" --home "$home" \
+    <<<"bench-password-of-some-length" >/dev/null || die "user add failed"
+env -u ATRIUM_CONFIG "$bin" "${conf[@]}" serve >"$work/atrium/out" 2>"$work/atrium/err" &
+atrium_pid=$!
+listening() { grep -q "listening on" "$work/atrium/out" 2>/dev/null || ! kill -0 "$atrium_pid" 2>/dev/null; }
+wait_until 30 listening || true
+base=$(sed -n 's/^atrium: listening on //p' "$work/atrium/out")
+[[ -n "$base" ]] || { tail -n 20 "$work/atrium/err" >&2; die "atrium did not start"; }
+
+jar="$work/atrium/jar"
+csrf=$(curl -sf -c "$jar" -H 'content-type: application/json' \
+    -d '{"username":"bench","password":"bench-password-of-some-length"}' "$base/api/v1/login" \
+    | sed -n 's/.*"csrf_token": *"\([^"]*\)".*/\1/p') || die "login failed"
+token=$(curl -sf -b "$jar" -H "x-csrf-token: $csrf" -H 'content-type: application/json' \
+    -d '{"name":"bench","scopes":["read","jobs"]}' "$base/api/v1/tokens" \
+    | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p') || die "could not create a token"
+[[ "$token" == atr_* ]] || die "could not create a token"
+auth="Authorization: Bearer $token"
+
+echo "== $SIZE_MB MiB of random data, pieces of $CHUNK_MB MiB, $RUNS runs; load $(loadavg)" >&2
+src="$work/src/data.bin"
+head -c "$((SIZE_MB << 20))" /dev/urandom >"$src"
+chmod 0644 "$src"
+split -b "$((CHUNK_MB << 20))" -d -a 4 "$src" "$work/pieces/p."
+size=$(stat -c %s "$src")
+# The curl arguments of an upload to $1: one `-T piece URL` per piece, in order.
+upload_args() {
+    local piece offset=0
+    for piece in "$work"/pieces/p.*; do
+        printf '%s\n' -T "$piece" "$base/api/v1/files/upload?path=$1&offset=$offset"
+        offset=$((offset + $(stat -c %s "$piece")))
+    done
+}
+now() { date +%s.%N; }
+rate() { awk -v mb="$SIZE_MB" -v s="$1" 'BEGIN { printf "%.1f", mb / s }'; }
+
+cp_s=() up_s=() down_s=()
+for run in $(seq "$RUNS"); do
+    t0=$(now); cp "$src" "$work/src/copy.bin"; t1=$(now)
+    cp_s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+    cmp -s "$src" "$work/src/copy.bin" || die "cp made a different file"
+    rm -f "$work/src/copy.bin"
+
+    target="$home/up-$run.bin"
+    mapfile -t args < <(upload_args "$target")
+    t0=$(now)
+    curl -sf -H "$auth" -H 'content-type: application/octet-stream' -H 'Expect:' "${args[@]}" >/dev/null \
+        || die "upload failed"
+    curl -sf -H "$auth" -H 'content-type: application/json' \
+        -d "{\"path\":\"$target\",\"size\":$size}" "$base/api/v1/files/upload/complete" -o /dev/null \
+        || die "completing the upload failed"
+    t1=$(now)
+    up_s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+    cmp -s "$src" "$target" || die "the upload made a different file"
+    [[ "$(stat -c %u "$target")" == "$BENCH_UID" ]] || die "the upload is not the user's"
+
+    t0=$(now)
+    curl -sf -H "$auth" -o "$work/src/down.bin" "$base/api/v1/files/download?path=$target" \
+        || die "download failed"
+    t1=$(now)
+    down_s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+    cmp -s "$src" "$work/src/down.bin" || die "the download differs"
+    rm -f "$work/src/down.bin" "$target"
+    echo "   run $run: cp $(rate "${cp_s[-1]}") MiB/s, upload $(rate "${up_s[-1]}") MiB/s, download $(rate "${down_s[-1]}") MiB/s" >&2
+done
+
+cp_med=$(printf '%s\n' "${cp_s[@]}" | median)
+up_med=$(printf '%s\n' "${up_s[@]}" | median)
+down_med=$(printf '%s\n' "${down_s[@]}" | median)
+echo "== load after: $(loadavg)" >&2
+printf '%-10s %10s %10s %8s\n' what seconds MiB/s "of cp"
+printf '%-10s %10.3f %10s %8s\n' cp "$cp_med" "$(rate "$cp_med")" "100%"
+printf '%-10s %10.3f %10s %7.0f%%\n' upload "$up_med" "$(rate "$up_med")" "$(awk -v a="$cp_med" -v b="$up_med" 'BEGIN { print 100 * a / b }')"
+printf '%-10s %10.3f %10s %7.0f%%\n' download "$down_med" "$(rate "$down_med")" "$(awk -v a="$cp_med" -v b="$down_med" 'BEGIN { print 100 * a / b }')"
