@@ -545,6 +545,9 @@ fn open_write(roots: &[Root], path: &Path, offset: u64) -> Result<(Answer, Owned
         ftruncate(&fd, offset).map_err(|e| failure(e, "path", path))?;
     }
     rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(|e| failure(e, "path", path))?;
+    // Positioned where the piece goes, for a writer that does not give the offset.
+    rustix::fs::seek(&fd, rustix::fs::SeekFrom::Start(offset))
+        .map_err(|e| failure(e, "path", path))?;
     Ok((
         Answer::Opened {
             path: dir.real.join(partial),

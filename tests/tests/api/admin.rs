@@ -761,7 +761,11 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
             .unwrap_or_else(|| panic!("{action} not in the CSV: {csv}"));
         assert!(line.contains("before"), "{line}");
     }
-    assert!(html.contains("{&#34;disabled&#34;:true}"), "{html}");
+    // Each change as fields before and after.
+    assert!(
+        html.contains("<dt>disabled</dt><dd><span class=\"was\">no</span> → <span class=\"now\">yes</span></dd>"),
+        "{html}"
+    );
     // Newest first: ann enabled again is the first row.
     let first = html.split("<tbody>").nth(1).unwrap_or("");
     assert!(

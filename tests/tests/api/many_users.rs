@@ -148,7 +148,7 @@ async fn two_hundred_directory_users_log_in_at_once_each_to_their_own_account() 
         .await
         .expect("html");
     assert!(
-        overview.contains("201 (1 administrators, 0 disabled)"),
+        overview.contains("201 (1 administrator, 0 disabled)"),
         "{overview}"
     );
 }
