@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::jobs::{JobAction, SubmitJob};
+use super::reasons::is_whole_gpu;
 use super::{Audit, Jobs, ServiceError};
 use crate::auth::Principal;
 use crate::benchmarks::campaign::{
@@ -185,7 +186,7 @@ impl Campaigns {
                 .map(|n| {
                     n.slices
                         .iter()
-                        .filter(|s| s.r#type != "shard" && !is_mig(&s.r#type))
+                        .filter(|s| is_whole_gpu(&s.r#type))
                         .map(|s| s.total)
                         .sum::<u32>()
                 })
@@ -416,23 +417,19 @@ impl Campaigns {
     }
 
     async fn info(&self, c: CampaignRecord) -> Result<CampaignInfo, ServiceError> {
-        let jobs = self
+        let jobs = self.job_ids(c.id).await?;
+        Ok(info_of(c, jobs))
+    }
+
+    /// The job arrays of campaign `id`, by id.
+    async fn job_ids(&self, id: i64) -> Result<Vec<i64>, ServiceError> {
+        Ok(self
             .store
-            .campaign_jobs(c.id)
+            .campaign_jobs(id)
             .await?
             .iter()
             .map(|j| j.job_id)
-            .collect();
-        Ok(CampaignInfo {
-            id: c.id,
-            name: c.name,
-            template: c.template,
-            title: c.title,
-            user: c.user_name,
-            created_at: rfc3339(c.created_at),
-            tasks: c.tasks,
-            jobs,
-        })
+            .collect())
     }
 
     /// Campaign `id`, if `caller` may see it.
@@ -508,16 +505,13 @@ impl Campaigns {
     }
 
     /// The report of campaign `c`, with the previous campaign it compares with.
-    async fn report_of(&self, c: &CampaignRecord) -> Result<(Report, Option<i64>), ServiceError> {
+    async fn report_of(
+        &self,
+        c: &CampaignRecord,
+        jobs: &[i64],
+    ) -> Result<(Report, Option<i64>), ServiceError> {
         let (points, runs) = self.points_and_runs(c).await?;
-        let jobs: Vec<i64> = self
-            .store
-            .campaign_jobs(c.id)
-            .await?
-            .iter()
-            .map(|j| j.job_id)
-            .collect();
-        let progress = self.store.campaign_progress(&jobs).await?;
+        let progress = self.store.campaign_progress(jobs).await?;
         let reference: Vec<BenchmarkRun> = self
             .store
             .benchmark_runs(&BenchmarkFilter {
@@ -531,26 +525,7 @@ impl Campaigns {
             .collect();
         let previous = self.previous(&c.user_name, &c.template, Some(c.id)).await?;
         let before = match &previous {
-            Some(p) => {
-                let (points, runs) = self.points_and_runs(p).await?;
-                let earlier = campaign::report(&ReportInput {
-                    suite: suite_of(&p.template_script, &p.template),
-                    points: &points,
-                    runs: &runs,
-                    jobs: Default::default(),
-                    reference: &[],
-                    sizing: &[],
-                    node_mb_per_s: None,
-                    previous: None,
-                });
-                Some(
-                    earlier
-                        .points
-                        .iter()
-                        .filter_map(|p| Some((p.key.clone(), p.median?)))
-                        .collect::<BTreeMap<_, _>>(),
-                )
-            }
+            Some(p) => Some(self.medians(p).await?),
             None => None,
         };
         let node_mb_per_s = self.measured_node_throughput(&c.user_name).await?;
@@ -571,6 +546,26 @@ impl Campaigns {
         Ok((report, previous.map(|p| p.id)))
     }
 
+    /// Each point's median of campaign `c`'s headline metric, by point key.
+    async fn medians(&self, c: &CampaignRecord) -> Result<BTreeMap<String, f64>, ServiceError> {
+        let (points, runs) = self.points_and_runs(c).await?;
+        let report = campaign::report(&ReportInput {
+            suite: suite_of(&c.template_script, &c.template),
+            points: &points,
+            runs: &runs,
+            jobs: Default::default(),
+            reference: &[],
+            sizing: &[],
+            node_mb_per_s: None,
+            previous: None,
+        });
+        Ok(report
+            .points
+            .into_iter()
+            .filter_map(|p| Some((p.key, p.median?)))
+            .collect())
+    }
+
     /// The read throughput of one storage node measured by the owner's latest fio
     /// campaign (its best point's median), if there is one.
     async fn measured_node_throughput(&self, user: &str) -> Result<Option<f64>, ServiceError> {
@@ -582,33 +577,17 @@ impl Campaigns {
         else {
             return Ok(None);
         };
-        let (points, runs) = self.points_and_runs(&fio).await?;
-        let report = campaign::report(&ReportInput {
-            suite: Some(crate::benchmarks::Suite::Fio),
-            points: &points,
-            runs: &runs,
-            jobs: Default::default(),
-            reference: &[],
-            sizing: &[],
-            node_mb_per_s: None,
-            previous: None,
-        });
-        Ok(report
-            .points
-            .iter()
-            .filter_map(|p| p.median)
-            .fold(None, |best: Option<f64>, m| {
-                Some(best.map_or(m, |b| b.max(m)))
-            }))
+        Ok(self.medians(&fio).await?.into_values().reduce(f64::max))
     }
 
     /// Campaign `id` with its report.
     pub async fn show(&self, caller: &Principal, id: i64) -> Result<CampaignReport, ServiceError> {
         let c = self.visible(caller, id).await?;
-        let (report, previous) = self.report_of(&c).await?;
+        let jobs = self.job_ids(c.id).await?;
+        let (report, previous) = self.report_of(&c, &jobs).await?;
         let matrix = serde_json::from_str(&c.matrix).unwrap_or(serde_json::Value::Null);
         Ok(CampaignReport {
-            campaign: self.info(c).await?,
+            campaign: info_of(c, jobs),
             matrix,
             previous,
             report,
@@ -632,15 +611,23 @@ impl Campaigns {
     }
 }
 
+/// A stored campaign as lists show it, with its job arrays.
+fn info_of(c: CampaignRecord, jobs: Vec<i64>) -> CampaignInfo {
+    CampaignInfo {
+        id: c.id,
+        name: c.name,
+        template: c.template,
+        title: c.title,
+        user: c.user_name,
+        created_at: rfc3339(c.created_at),
+        tasks: c.tasks,
+        jobs,
+    }
+}
+
 /// The suite a stored template's script marks (`#ATRIUM --benchmark=`).
 fn suite_of(script: &str, name: &str) -> Option<crate::benchmarks::Suite> {
     Template::parse(name, script).ok()?.suite()
-}
-
-/// A MIG profile's name (`1g.10gb`, `3g.40gb`).
-fn is_mig(kind: &str) -> bool {
-    kind.split_once("g.")
-        .is_some_and(|(g, mem)| g.parse::<u32>().is_ok() && mem.ends_with("gb"))
 }
 
 /// `text`, cut for a message.
@@ -661,9 +648,9 @@ mod tests {
 
     #[test]
     fn mig_profiles_are_told_from_gpu_types() {
-        assert!(is_mig("1g.10gb"));
-        assert!(is_mig("3g.40gb"));
-        assert!(!is_mig("a100-80gb"));
-        assert!(!is_mig("shard"));
+        assert!(!is_whole_gpu("1g.10gb"));
+        assert!(!is_whole_gpu("3g.40gb"));
+        assert!(is_whole_gpu("a100-80gb"));
+        assert!(!is_whole_gpu("shard"));
     }
 }

@@ -114,7 +114,7 @@ impl GpuAsk {
         } else if self.types.is_empty() {
             cluster
                 .iter()
-                .filter(|(t, _)| t.as_str() != "shard" && !is_mig(t))
+                .filter(|(t, _)| is_whole_gpu(t))
                 .map(|(_, c)| c)
                 .collect()
         } else {
@@ -148,6 +148,11 @@ fn split_types(t: &str) -> Vec<String> {
 /// A MIG profile (`1g.10gb`) rather than a GPU model (`a100`).
 fn is_mig(t: &str) -> bool {
     t.contains('.') && t.contains('g')
+}
+
+/// A slice type that is a whole GPU: neither a MIG profile nor a shard.
+pub(super) fn is_whole_gpu(t: &str) -> bool {
+    t != "shard" && !is_mig(t)
 }
 
 /// A GPU model as people write it (`a100` → `A100`); MIG profiles stay as they are.

@@ -272,15 +272,17 @@ impl Store {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut runs = Vec::with_capacity(links.len());
-        for chunk in links.chunks(CHUNK) {
-            let ids: Vec<i64> = chunk.iter().map(|l| l.run_id).collect();
-            runs.extend(self.benchmark_runs_with_ids(&ids).await?);
-        }
+        let ids: Vec<i64> = links.iter().map(|l| l.run_id).collect();
+        let mut runs: std::collections::HashMap<i64, BenchmarkRecord> = self
+            .benchmark_runs_with_ids(&ids)
+            .await?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
         Ok(links
             .into_iter()
             .filter_map(|l| {
-                let run = runs.iter().find(|r| r.id == l.run_id)?.clone();
+                let run = runs.remove(&l.run_id)?;
                 Some((l, run))
             })
             .collect())

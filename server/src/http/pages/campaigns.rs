@@ -13,7 +13,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse, ResponseError};
 use askama::Template;
 
-use super::{csrf_refused, not_found_page, render, Nav, Section};
+use super::{csrf_refused, not_found_page, query_value, render, Nav, Section};
 use crate::auth::{Principal, Scope};
 use crate::benchmarks::campaign::MatrixSpec;
 use crate::http::api::benchmarks::query_pairs;
@@ -61,14 +61,6 @@ impl ListPage {
 /// `repetitions`, `name`, `action` (`estimate` or `submit`), `csrf`.
 type FormPairs = Vec<(String, String)>;
 
-fn value<'a>(pairs: &'a FormPairs, name: &str) -> &'a str {
-    pairs
-        .iter()
-        .rev()
-        .find(|(k, _)| k == name)
-        .map_or("", |(_, v)| v.trim())
-}
-
 /// Comma-separated values, trimmed, empty ones dropped.
 fn values(text: &str) -> Vec<String> {
     text.split(',')
@@ -96,7 +88,7 @@ async fn list_page(
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let templates = state.campaigns.templates();
-    let Some(template) = chosen(&templates, value(pairs, "template")) else {
+    let Some(template) = chosen(&templates, &query_value(pairs, "template")) else {
         return not_found_page();
     };
     let posted = pairs.iter().any(|(k, _)| k == "action");
@@ -106,25 +98,25 @@ async fn list_page(
         .map(|p| ParamField {
             name: p.name.clone(),
             value: if posted {
-                value(pairs, &format!("p.{}", p.name)).to_string()
+                query_value(pairs, &format!("p.{}", p.name))
             } else {
                 p.default.clone()
             },
         })
         .collect();
     let gpus = if posted {
-        value(pairs, "gpus").to_string()
+        query_value(pairs, "gpus")
     } else {
         template.default_gpus.to_string()
     };
-    let repetitions = match value(pairs, "repetitions") {
+    let repetitions = match query_value(pairs, "repetitions").as_str() {
         "" => "3".to_string(),
         r => r.to_string(),
     };
     let page = ListPage {
         nav: Nav::of(me).at(Section::Benchmarks),
         campaigns: state.campaigns.list(me).await?,
-        name: value(pairs, "name").to_string(),
+        name: query_value(pairs, "name"),
         templates,
         template,
         gpus,
@@ -149,7 +141,7 @@ pub async fn list(
 
 /// The campaign the form asks for; a bad field names itself.
 fn body_of(pairs: &FormPairs) -> Result<NewCampaignBody, String> {
-    let gpus = values(value(pairs, "gpus"))
+    let gpus = values(&query_value(pairs, "gpus"))
         .iter()
         .map(|g| {
             g.parse::<u32>()
@@ -162,15 +154,15 @@ fn body_of(pairs: &FormPairs) -> Result<NewCampaignBody, String> {
             params.insert(name.to_string(), values(text));
         }
     }
-    let repetitions = match value(pairs, "repetitions") {
+    let repetitions = match query_value(pairs, "repetitions").as_str() {
         "" => 1,
         r => r
             .parse::<u32>()
             .map_err(|_| format!("Repetitions: {r:?} is not a whole number"))?,
     };
-    let name = value(pairs, "name");
+    let name = query_value(pairs, "name");
     Ok(NewCampaignBody {
-        template: value(pairs, "template").to_string(),
+        template: query_value(pairs, "template"),
         script: None,
         name: (!name.is_empty()).then(|| name.to_string()),
         matrix: MatrixSpec {
@@ -190,7 +182,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     let pairs = form.into_inner();
-    if !me.csrf_ok(Some(value(&pairs, "csrf"))) {
+    if !me.csrf_ok(Some(&query_value(&pairs, "csrf"))) {
         return csrf_refused();
     }
     me.require(Scope::Read)?;
@@ -208,7 +200,7 @@ pub async fn create(
             .await
         }
     };
-    let outcome = if value(&pairs, "action") == "submit" {
+    let outcome = if query_value(&pairs, "action") == "submit" {
         me.require(Scope::Jobs)?;
         state
             .campaigns
