@@ -15,6 +15,7 @@
 # Everything listens on 127.0.0.1 and lives in a temporary directory removed at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib/common.sh
 repo=$(pwd)
 
 out=${1:?usage: bench/campaign_gpu.sh OUT_DIR}
@@ -73,21 +74,14 @@ env -u ATRIUM_CONFIG "$bin" "${conf[@]}" user add bench --uid "$BENCH_UID" --gid
     <<<"bench-password-of-some-length" >/dev/null || die "user add failed"
 env -u ATRIUM_CONFIG "$bin" "${conf[@]}" serve >"$work/atrium/out" 2>"$work/atrium/err" &
 atrium_pid=$!
-for _ in $(seq 300); do
-    grep -q "listening on" "$work/atrium/out" 2>/dev/null && break
-    kill -0 "$atrium_pid" 2>/dev/null || break
-    sleep 0.1
-done
+listening() { grep -q "listening on" "$work/atrium/out" 2>/dev/null || ! kill -0 "$atrium_pid" 2>/dev/null; }
+wait_until 30 listening || true
 base=$(sed -n 's/^atrium: listening on //p' "$work/atrium/out")
 [[ -n "$base" ]] || { tail -n 20 "$work/atrium/err" >&2; die "atrium did not start"; }
 
 jar="$work/atrium/jar"
-csrf=$(curl -sf -c "$jar" -H 'content-type: application/json' \
-    -d '{"username":"bench","password":"bench-password-of-some-length"}' "$base/api/v1/login" \
-    | sed -n 's/.*"csrf_token": *"\([^"]*\)".*/\1/p') || die "login failed"
-token=$(curl -sf -b "$jar" -H "x-csrf-token: $csrf" -H 'content-type: application/json' \
-    -d '{"name":"bench","scopes":["read","jobs"]}' "$base/api/v1/tokens" \
-    | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p') || die "could not create a token"
+csrf=$(portal_login "$base" bench bench-password-of-some-length "$jar") || die "login failed"
+token=$(portal_token "$base" "$jar" "$csrf") || die "could not create a token"
 export ATRIUM_URL="$base" ATRIUM_TOKEN="$token"
 curl -sf -H "Authorization: Bearer $token" "$base/api/v1/cluster/gpus" >"$out/gpus.json" || true
 nvidia-smi -L >"$out/nvidia-smi.txt" 2>&1 || true

@@ -135,21 +135,9 @@ base=$(sed -n 's/^atrium: listening on //p' "$work/atrium/out")
 password=$(sed -n 's/^ *password: //p' "$work/atrium/out")
 [[ -n "$base" ]] || { tail -n 20 "$work/atrium/err" >&2; die "the portal did not start"; }
 
-# login NAME PASSWORD JAR: a browser login (JSON); prints the CSRF token.
-login() {
-    curl -sf -c "$3" -H 'content-type: application/json' \
-        -d "{\"username\":\"$1\",\"password\":\"$2\"}" "$base/api/v1/login" |
-        sed -n 's/.*"csrf_token": *"\([^"]*\)".*/\1/p'
-}
-# token JAR CSRF: a personal token with scopes read and jobs.
-token() {
-    curl -sf -b "$1" -H "x-csrf-token: $2" -H 'content-type: application/json' \
-        -d '{"name":"bench","scopes":["read","jobs"]}' "$base/api/v1/tokens" |
-        sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p'
-}
 jar="$work/atrium/jar"
-csrf=$(login admin "$password" "$jar") || die "login as admin failed"
-admin_token=$(token "$jar" "$csrf")
+csrf=$(portal_login "$base" admin "$password" "$jar") || die "login as admin failed"
+admin_token=$(portal_token "$base" "$jar" "$csrf")
 [[ "$admin_token" == atr_* ]] || die "could not create a token"
 auth="Authorization: Bearer $admin_token"
 
@@ -157,8 +145,8 @@ alice_password="bench-alice-$$-password"
 printf '%s\n' "$alice_password" | "${cli[@]}" user add alice --uid 20201 --gid 20201 \
     --home "$work/atrium/home/alice" >/dev/null 2>&1 || die "could not create user alice"
 alice_jar="$work/atrium/alice-jar"
-alice_csrf=$(login alice "$alice_password" "$alice_jar") || die "login as alice failed"
-alice_auth="Authorization: Bearer $(token "$alice_jar" "$alice_csrf")"
+alice_csrf=$(portal_login "$base" alice "$alice_password" "$alice_jar") || die "login as alice failed"
+alice_auth="Authorization: Bearer $(portal_token "$base" "$alice_jar" "$alice_csrf")"
 alice_cookie="Cookie: $(awk '$6 == "atrium_session" {print $6 "=" $7}' "$alice_jar")"
 [[ "$alice_cookie" == *atrium_session=* ]] || die "no session cookie for alice"
 

@@ -89,12 +89,8 @@ base=$(sed -n 's/^atrium: listening on //p' "$work/atrium/out")
 [[ -n "$base" ]] || { tail -n 20 "$work/atrium/err" >&2; die "atrium did not start"; }
 
 jar="$work/atrium/jar"
-csrf=$(curl -sf -c "$jar" -H 'content-type: application/json' \
-    -d '{"username":"bench","password":"bench-password-of-some-length"}' "$base/api/v1/login" \
-    | sed -n 's/.*"csrf_token": *"\([^"]*\)".*/\1/p') || die "login failed"
-token=$(curl -sf -b "$jar" -H "x-csrf-token: $csrf" -H 'content-type: application/json' \
-    -d '{"name":"bench","scopes":["read","jobs"]}' "$base/api/v1/tokens" \
-    | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p') || die "could not create a token"
+csrf=$(portal_login "$base" bench bench-password-of-some-length "$jar") || die "login failed"
+token=$(portal_token "$base" "$jar" "$csrf") || die "could not create a token"
 [[ "$token" == atr_* ]] || die "could not create a token"
 auth="Authorization: Bearer $token"
 

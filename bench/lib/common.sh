@@ -28,3 +28,19 @@ cpu_ticks() {
     done
     echo "$sum"
 }
+
+# portal_login BASE USER PASSWORD JAR: log in to the portal at BASE, keeping the cookie
+# in JAR; prints the CSRF token.
+portal_login() {
+    curl -sf -c "$4" -H 'content-type: application/json' \
+        -d "{\"username\":\"$2\",\"password\":\"$3\"}" "$1/api/v1/login" |
+        sed -n 's/.*"csrf_token": *"\([^"]*\)".*/\1/p'
+}
+
+# portal_token BASE JAR CSRF: a personal token with scopes read and jobs, for the user
+# logged in with JAR; prints its secret.
+portal_token() {
+    curl -sf -b "$2" -H "x-csrf-token: $3" -H 'content-type: application/json' \
+        -d '{"name":"bench","scopes":["read","jobs"]}' "$1/api/v1/tokens" |
+        sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p'
+}
