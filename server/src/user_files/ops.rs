@@ -345,6 +345,9 @@ pub fn perform(request: &Request) -> Result<(Answer, Option<OwnedFd>), Refusal> 
                 r.field = "path".into();
                 r
             })?;
+            // The pieces are on disk already (the portal syncs each); this makes the
+            // new name durable too before the upload is acknowledged.
+            rustix::fs::fsync(&dir.fd).map_err(|e| failure(e, "path", path))?;
             Ok((
                 Answer::Done {
                     path: dir.real.join(name),
