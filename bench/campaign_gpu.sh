@@ -72,16 +72,11 @@ TOML
 conf=(--config "$work/atrium/atrium.toml")
 env -u ATRIUM_CONFIG "$bin" "${conf[@]}" user add bench --uid "$BENCH_UID" --gid "$BENCH_UID" --home "$home" \
     <<<"bench-password-of-some-length" >/dev/null || die "user add failed"
-env -u ATRIUM_CONFIG "$bin" "${conf[@]}" serve >"$work/atrium/out" 2>"$work/atrium/err" &
-atrium_pid=$!
-listening() { grep -q "listening on" "$work/atrium/out" 2>/dev/null || ! kill -0 "$atrium_pid" 2>/dev/null; }
-wait_until 30 listening || true
-base=$(sed -n 's/^atrium: listening on //p' "$work/atrium/out")
-[[ -n "$base" ]] || { tail -n 20 "$work/atrium/err" >&2; die "atrium did not start"; }
+portal_serve "$work/atrium" 30 "$bin" "${conf[@]}" || die "atrium did not start"
+base=$portal_base
 
-jar="$work/atrium/jar"
-csrf=$(portal_login "$base" bench bench-password-of-some-length "$jar") || die "login failed"
-token=$(portal_token "$base" "$jar" "$csrf") || die "could not create a token"
+token=$(portal_bearer "$base" bench bench-password-of-some-length "$work/atrium/jar") \
+    || die "could not log in and create a token"
 export ATRIUM_URL="$base" ATRIUM_TOKEN="$token"
 curl -sf -H "Authorization: Bearer $token" "$base/api/v1/cluster/gpus" >"$out/gpus.json" || true
 nvidia-smi -L >"$out/nvidia-smi.txt" 2>&1 || true

@@ -123,30 +123,22 @@ COMMIT;
 ANALYZE;
 SQL
 
-start_portal() {
-    "${cli[@]}" serve >"$work/atrium/out" 2>>"$work/atrium/err" &
-    atrium_pid=$!
-}
-listening() { grep -q "listening on" "$work/atrium/out" 2>/dev/null || ! kill -0 "$atrium_pid" 2>/dev/null; }
 echo "== starting $bin serve" >&2
-start_portal
-wait_until 60 listening || true
-base=$(sed -n 's/^atrium: listening on //p' "$work/atrium/out")
+portal_serve "$work/atrium" 60 "${cli[@]}" || die "the portal did not start"
+base=$portal_base
 password=$(sed -n 's/^ *password: //p' "$work/atrium/out")
-[[ -n "$base" ]] || { tail -n 20 "$work/atrium/err" >&2; die "the portal did not start"; }
 
 jar="$work/atrium/jar"
-csrf=$(portal_login "$base" admin "$password" "$jar") || die "login as admin failed"
-admin_token=$(portal_token "$base" "$jar" "$csrf")
-[[ "$admin_token" == atr_* ]] || die "could not create a token"
+admin_token=$(portal_bearer "$base" admin "$password" "$jar") \
+    || die "could not log in as admin and create a token"
 auth="Authorization: Bearer $admin_token"
 
 alice_password="bench-alice-$$-password"
 printf '%s\n' "$alice_password" | "${cli[@]}" user add alice --uid 20201 --gid 20201 \
     --home "$work/atrium/home/alice" >/dev/null 2>&1 || die "could not create user alice"
 alice_jar="$work/atrium/alice-jar"
-alice_csrf=$(portal_login "$base" alice "$alice_password" "$alice_jar") || die "login as alice failed"
-alice_auth="Authorization: Bearer $(portal_token "$base" "$alice_jar" "$alice_csrf")"
+alice_token=$(portal_bearer "$base" alice "$alice_password" "$alice_jar") || die "login as alice failed"
+alice_auth="Authorization: Bearer $alice_token"
 alice_cookie="Cookie: $(awk '$6 == "atrium_session" {print $6 "=" $7}' "$alice_jar")"
 [[ "$alice_cookie" == *atrium_session=* ]] || die "no session cookie for alice"
 

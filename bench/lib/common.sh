@@ -6,6 +6,11 @@
 #                          until it succeeds; fail after SECONDS
 #   cpu_ticks PID...       user + system clock ticks (1/100 s) of these processes, summed
 #                          (those gone count nothing)
+#   portal_serve DIR SECONDS ATRIUM... start `ATRIUM... serve` (the binary and its
+#                          --config) in the background, output in DIR/out and DIR/err;
+#                          sets atrium_pid, then portal_base to the URL it listens on;
+#                          fails (the end of its log on stderr) if it does not in time
+#   portal_login, portal_token, portal_bearer: below
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -43,4 +48,26 @@ portal_token() {
     curl -sf -b "$2" -H "x-csrf-token: $3" -H 'content-type: application/json' \
         -d '{"name":"bench","scopes":["read","jobs"]}' "$1/api/v1/tokens" |
         sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p'
+}
+
+portal_serve() {
+    local dir=$1 limit=$2
+    shift 2
+    env -u ATRIUM_CONFIG "$@" serve >"$dir/out" 2>>"$dir/err" &
+    atrium_pid=$!
+    _portal_out=$dir/out
+    wait_until "$limit" _portal_listening || true
+    portal_base=$(sed -n 's/^atrium: listening on //p' "$dir/out")
+    [[ -n "$portal_base" ]] || { tail -n 20 "$dir/err" >&2; return 1; }
+}
+_portal_listening() { grep -q "listening on" "$_portal_out" 2>/dev/null || ! kill -0 "$atrium_pid" 2>/dev/null; }
+
+# portal_bearer BASE USER PASSWORD JAR: log in (the cookie in JAR) and print the secret
+# of a new personal token (portal_token's scopes); fails unless both work.
+portal_bearer() {
+    local csrf token
+    csrf=$(portal_login "$@") && [[ -n "$csrf" ]] || return 1
+    token=$(portal_token "$1" "$4" "$csrf") || return 1
+    [[ "$token" == atr_* ]] || return 1
+    echo "$token"
 }
