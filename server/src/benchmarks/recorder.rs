@@ -108,9 +108,13 @@ async fn record(
     let mut run = run_of(job, inventory, suite, outcome);
     // What it read counts as its storage demand only when it read its data for long
     // enough, not made in memory (a synthetic run reads its imports and nothing else).
-    let read = read_rate(store, job)
-        .await
-        .filter(|rate| is_storage_demand(&run, rate));
+    // The job's samples are read only for a run that may be one.
+    let read = match may_demand_storage(&run) {
+        true => read_rate(store, job)
+            .await
+            .filter(|rate| is_storage_demand(&run, rate)),
+        false => None,
+    };
     if let Some(rate) = &read {
         add_storage_demand(&mut run, rate);
     }
@@ -154,6 +158,11 @@ async fn read_rate(store: &Store, job: &JobRecord) -> Option<ReadRate> {
 /// its data was not made in memory, it is no storage benchmark (fio measures the
 /// storage itself) and its own output does not give the figure.
 fn is_storage_demand(run: &BenchmarkRun, rate: &ReadRate) -> bool {
+    may_demand_storage(run) && rate.points >= MIN_READING_POINTS
+}
+
+/// What of [`is_storage_demand`] the run alone says.
+fn may_demand_storage(run: &BenchmarkRun) -> bool {
     let synthetic = run
         .setup
         .dataset
@@ -165,7 +174,6 @@ fn is_storage_demand(run: &BenchmarkRun, rate: &ReadRate) -> bool {
             .metrics
             .iter()
             .any(|m| m.name == names::STORAGE_MB_PER_S)
-        && rate.points >= MIN_READING_POINTS
 }
 
 /// Record what a training job read as its storage demand (`storage_mb_per_s`, all its
