@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -85,8 +85,21 @@ pub fn ensure_home(identity: &PosixIdentity) -> std::io::Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
         Err(e) => return Err(e),
     }
-    std::os::unix::fs::lchown(home, Some(identity.uid), Some(identity.gid))?;
-    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))?;
+    // Owner and mode are set on the directory just made, held open, not by name: the
+    // name could be swapped for a link in between (its parent may be writable by
+    // others), and a mode set through a link lands on whatever it leads to.
+    use rustix::fs::{fchmod, fchown, open, Gid, Mode, OFlags, Uid};
+    let dir = open(
+        home,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    fchown(
+        &dir,
+        Some(Uid::from_raw(identity.uid)),
+        Some(Gid::from_raw(identity.gid)),
+    )?;
+    fchmod(&dir, Mode::from_raw_mode(0o700))?;
     Ok(true)
 }
 
@@ -280,6 +293,7 @@ pub fn sync_command(dir: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn files(list: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
         list.iter()

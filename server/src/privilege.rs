@@ -196,6 +196,45 @@ pub fn resume_root(groups: &[nix::unistd::Gid]) -> nix::Result<()> {
     setgroups(groups)
 }
 
+/// Run `write` (bytes into a user's file, through a descriptor the user's own
+/// process opened) on this thread as the user's own write would be judged: the
+/// thread's file-system ids become the user's (`setfsuid`, `setfsgid`: the blocks
+/// ext4 reserves for root, `s_resuid` 0 by default, are not the user's), and its
+/// effective set loses `CAP_SYS_RESOURCE` (exceeding disk quotas and those reserved
+/// blocks) and `CAP_FSETID` (keeping set-user-ID bits that a write clears). Both
+/// come back after the call: the thread is one of the runtime's, used again for
+/// other work (the permitted set keeps the capabilities). Disk quotas charge the
+/// file's owner, the user, who now meets their hard limit as their own process would.
+/// The ids are per thread: nothing else of the portal changes.
+pub fn write_as_user(
+    uid: u32,
+    gid: u32,
+    write: impl FnOnce() -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use nix::unistd::{setfsgid, setfsuid, Gid, Uid};
+    use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+    let dropped = CapabilitySet::SYS_RESOURCE | CapabilitySet::FSETID;
+    let before = capabilities(None).ok();
+    let lowered = before
+        .filter(|b| b.effective.intersects(dropped))
+        .and_then(|b| {
+            let mut less = b;
+            less.effective.remove(dropped);
+            set_capabilities(None, less).ok().map(|()| b)
+        });
+    let old_gid = setfsgid(Gid::from_raw(gid));
+    let old_uid = setfsuid(Uid::from_raw(uid));
+    let out = write();
+    setfsuid(old_uid);
+    setfsgid(old_gid);
+    if let Some(b) = lowered {
+        if let Err(e) = set_capabilities(None, b) {
+            tracing::error!(error = %e, "a writing thread could not take its capabilities back");
+        }
+    }
+    out
+}
+
 /// A program the portal runs as a user: started through `atrium step as-user`, which
 /// switches first and execs the program with exactly `env`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -81,7 +81,7 @@ pub async fn verify(user: Option<User>, pass: &str) -> Result<User, LoginError> 
         .as_ref()
         .filter(|u| !u.disabled && u.source == "local")
         .and_then(|u| u.password_hash.clone());
-    let ok = tokio::task::spawn_blocking(move || match stored {
+    let ok = password::off_thread(move || match stored {
         Some(hash) if !pass.is_empty() => password::verify(&hash, &pass),
         _ => {
             password::verify_dummy(&pass);
@@ -125,7 +125,7 @@ pub async fn add_user(
             .to_string(),
     };
     let pass = pass.to_string();
-    let hash = tokio::task::spawn_blocking(move || password::hash(&pass)).await??;
+    let hash = password::off_thread(move || password::hash(&pass)).await??;
     let now = now_ms();
     let new = NewUser {
         username: name.as_str().to_string(),

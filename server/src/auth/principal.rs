@@ -27,7 +27,10 @@ const CACHE_MAX: usize = 50_000;
 pub struct Principal {
     pub user_id: i64,
     pub username: String,
-    pub is_admin: bool,
+    /// The account is an administrator's. This alone grants nothing: a token without
+    /// the `admin` scope acts as its user (see [`Principal::acts_as_admin`]). For
+    /// display (the header's badge, what the profile offers).
+    pub admin_account: bool,
     pub credential: Credential,
 }
 
@@ -57,7 +60,16 @@ impl Principal {
             Credential::Session { .. } => true,
             Credential::Token { scopes, .. } => scopes.contains(scope),
         };
-        granted && (scope != Scope::Admin || self.is_admin)
+        granted && (scope != Scope::Admin || self.admin_account)
+    }
+
+    /// Whether this caller acts as an administrator: the one test wherever that power
+    /// is granted (another user's jobs, sessions, campaigns, usage, benchmark runs).
+    /// An administrator's browser session does (it holds every scope); their token
+    /// does only with the `admin` scope, so a `read`+`jobs` token made for scripts
+    /// cannot cancel another user's job.
+    pub fn acts_as_admin(&self) -> bool {
+        self.has_scope(Scope::Admin)
     }
 
     /// The scopes this caller holds.
@@ -237,7 +249,7 @@ impl Authenticator {
         Ok(Some(Principal {
             user_id: cached.user_id,
             username: cached.username,
-            is_admin: cached.is_admin,
+            admin_account: cached.is_admin,
             credential: Credential::Session {
                 jti: claims.jti,
                 csrf: claims.csrf,
@@ -279,7 +291,7 @@ impl Authenticator {
         Ok(Some(Principal {
             user_id: cached.user_id,
             username: cached.username,
-            is_admin: cached.is_admin,
+            admin_account: cached.is_admin,
             credential: Credential::Token {
                 id: cached.token_id,
                 scopes: cached.scopes,

@@ -94,6 +94,15 @@ pub struct AppConfig {
     pub open_terminal: bool,
     /// What the form asks for, passed to the server as `{field.NAME}`.
     pub fields: Vec<FieldConfig>,
+    /// A variable the session's token is exported as for the server (besides the
+    /// token file), for a server that takes its secret from the environment
+    /// (code-server's `HASHED_PASSWORD`). Empty: none.
+    pub token_env: String,
+    /// A cookie the proxy sends with the session's token on every request, replacing
+    /// any of that name from the browser, for a server that checks a cookie rather
+    /// than the `Authorization: token …` header the proxy always sends
+    /// (code-server's `code-server-session`). Empty: none.
+    pub token_cookie: String,
 }
 
 /// A form field of an app.
@@ -156,6 +165,28 @@ pub fn is_field_name(s: &str) -> bool {
         && s.as_bytes()[0].is_ascii_lowercase()
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// An upper-case variable name: `[A-Z_][A-Z0-9_]*`, at most 64, not one the loader
+/// or the shell reads (`LD_…`, `PATH`).
+fn is_variable_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && !s.as_bytes()[0].is_ascii_digit()
+        && s.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && !s.starts_with("LD_")
+        && !matches!(s, "PATH" | "HOME" | "USER" | "SHELL" | "IFS" | "ENV")
+}
+
+/// A cookie name the proxy may send (RFC 6265 token characters, conservatively), none
+/// that the portal's own cookies could be taken for.
+fn is_cookie_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !s.to_ascii_lowercase().contains("atrium")
 }
 
 /// The built-in apps: JupyterLab (`notebook`), `terminal`, `tensorboard`, `vscode`.
@@ -229,6 +260,24 @@ impl AppConfig {
             || self.landing.contains("//")
         {
             problem(&key("landing"), "must be a path under the session".into());
+        }
+        if !self.token_env.is_empty() && !is_variable_name(&self.token_env) {
+            problem(
+                &key("token_env"),
+                format!(
+                    "{:?} must be an upper-case variable name ([A-Z_][A-Z0-9_]*, at most 64)",
+                    self.token_env
+                ),
+            );
+        }
+        if !self.token_cookie.is_empty() && !is_cookie_name(&self.token_cookie) {
+            problem(
+                &key("token_cookie"),
+                format!(
+                    "{:?} must be a cookie name of letters, digits, '_', '-' and '.' (at most 64), not one of the portal's (atrium_…)",
+                    self.token_cookie
+                ),
+            );
         }
         for e in &self.environments {
             if !environments.contains(e) {

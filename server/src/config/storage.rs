@@ -32,6 +32,14 @@ pub struct StorageConfig {
     pub max_upload_mb: u64,
     /// The largest piece of an upload one request may carry, in MiB.
     pub max_upload_chunk_mb: u64,
+    /// How long one operation of the Files app as the user (a listing, a recursive
+    /// delete, opening a file) may take before its helper is killed, in seconds.
+    pub files_timeout_seconds: u64,
+    /// Operations, and transfers (downloads, upload pieces), that one user may have
+    /// in progress at once; beyond, 503 with `Retry-After`.
+    pub files_per_user: usize,
+    /// The same for all users together.
+    pub files_in_all: usize,
 }
 
 impl Default for StorageConfig {
@@ -41,6 +49,9 @@ impl Default for StorageConfig {
             projects: Vec::new(),
             max_upload_mb: 100 * 1024,
             max_upload_chunk_mb: 256,
+            files_timeout_seconds: 300,
+            files_per_user: 8,
+            files_in_all: 128,
         }
     }
 }
@@ -54,6 +65,19 @@ impl StorageConfig {
             self.max_upload_chunk_mb,
             1,
         );
+        super::check::at_least(
+            problem,
+            "storage.files_timeout_seconds",
+            self.files_timeout_seconds,
+            1,
+        );
+        super::check::at_least(
+            problem,
+            "storage.files_per_user",
+            self.files_per_user as u64,
+            1,
+        );
+        super::check::at_least(problem, "storage.files_in_all", self.files_in_all as u64, 1);
         for (j, m) in self.datasets.iter().enumerate() {
             m.check(&format!("storage.datasets[{j}]"), problem);
         }

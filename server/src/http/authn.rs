@@ -167,7 +167,7 @@ impl Principal {
     pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
         if self.has_scope(scope) {
             Ok(())
-        } else if scope == Scope::Admin && !self.is_admin {
+        } else if scope == Scope::Admin && !self.admin_account {
             Err(ApiError::forbidden("administrators only"))
         } else {
             Err(ApiError::forbidden(format!(

@@ -64,9 +64,10 @@ pub enum ApiError {
     /// large queue): 503 with `Retry-After`, saying so.
     #[error("the scheduler is restoring its queue after a restart; try again in {} s", .retry_after.as_secs())]
     Restoring { retry_after: Duration },
-    /// Too much unauthenticated work in progress (password checks): try again shortly.
-    #[error("the portal is busy; try again in {} s", .retry_after.as_secs())]
-    Busy { retry_after: Duration },
+    /// Too much work of one kind in progress (password checks, one user's file
+    /// operations): try again shortly.
+    #[error("{what}; try again in {} s", .retry_after.as_secs())]
+    Busy { what: String, retry_after: Duration },
     /// A session's server did not answer the proxy.
     #[error("{0}")]
     BadGateway(String),
@@ -176,7 +177,7 @@ impl ResponseError for ApiError {
                 tracing::warn!(cause = %cause, "service unavailable");
             }
             Self::TooManyRequests { retry_after }
-            | Self::Busy { retry_after }
+            | Self::Busy { retry_after, .. }
             | Self::Restoring { retry_after } => {
                 response.insert_header((header::RETRY_AFTER, retry_after.as_secs().to_string()));
             }
@@ -249,6 +250,10 @@ impl From<crate::services::ServiceError> for ApiError {
             E::QuotaExceeded(m) => Self::QuotaExceeded(m),
             E::Unavailable(m) => Self::Unavailable(m),
             E::Full(m) => Self::QueueFull(m),
+            E::Busy(what) => Self::Busy {
+                what,
+                retry_after: Duration::from_secs(2),
+            },
             E::Restoring => Self::restoring(),
             E::Store(e) => e.into(),
             E::Internal(cause) => Self::Internal(cause),

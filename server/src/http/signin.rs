@@ -38,7 +38,10 @@ impl From<Failure> for ApiError {
                 ApiError::forbidden("your account is not in a group allowed to use this portal")
             }
             Failure::DirectoryUnavailable => ApiError::DirectoryUnavailable,
-            Failure::Busy(retry_after) => ApiError::Busy { retry_after },
+            Failure::Busy(retry_after) => ApiError::Busy {
+                what: "the portal is busy".into(),
+                retry_after,
+            },
             Failure::Unavailable(e) => e,
         }
     }

@@ -408,7 +408,7 @@ impl Campaigns {
 
     /// `caller`'s campaigns (everyone's for an administrator), newest first.
     pub async fn list(&self, caller: &Principal) -> Result<Vec<CampaignInfo>, ServiceError> {
-        let user = (!caller.is_admin).then_some(caller.username.as_str());
+        let user = (!caller.acts_as_admin()).then_some(caller.username.as_str());
         let mut out = Vec::new();
         for c in self.store.campaigns(user, None, None, MAX_LIST).await? {
             out.push(self.info(c).await?);
@@ -437,7 +437,7 @@ impl Campaigns {
         self.store
             .campaign(id)
             .await?
-            .filter(|c| c.user_name == caller.username || caller.is_admin)
+            .filter(|c| c.user_name == caller.username || caller.acts_as_admin())
             .ok_or(ServiceError::NotFound)
     }
 

@@ -274,7 +274,7 @@ impl Jobs {
 
     /// The jobs of the last week that held GPUs idle longest (administrators).
     pub async fn idle_gpus(&self, caller: &Principal) -> Result<Vec<IdleGpus>, ServiceError> {
-        if !caller.is_admin {
+        if !caller.acts_as_admin() {
             return Err(ServiceError::Forbidden(
                 "the jobs that held GPUs idle are for administrators".into(),
             ));

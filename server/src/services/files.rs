@@ -107,38 +107,56 @@ pub struct Download {
     /// The file's name, for `Content-Disposition`.
     pub name: String,
     pub modified_ms: i64,
+    /// The caller's turn among transfers, held until the last byte is sent.
+    permit: Turn,
 }
 
 impl Download {
-    /// The bytes from `start` to `end` (inclusive), read off the request's threads.
+    /// The bytes from `start` to `end` (inclusive), read off the request's threads a
+    /// block per blocking call, [`READ_AHEAD`] blocks ahead of the connection. Waiting
+    /// for the client holds no thread: a download the client never reads costs a
+    /// task and its blocks, not one of the blocking pool's threads (which a few
+    /// hundred such downloads would fill, stalling every login and file operation).
     pub fn stream(self, start: u64, end: u64) -> impl Stream<Item = std::io::Result<Bytes>> {
         let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(READ_AHEAD);
-        let file = self.file;
-        tokio::task::spawn_blocking(move || {
+        let file = Arc::new(self.file);
+        let permit = self.permit;
+        tokio::spawn(async move {
+            let _permit = permit;
             let mut at = start;
             while at <= end {
                 let want = ((end - at + 1) as usize).min(READ_BLOCK);
-                // Read into the buffer's spare capacity: nothing to zero first.
-                let mut buf = Vec::with_capacity(want);
-                let result =
-                    match rustix::io::pread(&file, rustix::buffer::spare_capacity(&mut buf), at) {
-                        Ok(0) => Err(std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            "the file became shorter while it was sent",
-                        )),
-                        Ok(n) => {
-                            at += n as u64;
-                            Ok(Bytes::from(buf))
-                        }
-                        Err(e) => Err(e.into()),
-                    };
+                let file = file.clone();
+                let read = tokio::task::spawn_blocking(move || read_block(&file, at, want)).await;
+                let result = match read {
+                    Ok(Ok(block)) => {
+                        at += block.len() as u64;
+                        Ok(block)
+                    }
+                    Ok(Err(e)) => Err(e),
+                    Err(e) => Err(std::io::Error::other(e)),
+                };
                 let stop = result.is_err();
-                if tx.blocking_send(result).is_err() || stop {
+                if tx.send(result).await.is_err() || stop {
                     return;
                 }
             }
         });
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
+    }
+}
+
+/// Up to `want` bytes of `file` at `at`, read into a buffer's spare capacity (nothing
+/// to zero first).
+fn read_block(file: &std::fs::File, at: u64, want: usize) -> std::io::Result<Bytes> {
+    let mut buf = Vec::with_capacity(want);
+    match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at) {
+        Ok(0) => Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the file became shorter while it was sent",
+        )),
+        Ok(_) => Ok(Bytes::from(buf)),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -149,6 +167,10 @@ pub struct UploadPiece {
     offset: u64,
     /// The most bytes this piece may bring.
     limit: u64,
+    /// The caller's turn among transfers, held while the piece arrives.
+    _permit: Turn,
+    /// The user's uid and gid: the bytes are written as theirs would be.
+    owner: (u32, u32),
 }
 
 impl UploadPiece {
@@ -205,10 +227,13 @@ impl UploadPiece {
     async fn write_block(&self, block: Bytes, at: u64) -> Result<u64, ServiceError> {
         let file = self.file.clone();
         let len = block.len() as u64;
-        tokio::task::spawn_blocking(move || file.write_all_at(&block, at))
-            .await
-            .map_err(ServiceError::internal)?
-            .map_err(write_error)?;
+        let (uid, gid) = self.owner;
+        tokio::task::spawn_blocking(move || {
+            crate::privilege::write_as_user(uid, gid, || file.write_all_at(&block, at))
+        })
+        .await
+        .map_err(ServiceError::internal)?
+        .map_err(write_error)?;
         Ok(at + len)
     }
 
@@ -216,7 +241,11 @@ impl UploadPiece {
     /// with [`flushed`].
     fn sync(&self) -> Flush {
         let file = self.file.clone();
-        tokio::task::spawn_blocking(move || file.sync_data())
+        let (uid, gid) = self.owner;
+        tokio::task::spawn_blocking(move || {
+            // Delayed allocation: a file system may claim the blocks only now.
+            crate::privilege::write_as_user(uid, gid, || file.sync_data())
+        })
     }
 
     /// Keep one sync running while the piece arrives, so the disk writes while the
@@ -247,9 +276,13 @@ fn flushed(
 
 fn write_error(e: std::io::Error) -> ServiceError {
     match e.raw_os_error() {
-        Some(code) if code == libc_enospc() || code == libc_edquot() => {
-            ServiceError::Conflict("no space left: the disk is full or you are over quota".into())
-        }
+        Some(code) if code == libc_edquot() => ServiceError::Conflict(
+            "over quota: the upload would exceed your disk quota; free some space and continue"
+                .into(),
+        ),
+        Some(code) if code == libc_enospc() => ServiceError::Conflict(
+            "no space left: the file system is full; free some space and continue".into(),
+        ),
         _ => ServiceError::internal(format!("writing an upload: {e}")),
     }
 }
@@ -269,20 +302,95 @@ fn too_large(limit: u64) -> ServiceError {
     }
 }
 
+/// A turn taken from a [`Gate`]: the caller's own and one of everyone's, given back
+/// when it drops.
+#[derive(Debug)]
+struct Turn {
+    _user: tokio::sync::OwnedSemaphorePermit,
+    _all: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// How many of one kind of work (helper operations, or transfers) may be in progress
+/// for one user and for everyone together. Beyond either, a request is refused at
+/// once (503 with `Retry-After`) rather than queued: what waits holds memory and
+/// descriptors, and one user's stalled work must not become everyone's wait.
+#[derive(Debug)]
+struct Gate {
+    what: &'static str,
+    per_user: usize,
+    all_max: usize,
+    all: Arc<tokio::sync::Semaphore>,
+    users: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+}
+
+/// Users' entries a gate keeps before it forgets those with nothing in progress.
+const GATE_USERS: usize = 1024;
+
+impl Gate {
+    fn new(what: &'static str, per_user: usize, all: usize) -> Gate {
+        Gate {
+            what,
+            per_user,
+            all_max: all,
+            all: Arc::new(tokio::sync::Semaphore::new(all)),
+            users: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    fn enter(&self, user: &str) -> Result<Turn, ServiceError> {
+        let mine = {
+            // Entries are only inserted or dropped whole: a poisoned map is whole.
+            let mut users = self.users.lock().unwrap_or_else(|p| p.into_inner());
+            if users.len() >= GATE_USERS && !users.contains_key(user) {
+                let per_user = self.per_user;
+                users.retain(|_, s| s.available_permits() < per_user);
+            }
+            users
+                .entry(user.to_string())
+                .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.per_user)))
+                .clone()
+        };
+        let user_turn = mine.try_acquire_owned().map_err(|_| {
+            ServiceError::Busy(format!(
+                "you have {} {} in progress, the most one user may have; try again when one has finished",
+                self.per_user, self.what
+            ))
+        })?;
+        let all_turn = self.all.clone().try_acquire_owned().map_err(|_| {
+            ServiceError::Busy(format!(
+                "the portal has its most {} in progress ({})",
+                self.what, self.all_max
+            ))
+        })?;
+        Ok(Turn {
+            _user: user_turn,
+            _all: all_turn,
+        })
+    }
+}
+
 /// The Files app. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Files {
     identities: Identities,
     audit: Audit,
     storage: Arc<StorageConfig>,
+    /// Operations of `atrium files` (listings, changes, opening a file).
+    operations: Arc<Gate>,
+    /// Downloads being sent and upload pieces being received.
+    transfers: Arc<Gate>,
 }
 
 impl Files {
     pub fn new(identities: Identities, audit: Audit, storage: StorageConfig) -> Files {
+        let per_user = storage.files_per_user;
+        let all = storage.files_in_all;
         Files {
             identities,
             audit,
             storage: Arc::new(storage),
+            operations: Arc::new(Gate::new("file operations", per_user, all)),
+            transfers: Arc::new(Gate::new("downloads and uploads", per_user, all)),
         }
     }
 
@@ -329,6 +437,13 @@ impl Files {
             read_only: true,
         }));
         roots
+    }
+
+    /// A turn among the caller's file operations, taken before anything else is done
+    /// for them (beyond their share a request costs next to nothing), and who they are.
+    async fn begin(&self, caller: &Principal) -> Result<(Turn, Identity), ServiceError> {
+        let turn = self.operations.enter(&caller.username)?;
+        Ok((turn, self.identity(caller).await?))
     }
 
     /// The folders the caller may browse: their home, the project spaces, the data sets.
@@ -386,17 +501,21 @@ impl Files {
             roots: self.roots_of(identity),
             op,
         };
-        user_files::call(identity, &request)
+        let deadline = std::time::Duration::from_secs(self.storage.files_timeout_seconds);
+        user_files::call(identity, &request, deadline)
             .await
             .map_err(|e| match e {
                 CallError::Refused(r) => refused(r),
+                timed_out @ CallError::TimedOut(_) => ServiceError::Busy(format!(
+                    "{timed_out} (a slow file system, or the program stopped); try again"
+                )),
                 CallError::Failed(cause) => ServiceError::internal(cause),
             })
     }
 
     /// A folder's entries.
     pub async fn list(&self, caller: &Principal, path: &str) -> Result<Listing, ServiceError> {
-        let identity = self.identity(caller).await?;
+        let (_turn, identity) = self.begin(caller).await?;
         let named = self.named(&identity, "path", path)?;
         let (answer, _) = self.run(&identity, Op::List { path: named }).await?;
         let Answer::Listing {
@@ -448,7 +567,7 @@ impl Files {
         client_addr: &str,
         path: &str,
     ) -> Result<String, ServiceError> {
-        let identity = self.identity(caller).await?;
+        let (_turn, identity) = self.begin(caller).await?;
         let named = self.named(&identity, "path", path)?;
         let done = self.change(&identity, Op::Mkdir { path: named }).await?;
         self.record(
@@ -471,7 +590,7 @@ impl Files {
         to: &str,
         overwrite: bool,
     ) -> Result<String, ServiceError> {
-        let identity = self.identity(caller).await?;
+        let (_turn, identity) = self.begin(caller).await?;
         let from_path = self.named(&identity, "from", from)?;
         let to_path = self.named(&identity, "to", to)?;
         let done = self
@@ -503,7 +622,7 @@ impl Files {
         path: &str,
         recursive: bool,
     ) -> Result<String, ServiceError> {
-        let identity = self.identity(caller).await?;
+        let (_turn, identity) = self.begin(caller).await?;
         let named = self.named(&identity, "path", path)?;
         let done = self
             .change(
@@ -550,7 +669,8 @@ impl Files {
 
     /// Open the file `path` for a download.
     pub async fn download(&self, caller: &Principal, path: &str) -> Result<Download, ServiceError> {
-        let identity = self.identity(caller).await?;
+        let permit = self.transfers.enter(&caller.username)?;
+        let (_turn, identity) = self.begin(caller).await?;
         let named = self.named(&identity, "path", path)?;
         match self.run(&identity, Op::OpenRead { path: named }).await? {
             (
@@ -568,6 +688,7 @@ impl Files {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "download".into()),
                 modified_ms,
+                permit,
             }),
             _ => Err(ServiceError::internal("atrium files opened no file")),
         }
@@ -579,7 +700,7 @@ impl Files {
         caller: &Principal,
         path: &str,
     ) -> Result<UploadStatus, ServiceError> {
-        let identity = self.identity(caller).await?;
+        let (_turn, identity) = self.begin(caller).await?;
         let named = self.named(&identity, "path", path)?;
         match self
             .run(
@@ -634,7 +755,8 @@ impl Files {
                 });
             }
         }
-        let identity = self.identity(caller).await?;
+        let permit = self.transfers.enter(&caller.username)?;
+        let (_turn, identity) = self.begin(caller).await?;
         let named = self.named(&identity, "path", path)?;
         match self
             .run(
@@ -650,6 +772,8 @@ impl Files {
                 file: Arc::new(file),
                 offset,
                 limit,
+                _permit: permit,
+                owner: (identity.uid, identity.gid),
             }),
             _ => Err(ServiceError::internal("atrium files opened no file")),
         }
@@ -665,7 +789,7 @@ impl Files {
         size: Option<u64>,
         overwrite: bool,
     ) -> Result<String, ServiceError> {
-        let identity = self.identity(caller).await?;
+        let (_turn, identity) = self.begin(caller).await?;
         let named = self.named(&identity, "path", path)?;
         let done = self
             .change(
@@ -765,6 +889,7 @@ mod tests {
             size: bytes.len() as u64,
             name: "data.bin".into(),
             modified_ms: 0,
+            permit: Gate::new("downloads", 1, 1).enter("test").expect("a turn"),
         }
     }
 
@@ -777,6 +902,21 @@ mod tests {
             out.extend_from_slice(&block);
         }
         Ok(out)
+    }
+
+    #[test]
+    fn a_gate_refuses_beyond_each_users_share_and_beyond_everyones() {
+        let gate = Gate::new("downloads", 2, 3);
+        let a1 = gate.enter("alice").expect("alice's first");
+        let _a2 = gate.enter("alice").expect("alice's second");
+        assert!(matches!(gate.enter("alice"), Err(ServiceError::Busy(_))));
+        let _b1 = gate.enter("bob").expect("bob's first");
+        assert!(
+            matches!(gate.enter("carol"), Err(ServiceError::Busy(_))),
+            "everyone's share is taken"
+        );
+        drop(a1);
+        let _c1 = gate.enter("carol").expect("a turn given back");
     }
 
     #[tokio::test]
@@ -805,6 +945,8 @@ mod tests {
             file: Arc::new(file.try_clone().expect("a second descriptor")),
             offset,
             limit,
+            _permit: Gate::new("uploads", 1, 1).enter("test").expect("a turn"),
+            owner: crate::launch::current_ids(),
         }
     }
 

@@ -174,24 +174,32 @@ impl JobSteps {
         JobSteps { store, tokens }
     }
 
-    /// The owner of the running job `job` when `token` is its job token: the one
-    /// check of a job token. A wrong token and an unknown job are told apart from
-    /// nothing else.
+    /// The owner of the running job `job` when `token` is the job token of its
+    /// current run: the one check of a job token. A job that is not there has no
+    /// token: told apart from a wrong one by nothing.
     pub(super) async fn job_of_token(
         &self,
         job: JobId,
         token: &str,
     ) -> Result<String, ServiceError> {
-        if !self.tokens.verify(job, token) {
-            return Err(ServiceError::Forbidden(format!(
-                "Atrium-Job-Token: not the token of job {job}"
-            )));
-        }
+        let wrong = || {
+            ServiceError::Forbidden(format!(
+                "Atrium-Job-Token: not the token of job {job}'s current run"
+            ))
+        };
         let row = match self.store.job(job.job as i64, task_of(job)).await {
             Ok(row) => row,
-            Err(StoreError::NotFound) => return Err(ServiceError::NotFound),
+            Err(StoreError::NotFound) => return Err(wrong()),
             Err(e) => return Err(e.into()),
         };
+        // A run that has not started has no token yet; a token of an earlier run of
+        // this id (a requeue, a restored backup) is not this run's.
+        if !row
+            .start_time
+            .is_some_and(|started| self.tokens.verify(job, started, token))
+        {
+            return Err(wrong());
+        }
         if row.state != JobState::Running.name() {
             return Err(ServiceError::Conflict(format!(
                 "job {job} is not running ({})",

@@ -278,7 +278,7 @@ impl JobAction {
 pub fn requester(caller: &Principal) -> Requester {
     Requester {
         user: caller.username.clone(),
-        admin: caller.is_admin,
+        admin: caller.acts_as_admin(),
     }
 }
 
@@ -497,12 +497,12 @@ impl Jobs {
     /// The jobs `caller` may see that match `q`: those not yet over from the
     /// scheduler, as `squeue` lists them; with ended states, `all` or `since`, the rows.
     pub async fn list(&self, caller: &Principal, q: JobQuery) -> Result<JobList, ServiceError> {
-        let user = if caller.is_admin {
+        let user = if caller.acts_as_admin() {
             q.user.clone()
         } else {
             Some(caller.username.clone())
         };
-        if !caller.is_admin && q.user.as_ref().is_some_and(|u| *u != caller.username) {
+        if !caller.acts_as_admin() && q.user.as_ref().is_some_and(|u| *u != caller.username) {
             return Ok(JobList {
                 jobs: Vec::new(),
                 total: 0,
@@ -565,7 +565,7 @@ impl Jobs {
         recent: i64,
         queue_page: QueuePage,
     ) -> Result<(Vec<JobInfo>, u64, Vec<JobInfo>), ServiceError> {
-        let user = (!(all && caller.is_admin)).then(|| caller.username.clone());
+        let user = (!(all && caller.acts_as_admin())).then(|| caller.username.clone());
         let (queue, total) = self
             .scheduler
             .squeue_page(
@@ -595,7 +595,7 @@ impl Jobs {
         if filter.is_empty() {
             return self.board(caller, all, recent, queue_page).await;
         }
-        let user = (!(all && caller.is_admin)).then(|| caller.username.clone());
+        let user = (!(all && caller.acts_as_admin())).then(|| caller.username.clone());
         let ended_only = filter.state.is_some_and(|s| s.is_terminal());
         let (queue, total) = if ended_only {
             (Vec::new(), 0)
@@ -666,7 +666,7 @@ impl Jobs {
     ) -> Result<Option<JobRecord>, ServiceError> {
         let task = job.task.map_or(-1, i64::from);
         match self.store.job(job.job as i64, task).await {
-            Ok(r) if r.user_name == caller.username || caller.is_admin => Ok(Some(r)),
+            Ok(r) if r.user_name == caller.username || caller.acts_as_admin() => Ok(Some(r)),
             Ok(_) | Err(StoreError::NotFound) => Ok(None),
             Err(e) => Err(e.into()),
         }
@@ -735,7 +735,7 @@ impl Jobs {
         action: JobAction,
     ) -> Result<JobInfo, ServiceError> {
         let who = requester(caller);
-        let before = if caller.is_admin {
+        let before = if caller.acts_as_admin() {
             self.scheduler.job(&who, job).await.ok()
         } else {
             None

@@ -79,6 +79,10 @@ pub enum ServiceError {
     /// The queue is at its limit: try again when jobs have ended.
     #[error("{0}")]
     Full(String),
+    /// Too much of this kind of work is in progress (for the caller, or for everyone):
+    /// try again shortly.
+    #[error("{0}")]
+    Busy(String),
     /// The scheduler is rebuilding its queue after a restart: try again shortly.
     #[error("the scheduler is restoring its queue after a restart")]
     Restoring,

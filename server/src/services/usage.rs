@@ -19,7 +19,7 @@ pub fn query_for(caller: &Principal, pairs: &[(String, String)]) -> Result<Query
     let mut query =
         Query::parse(pairs, now_ms()).map_err(|e| ServiceError::BadRequest(e.to_string()))?;
     query
-        .restrict_to(&caller.username, caller.is_admin)
+        .restrict_to(&caller.username, caller.acts_as_admin())
         .map_err(ServiceError::Forbidden)?;
     Ok(query)
 }

@@ -185,7 +185,9 @@ impl Sessions {
         client_addr: &str,
         id: i64,
     ) -> Result<(), SessionError> {
-        let record = self.get(&caller.username, caller.is_admin, id).await?;
+        let record = self
+            .get(&caller.username, caller.acts_as_admin(), id)
+            .await?;
         let reason = if record.user_name == caller.username {
             "stopped"
         } else {

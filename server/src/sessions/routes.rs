@@ -36,6 +36,9 @@ pub struct Route {
     pub(super) dir: PathBuf,
     /// `token <secret>`: added to every proxied request.
     pub authorization: String,
+    /// `<name>=<secret>`, for an app that checks a cookie (`token_cookie`): sent on
+    /// every proxied request in place of any of that name from the browser.
+    pub token_cookie: Option<String>,
     pub job: Option<JobId>,
     /// Unix milliseconds it was asked for.
     pub created_at: i64,
@@ -143,6 +146,9 @@ impl Sessions {
             return;
         };
         let prefix = prefix(&record.user_name, &record.name);
+        let token = self.inner.secrets.token(&record.secret);
+        let token_cookie = (!app.config.token_cookie.is_empty())
+            .then(|| format!("{}={token}", app.config.token_cookie));
         let (progress, _) = progress_channel::channel(watch::initial(record, &prefix, &app));
         let route = Arc::new(Route {
             id: record.id,
@@ -161,7 +167,8 @@ impl Sessions {
                 OnceLock::new()
             },
             dir: PathBuf::from(&record.socket_dir),
-            authorization: format!("token {}", self.inner.secrets.token(&record.secret)),
+            authorization: format!("token {token}"),
+            token_cookie,
             job: record.job_id.map(|j| JobId::new(j as u64)),
             created_at: record.created_at,
             ready: AtomicBool::new(record.state == "ready"),

@@ -93,6 +93,15 @@ pub fn script(input: &ScriptInput<'_>) -> String {
             }
         }
     }
+    let token_env = &app.config.token_env;
+    // Jupyter's own variable is exported above already.
+    let nothing_more = token_env.is_empty() || (jupyter && token_env == "JUPYTER_TOKEN");
+    if !nothing_more {
+        // The name was checked (`config::apps`): an upper-case variable name.
+        out.push_str(&format!(
+            "{token_env}=$(cat \"$ATRIUM_SESSION_DIR/{TOKEN_FILE}\")\nexport {token_env}\n"
+        ));
+    }
     let words: Vec<String> = command
         .iter()
         .flat_map(|w| expand(w, input.kernels))
@@ -354,13 +363,19 @@ mod tests {
     }
 
     #[test]
-    fn code_server_listens_on_the_socket_without_a_token() {
+    fn code_server_listens_on_the_socket_and_checks_the_sessions_token() {
         let s = local(&built_in("vscode"), &[]);
         assert!(
             s.contains("exec 'code-server' \\\n  '--socket' \\\n  \"$ATRIUM_SESSION_SOCKET\""),
             "{s}"
         );
-        assert!(s.contains("'--auth' \\\n  'none'"), "{s}");
+        assert!(s.contains("'--auth' \\\n  'password'"), "{s}");
+        assert!(
+            s.contains(
+                "HASHED_PASSWORD=$(cat \"$ATRIUM_SESSION_DIR/token\")\nexport HASHED_PASSWORD\n"
+            ),
+            "{s}"
+        );
         assert!(s.ends_with("\"$HOME\"\n"), "{s}");
         assert!(!s.contains("JUPYTER_TOKEN"), "{s}");
     }

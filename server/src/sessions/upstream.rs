@@ -3,9 +3,12 @@
 //! checks (readiness, kernel activity), and a pool of kept-alive connections per proxy
 //! worker thread.
 //!
-//! A session's directory belongs to its user, who could put anything there: a
-//! connection is made only to a socket that is owned by that user (checked with
-//! `lstat`, so a symbolic link planted in its place is refused). A TCP address is
+//! A session's directory belongs to its user, who could put anything there, and swap
+//! the socket's name for another between any two looks at it. So the listener is
+//! authenticated, not the path: once connected, the credentials of the process
+//! listening at the other end (`SO_PEERCRED`) must be the session user's (never
+//! root); anything else is dropped before a byte is sent. (A first `lstat` only tells
+//! "not there yet" and a planted link apart, for the messages.) A TCP address is
 //! never the user's to choose: the host is the node Slurm runs the session on. Its
 //! port is named by a file the user can write, so before a new TCP connection carries
 //! anything, the server there must prove that it knows the session's token (a
@@ -243,7 +246,11 @@ impl Upstream {
                 if !meta.file_type().is_socket() || owner.is_some_and(|uid| meta.uid() != uid) {
                     return Err(UpstreamError::NotTheirs(path.clone()));
                 }
-                Ok(Either::Left(UnixStream::connect(path).await?))
+                // The name is the user's to swap between the look above and the
+                // connect: what was reached is judged by who listens there.
+                let stream = UnixStream::connect(path).await?;
+                listener_is(&stream, *owner).map_err(|_| UpstreamError::NotTheirs(path.clone()))?;
+                Ok(Either::Left(stream))
             }
             Upstream::Tcp { addr, proof } => {
                 let open = async {
@@ -260,6 +267,25 @@ impl Upstream {
             }
         }
     }
+}
+
+/// Whether the process listening at the other end of `stream` runs as `owner` (its
+/// credentials when it called `listen`, from `SO_PEERCRED`): never root, whatever the
+/// socket's file says; `None` (single-user mode, the portal not root) the portal's own
+/// uid. The socket's name lives in a folder the user writes, so it may lead anywhere
+/// by the time it is connected to: to a socket of root's, or of another user's server.
+fn listener_is(stream: &UnixStream, owner: Option<u32>) -> Result<(), u32> {
+    let expected = owner.unwrap_or_else(|| nix::unistd::geteuid().as_raw());
+    let peer = stream.peer_cred().map_err(|_| u32::MAX)?.uid();
+    if peer != expected || (peer == 0 && owner.is_some()) {
+        tracing::warn!(
+            peer,
+            expected,
+            "a session's socket led to another user's listener: refused"
+        );
+        return Err(peer);
+    }
+    Ok(())
 }
 
 async fn tcp(addr: &SocketAddr) -> Result<TcpStream, UpstreamError> {

@@ -44,8 +44,6 @@ pub use ops::{partial_name, MAX_ENTRIES, MAX_NAME};
 const MAX_REQUEST: u64 = 1 << 20;
 /// Largest answer the portal reads (a listing of [`MAX_ENTRIES`] long names fits).
 const MAX_ANSWER: u64 = 16 << 20;
-/// How long one operation may take (a recursive delete of a large tree included).
-const DEADLINE: Duration = Duration::from_secs(300);
 
 /// A folder the user may work in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,16 +182,28 @@ pub enum CallError {
     /// The program could not run or answered nonsense (the cause, for the log).
     #[error("{0}")]
     Failed(String),
+    /// The program did not answer within its deadline: it was killed.
+    #[error("the operation did not finish within {} s and was stopped", .0.as_secs())]
+    TimedOut(Duration),
 }
 
 /// Run `request` as `identity`: the answer, and the open file when the operation
 /// opens one (checked: a regular file, with the access asked for).
+///
+/// The program is the user's process: the user may stop it (`SIGSTOP`), or it may
+/// hang on a file system. Its answer is received asynchronously, holding no thread,
+/// and `deadline` covers everything (the answer, its exit and its error output);
+/// past it the program is killed and reaped.
 pub async fn call(
     identity: &Identity,
     request: &Request,
+    deadline: Duration,
 ) -> Result<(Answer, Option<std::fs::File>), CallError> {
     let failed = |what: &str, e: &dyn std::fmt::Display| CallError::Failed(format!("{what}: {e}"));
     let (ours, theirs) = UnixStream::pair().map_err(|e| failed("socket pair", &e))?;
+    ours.set_nonblocking(true)
+        .map_err(|e| failed("socket pair", &e))?;
+    let ours = tokio::net::UnixStream::from_std(ours).map_err(|e| failed("socket pair", &e))?;
     let exe = std::env::current_exe().map_err(|e| failed("own path", &e))?;
     let body = serde_json::to_vec(request).map_err(|e| failed("request", &e))?;
     let (mut child, mut stdin) = UserCommand::new(identity, exe)
@@ -202,29 +212,37 @@ pub async fn call(
         .spawn(Stdio::from(OwnedFd::from(theirs)), Stdio::piped())
         .await
         .map_err(|e| failed("starting atrium files", &e))?;
-    stdin
-        .write_all(&body)
-        .await
-        .map_err(|e| failed("sending the request", &e))?;
-    drop(stdin);
-    let received = tokio::task::spawn_blocking(move || receive(ours))
-        .await
-        .map_err(|e| failed("receiving", &e))?;
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
-    let (bytes, fd) = match received {
-        Ok(got) => got,
-        Err(e) => {
-            let mut text = String::new();
+    let exchange = async {
+        stdin
+            .write_all(&body)
+            .await
+            .map_err(|e| failed("sending the request", &e))?;
+        drop(stdin);
+        let received = receive(ours).await;
+        let mut text = String::new();
+        if received.is_err() {
             if let Some(mut err) = child.stderr.take() {
                 use tokio::io::AsyncReadExt;
                 let _ = (&mut err).take(4096).read_to_string(&mut text).await;
             }
-            return Err(CallError::Failed(format!(
-                "atrium files ({status:?}): {e}: {}",
-                text.trim()
-            )));
+        }
+        let status = child.wait().await;
+        Ok::<_, CallError>((received, status, text))
+    };
+    let waited = tokio::time::timeout(deadline, exchange).await;
+    let (received, status, text) = match waited {
+        Ok(done) => done?,
+        Err(_) => {
+            // SIGKILL ends a stopped process too; then it is reaped here.
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            tracing::warn!(user = %identity.user, seconds = deadline.as_secs(), "atrium files did not answer in time: killed");
+            return Err(CallError::TimedOut(deadline));
         }
     };
+    let (bytes, fd) = received.map_err(|e| {
+        CallError::Failed(format!("atrium files ({status:?}): {e}: {}", text.trim()))
+    })?;
     let reply: Reply = serde_json::from_slice(&bytes).map_err(|e| {
         failed(
             &format!(
@@ -274,35 +292,54 @@ fn checked(fd: OwnedFd, write: bool) -> Result<std::fs::File, CallError> {
 }
 
 /// Everything the program sends until it closes its end, and the descriptor that
-/// came with it.
-fn receive(socket: UnixStream) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
+/// came with it: the first part with `recvmsg` (the descriptor travels with it), the
+/// rest read as it comes, at most [`MAX_ANSWER`] bytes.
+async fn receive(
+    mut socket: tokio::net::UnixStream,
+) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
     use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     use std::io::IoSliceMut;
     use std::mem::MaybeUninit;
-    socket.set_read_timeout(Some(DEADLINE))?;
+    use tokio::io::AsyncReadExt;
     let mut first = vec![0u8; 64 * 1024];
-    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
-    let mut control = RecvAncillaryBuffer::new(&mut space);
-    let got = recvmsg(
-        socket.as_fd(),
-        &mut [IoSliceMut::new(&mut first)],
-        &mut control,
-        RecvFlags::CMSG_CLOEXEC,
-    )?;
     let mut fd = None;
-    for message in control.drain() {
-        if let RecvAncillaryMessage::ScmRights(fds) = message {
-            for received in fds {
-                // The first; any other is closed as it drops.
-                if fd.is_none() {
-                    fd = Some(received);
+    let got = loop {
+        socket.readable().await?;
+        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let result = socket.try_io(tokio::io::Interest::READABLE, || {
+            recvmsg(
+                &socket,
+                &mut [IoSliceMut::new(&mut first)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
+            )
+            .map_err(std::io::Error::from)
+        });
+        match result {
+            Ok(got) => {
+                for message in control.drain() {
+                    if let RecvAncillaryMessage::ScmRights(fds) = message {
+                        for received in fds {
+                            // The first; any other is closed as it drops.
+                            if fd.is_none() {
+                                fd = Some(received);
+                            }
+                        }
+                    }
                 }
+                break got.bytes;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
         }
-    }
-    first.truncate(got.bytes);
-    if got.bytes > 0 {
-        (&socket).take(MAX_ANSWER).read_to_end(&mut first)?;
+    };
+    first.truncate(got);
+    if got > 0 {
+        (&mut socket)
+            .take(MAX_ANSWER)
+            .read_to_end(&mut first)
+            .await?;
     }
     if first.is_empty() {
         return Err(std::io::Error::other("no answer"));

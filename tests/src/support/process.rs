@@ -205,6 +205,33 @@ pub fn stop_steps_under(root: &Path, within: std::time::Duration) {
     signal("KILL", &live_processes_mentioning(&root));
 }
 
+/// Live (non-zombie) processes whose real uid is `uid`, with their state letter
+/// (`R`, `S`, `T` for stopped …).
+pub fn processes_of_uid(uid: u32) -> Vec<(u32, char)> {
+    let mut out = Vec::new();
+    scan_processes(|pid| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let real: u32 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        let state = status
+            .lines()
+            .find_map(|l| l.strip_prefix("State:"))?
+            .trim()
+            .chars()
+            .next()?;
+        if real == uid && state != 'Z' && state != 'X' {
+            out.push((pid, state));
+        }
+        Some(false)
+    });
+    out
+}
+
 fn scan_processes(mut matches: impl FnMut(u32) -> Option<bool>) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

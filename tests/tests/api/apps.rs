@@ -229,6 +229,27 @@ async fn vscode_starts_from_its_tile_and_its_editor_loads_through_the_proxy() {
     );
     // The progress page lists them too.
     let id = session["id"].as_i64().expect("id");
+    // Without the session's token (which only the proxy sends, in code-server's
+    // cookie), code-server gives nothing: a connection that reached its socket by
+    // another way gets its login page, not the editor.
+    let socket = c
+        .root
+        .path()
+        .join(format!("spool/sessions/{id}/server.sock"));
+    let head = {
+        use std::io::{Read, Write};
+        let mut direct = std::os::unix::net::UnixStream::connect(&socket).expect("its socket");
+        direct
+            .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .expect("request");
+        let mut answer = String::new();
+        let _ = direct.read_to_string(&mut answer);
+        answer.lines().next().unwrap_or_default().to_string()
+    };
+    assert!(
+        head.starts_with("HTTP/1.1 302") || head.starts_with("HTTP/1.1 401"),
+        "code-server answered a request without the token: {head}"
+    );
     b.goto(&c.app.url(&format!("/sessions/{id}")))
         .await
         .expect("progress page");

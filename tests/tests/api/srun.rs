@@ -346,3 +346,55 @@ async fn srun_scontrol_requeue_of_its_own_job_runs_it_again() {
     assert!(!out.contains("REQUEUE FAILED"), "{out}");
     assert!(out.contains("FINISHED"), "{out}");
 }
+
+/// Prints its token at each run (`--open-mode=append` keeps both runs' lines).
+const TOKEN_EACH_RUN: &str = r#"#!/bin/bash
+#SBATCH --open-mode=append --requeue
+echo "TOKEN $ATRIUM_JOB_TOKEN"
+while [ ! -e "$HOME/go" ]; do sleep 0.1; done
+"#;
+
+#[tokio::test]
+async fn a_job_token_is_its_runs_and_does_nothing_for_a_later_run_of_the_same_id() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20704).await;
+    let id = c.sbatch(&alice, TOKEN_EACH_RUN).await;
+    let tokens = |n: usize| {
+        let out = c.output(&alice, &id);
+        let found: Vec<String> = tagged(&out, "TOKEN")
+            .into_iter()
+            .filter_map(|w| w.first().cloned())
+            .collect();
+        async move { (found.len() >= n).then_some(found) }
+    };
+    let first =
+        atrium_tests::support::until("the first run's token", Duration::from_secs(60), || {
+            tokens(1)
+        })
+        .await
+        .expect("the job runs");
+    // The id runs again: a requeue, as an id comes back after an older backup is
+    // restored. What is left of the first run holds a token for that id.
+    c.act(&alice, &id, "requeue").await;
+    let both =
+        atrium_tests::support::until("the second run's token", Duration::from_secs(60), || {
+            tokens(2)
+        })
+        .await
+        .expect("the job runs again");
+    c.wait_for(&alice, &id, &["RUNNING"], Duration::from_secs(60))
+        .await;
+    assert_ne!(both[0], both[1], "the two runs got the same token");
+    let step = json!({"name": "x", "ntasks": 1});
+    let res = post_step(&c, &id, Some(&first[0]), step.clone()).await;
+    assert_eq!(
+        res.status(),
+        403,
+        "the first run's token acted on the second run"
+    );
+    let res = post_step(&c, &id, Some(&both[1]), step).await;
+    assert_eq!(res.status(), 201, "the current run's token");
+    std::fs::write(alice.home.join("go"), "").expect("go");
+    c.wait_for(&alice, &id, ENDED, Duration::from_secs(60))
+        .await;
+}

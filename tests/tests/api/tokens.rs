@@ -442,3 +442,72 @@ async fn a_new_password_or_disabling_revokes_tokens_and_sessions_and_is_audited(
         "{disable}"
     );
 }
+
+#[tokio::test]
+async fn an_administrators_token_without_the_admin_scope_acts_as_its_user() {
+    let c = crate::jobs::JobCluster::start(0).await;
+    let app = &c.app;
+    let alice = c.user("alice", 20121).await;
+    let id = c.sbatch(&alice, "#!/bin/bash\nsleep 600\n").await;
+    let admin = app
+        .login("admin", app.admin_password.as_deref().expect("pw"))
+        .await;
+    let scripting = app
+        .create_token(&admin, "scripts", &["read", "jobs", "sessions"])
+        .await;
+    let client = reqwest::Client::new();
+    // Administration itself: refused, as before.
+    assert_eq!(
+        app.get_bearer("/api/v1/admin/users", &scripting)
+            .await
+            .status(),
+        403
+    );
+    // Another user's job is not this token's to see or to end.
+    assert_eq!(
+        app.get_bearer(&format!("/api/v1/jobs/{id}"), &scripting)
+            .await
+            .status(),
+        404
+    );
+    let res = client
+        .delete(app.url(&format!("/api/v1/jobs/{id}")))
+        .bearer_auth(&scripting)
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(res.status(), 404);
+    let res = client
+        .post(app.url(&format!("/api/v1/jobs/{id}/hold")))
+        .bearer_auth(&scripting)
+        .send()
+        .await
+        .expect("hold");
+    assert_eq!(res.status(), 404);
+    let listed: Value = app
+        .get_bearer("/api/v1/jobs?user=alice", &scripting)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        !listed.to_string().contains(&format!("\"{id}\"")),
+        "{listed}"
+    );
+    let state = c.job(&alice, &id).await["state"].clone();
+    assert!(state == "RUNNING" || state == "PENDING", "{state}");
+
+    // With the admin scope, the same administrator acts as one.
+    let admin_token = app
+        .create_token(&admin, "admin", &["read", "jobs", "admin"])
+        .await;
+    let res = client
+        .delete(app.url(&format!("/api/v1/jobs/{id}")))
+        .bearer_auth(&admin_token)
+        .send()
+        .await
+        .expect("cancel");
+    assert!(res.status().is_success(), "{}", res.status());
+    c.wait_for(&alice, &id, &["CANCELLED"], Duration::from_secs(60))
+        .await;
+}

@@ -21,7 +21,7 @@ pub async fn get(caller: Principal, _state: web::Data<AppState>) -> Result<HttpR
     Ok(HttpResponse::Ok().json(Me {
         id: caller.user_id,
         username: &caller.username,
-        admin: caller.is_admin,
+        admin: caller.admin_account,
         auth: match caller.credential {
             Credential::Session { .. } => "session",
             Credential::Token { .. } => "token",

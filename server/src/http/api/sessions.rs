@@ -167,7 +167,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let user = match &query.user {
-        Some(u) if caller.is_admin => u.clone(),
+        Some(u) if caller.acts_as_admin() => u.clone(),
         Some(u) if *u != caller.username => {
             return Ok(HttpResponse::Ok().json(SessionList {
                 sessions: Vec::new(),
@@ -211,7 +211,7 @@ pub async fn get(
     caller.require(Scope::Read)?;
     let record = state
         .sessions
-        .get(&caller.username, caller.is_admin, parse_id(&id)?)
+        .get(&caller.username, caller.acts_as_admin(), parse_id(&id)?)
         .await?;
     Ok(HttpResponse::Ok().json(state.sessions.info(record).await))
 }
@@ -232,7 +232,7 @@ pub async fn stop(
         .await?;
     let record = state
         .sessions
-        .get(&caller.username, caller.is_admin, id)
+        .get(&caller.username, caller.acts_as_admin(), id)
         .await?;
     Ok(HttpResponse::Accepted().json(state.sessions.info(record).await))
 }
@@ -251,7 +251,7 @@ pub async fn progress(
     caller.require(Scope::Read)?;
     let record = state
         .sessions
-        .get(&caller.username, caller.is_admin, parse_id(&id)?)
+        .get(&caller.username, caller.acts_as_admin(), parse_id(&id)?)
         .await?;
     let sse = |p: &Progress| {
         let json = serde_json::to_string(p).unwrap_or_else(|_| "{}".into());

@@ -165,7 +165,7 @@ pub async fn show(
         GroupBy::Key(key) => key,
         _ => UsageKey::User,
     };
-    let params = params(&query, me.is_admin);
+    let params = params(&query, me.acts_as_admin());
     let by_name = GroupBy::Key(by).name();
     query.group_by = GroupBy::Key(by);
     let sums = state.usage.answer(&query, JOBS).await?;
@@ -185,7 +185,7 @@ pub async fn show(
             account: f.account.clone().unwrap_or_default(),
             partition: f.partition.clone().unwrap_or_default(),
             monthly: query.bucket == Bucket::Month,
-            is_admin: me.is_admin,
+            is_admin: me.acts_as_admin(),
         },
         totals: sums.totals,
         shown,

@@ -119,7 +119,7 @@ impl Nav {
     pub fn of(p: &Principal) -> Self {
         Self {
             username: p.username.clone(),
-            is_admin: p.is_admin,
+            is_admin: p.admin_account,
             csrf: p.csrf_token().to_string(),
             section: Section::None,
         }

@@ -193,7 +193,7 @@ async fn profile_page(
     if let Some(home) = &user.home {
         facts.push(("Home folder", home.clone()));
     }
-    if principal.is_admin {
+    if principal.admin_account {
         facts.push(("Role", "administrator".into()));
     }
     render(

@@ -386,7 +386,11 @@ pub async fn show(
     let Ok(id) = id.parse::<i64>() else {
         return not_found_page();
     };
-    let record = match state.sessions.get(&me.username, me.is_admin, id).await {
+    let record = match state
+        .sessions
+        .get(&me.username, me.acts_as_admin(), id)
+        .await
+    {
         Ok(r) => r,
         Err(SessionError::NotFound) => return not_found_page(),
         Err(e) => return Err(e.into()),

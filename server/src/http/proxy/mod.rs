@@ -155,7 +155,7 @@ fn authorize(
         .ok_or(ApiError::NotFound)?;
     if !state
         .sessions
-        .may_use(&caller.username, caller.is_admin, &route.owner)
+        .may_use(&caller.username, caller.acts_as_admin(), &route.owner)
     {
         return Err(ApiError::NotFound);
     }
@@ -195,17 +195,29 @@ fn is_websocket(req: &HttpRequest) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
 }
 
-/// The browser's cookies less the portal's own.
-fn session_cookies(req: &HttpRequest) -> Option<String> {
-    let all = req.headers().get(header::COOKIE)?.to_str().ok()?;
-    let kept: Vec<&str> = all
+/// The cookies the session's server gets: the browser's less the portal's own, and,
+/// for an app that checks a cookie, that one holding the session's token (whatever
+/// of that name the browser sent is dropped).
+fn session_cookies(req: &HttpRequest, route: &Route) -> Option<String> {
+    cookies_for(req, route.token_cookie.as_deref())
+}
+
+fn cookies_for(req: &HttpRequest, token_cookie: Option<&str>) -> Option<String> {
+    let replaced = token_cookie.and_then(|c| c.split_once('=')).map(|(n, _)| n);
+    let all = req
+        .headers()
+        .get(header::COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mut kept: Vec<&str> = all
         .split(';')
         .map(str::trim)
         .filter(|c| {
-            let name = c.split('=').next().unwrap_or("");
-            !is_portal_cookie(name)
+            let name = c.split('=').next().unwrap_or("").trim();
+            !c.is_empty() && !is_portal_cookie(name) && Some(name) != replaced
         })
         .collect();
+    kept.extend(token_cookie);
     (!kept.is_empty()).then(|| kept.join("; "))
 }
 
@@ -231,7 +243,7 @@ fn upstream_request(
         }
         out = out.header(n, value.as_bytes());
     }
-    if let Some(cookies) = session_cookies(req) {
+    if let Some(cookies) = session_cookies(req, route) {
         out = out.header("cookie", cookies);
     }
     out = out.header("authorization", route.authorization.as_str());
@@ -427,20 +439,31 @@ mod tests {
             ))
             .to_http_request();
         assert_eq!(
-            session_cookies(&req).as_deref(),
+            cookies_for(&req, None).as_deref(),
             Some("_xsrf=abc; username-u=v")
         );
         let only_ours = actix_web::test::TestRequest::default()
             .insert_header((header::COOKIE, "atrium_session=secret"))
             .to_http_request();
-        assert_eq!(session_cookies(&only_ours), None);
+        assert_eq!(cookies_for(&only_ours, None), None);
+        assert_eq!(
+            cookies_for(&only_ours, Some("code-server-session=tok")).as_deref(),
+            Some("code-server-session=tok")
+        );
+        let forged = actix_web::test::TestRequest::default()
+            .insert_header((header::COOKIE, "code-server-session=mine; a=1"))
+            .to_http_request();
+        assert_eq!(
+            cookies_for(&forged, Some("code-server-session=tok")).as_deref(),
+            Some("a=1; code-server-session=tok")
+        );
         let spelled = actix_web::test::TestRequest::default()
             .insert_header((
                 header::COOKIE,
                 "ATRIUM_SESSION=a; __Host-atrium_session=b; atrium_login_csrf=c; _xsrf=d",
             ))
             .to_http_request();
-        assert_eq!(session_cookies(&spelled).as_deref(), Some("_xsrf=d"));
+        assert_eq!(cookies_for(&spelled, None).as_deref(), Some("_xsrf=d"));
     }
 
     #[test]

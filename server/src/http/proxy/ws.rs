@@ -1,165 +1,267 @@
-//! Websockets through the proxy: the session's server is reached first (so that the
-//! subprotocol it picks, such as Jupyter's `v1.kernel.websocket.jupyter.org`, is the one
-//! the browser gets), then messages are relayed both ways as they come, each data
-//! message counting as activity (pings do not).
+//! Websockets through the proxy: the browser's handshake is checked here (its origin
+//! and owner were, in `handle`) and passed to the session's server on an
+//! authenticated connection (`Upstream::connect`), with the browser's own key, so the
+//! server's answer (its `Sec-WebSocket-Accept`, the subprotocol it picks, such as
+//! Jupyter's `v1.kernel.websocket.jupyter.org`, and any extension) is what the browser
+//! gets. After the upgrade the bytes are relayed both ways as they come, never decoded
+//! and encoded again: the two ends speak the protocol to each other. Only the frames'
+//! headers are read on the way (a few bytes of each), so that each data message counts
+//! as activity and in the metrics (pings do not).
 
 use std::sync::Arc;
 
-use actix_web::http::header;
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
-use futures_util::{SinkExt, StreamExt};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::Message;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use hyper_util::rt::TokioIo;
+use tokio::io::AsyncWriteExt;
 
-use super::unreachable_session;
+use super::{session_cookies, unreachable_session};
 use crate::http::ApiError;
 use crate::sessions::upstream::UpstreamError;
 use crate::sessions::Route;
 
-/// The largest message relayed (kernel outputs with images can be large).
-const MAX_MESSAGE: usize = 64 << 20;
+/// Headers of the browser's handshake passed to the session's server (servers that
+/// check the origin compare it with the host: code-server does).
+const PASSED: &[&str] = &[
+    "host",
+    "origin",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+    "sec-websocket-extensions",
+    "user-agent",
+];
 
-/// Headers of the browser's handshake passed to the session's server.
-const PASSED: &[&str] = &["host", "origin", "sec-websocket-protocol", "user-agent"];
+/// Headers of the server's answer passed to the browser.
+const ANSWERED: &[&str] = &[
+    "sec-websocket-accept",
+    "sec-websocket-protocol",
+    "sec-websocket-extensions",
+];
+
+/// What one read of the relay takes at most.
+const READ_BUFFER: usize = 64 << 10;
 
 pub(super) async fn relay(
     req: &HttpRequest,
-    body: web::Payload,
+    mut body: web::Payload,
     route: Arc<Route>,
     metrics: crate::metrics::ProxyMetrics,
 ) -> Result<HttpResponse, ApiError> {
+    let headers = req.headers();
+    if headers.get("sec-websocket-version").map(|v| v.as_bytes()) != Some(b"13")
+        || !headers.contains_key("sec-websocket-key")
+    {
+        return Err(ApiError::bad_request(
+            "bad websocket handshake: it needs Sec-WebSocket-Version 13 and a key",
+        ));
+    }
     let path = req
         .uri()
         .path_and_query()
         .map_or_else(|| req.path().to_string(), |p| p.as_str().to_string());
     let path = route.upstream_path(&path);
-    let mut upstream_req = format!("ws://localhost{path}")
-        .into_client_request()
-        .map_err(|e| ApiError::bad_request(format!("bad websocket request: {e}")))?;
-    let headers = upstream_req.headers_mut();
+    let mut handshake = hyper::Request::get(path.as_ref())
+        .header(hyper::header::CONNECTION, "Upgrade")
+        .header(hyper::header::UPGRADE, "websocket")
+        .header(hyper::header::AUTHORIZATION, route.authorization.as_str());
     for name in PASSED {
-        if let Some(v) = req.headers().get(*name) {
-            if let (Ok(n), Ok(v)) = (
-                hyper::header::HeaderName::from_bytes(name.as_bytes()),
-                hyper::header::HeaderValue::from_bytes(v.as_bytes()),
-            ) {
-                headers.insert(n, v);
-            }
+        if let Some(v) = headers.get(*name) {
+            handshake = handshake.header(*name, v.as_bytes());
         }
     }
-    let auth = hyper::header::HeaderValue::from_str(&route.authorization)
-        .map_err(|_| ApiError::internal("session secret is not a header value"))?;
-    headers.insert(hyper::header::AUTHORIZATION, auth);
+    if !headers.contains_key("host") {
+        handshake = handshake.header(hyper::header::HOST, "localhost");
+    }
+    if let Some(cookies) = session_cookies(req, &route) {
+        handshake = handshake.header("cookie", cookies);
+    }
+    let handshake = handshake
+        .body(http_body_util::Empty::<Bytes>::new())
+        .map_err(|e| ApiError::bad_request(format!("bad websocket request: {e}")))?;
+
     let stream = route
         .upstream()
         .ok_or_else(|| ApiError::Unavailable("the session is not ready yet".into()))?
         .connect()
         .await
         .map_err(unreachable_session)?;
-    let mut config = WebSocketConfig::default();
-    config.max_message_size = Some(MAX_MESSAGE);
-    config.max_frame_size = Some(MAX_MESSAGE);
-    let (upstream, answer) =
-        tokio_tungstenite::client_async_with_config(upstream_req, stream, Some(config))
-            .await
-            .map_err(|e| {
-                tracing::info!(error = %e, "the session refused a websocket");
-                match e {
-                    tokio_tungstenite::tungstenite::Error::Http(r)
-                        if r.status().as_u16() == 404 =>
-                    {
-                        ApiError::NotFound
-                    }
-                    other => unreachable_session(UpstreamError::Io(std::io::Error::other(
-                        other.to_string(),
-                    ))),
-                }
-            })?;
-    let protocol = answer
-        .headers()
-        .get("sec-websocket-protocol")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-
-    let (mut response, mut session, messages) = actix_ws::handle(req, body)
-        .map_err(|e| ApiError::bad_request(format!("bad websocket handshake: {e}")))?;
-    if let Some(p) = protocol {
-        if let Ok(v) = header::HeaderValue::from_str(&p) {
-            response
-                .headers_mut()
-                .insert(header::SEC_WEBSOCKET_PROTOCOL, v);
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| unreachable_session(UpstreamError::Http(e)))?;
+    actix_web::rt::spawn(async move {
+        let _ = connection.with_upgrades().await;
+    });
+    let answer = sender
+        .send_request(handshake)
+        .await
+        .map_err(|e| unreachable_session(UpstreamError::Http(e)))?;
+    if answer.status() != hyper::StatusCode::SWITCHING_PROTOCOLS {
+        tracing::info!(status = %answer.status(), "the session refused a websocket");
+        return Err(match answer.status().as_u16() {
+            404 => ApiError::NotFound,
+            400 => ApiError::bad_request("the session's server refused the websocket"),
+            _ => ApiError::BadGateway("the session's server refused the websocket".into()),
+        });
+    }
+    let mut response = HttpResponse::build(StatusCode::SWITCHING_PROTOCOLS);
+    response.upgrade("websocket");
+    for name in ANSWERED {
+        if let Some(v) = answer.headers().get(*name) {
+            response.insert_header((*name, v.as_bytes()));
         }
     }
-    let mut messages = messages
-        .max_frame_size(MAX_MESSAGE)
-        .aggregate_continuations()
-        .max_continuation_size(MAX_MESSAGE);
-    let (mut to_server, mut from_server) = upstream.split();
+    let upgraded = hyper::upgrade::on(answer)
+        .await
+        .map_err(|e| unreachable_session(UpstreamError::Http(e)))?;
+    let (from_server, mut to_server) = tokio::io::split(TokioIo::new(upgraded));
 
     // Browser → session.
     let inbound_route = route.clone();
     let to_session = metrics.messages_to_session;
-    let to_browser = metrics.messages_to_browser;
     actix_web::rt::spawn(async move {
-        while let Some(Ok(msg)) = messages.next().await {
-            if matches!(
-                msg,
-                actix_ws::AggregatedMessage::Text(_) | actix_ws::AggregatedMessage::Binary(_)
-            ) {
+        let mut frames = Frames::default();
+        while let Some(Ok(chunk)) = body.next().await {
+            let messages = frames.feed(&chunk);
+            if messages > 0 {
                 inbound_route.touch();
-                to_session.inc();
+                to_session.inc_by(messages);
             }
-            let out = match msg {
-                actix_ws::AggregatedMessage::Text(t) => Message::Text(t.to_string().into()),
-                actix_ws::AggregatedMessage::Binary(b) => Message::Binary(b),
-                actix_ws::AggregatedMessage::Ping(p) => Message::Ping(p),
-                actix_ws::AggregatedMessage::Pong(p) => Message::Pong(p),
-                actix_ws::AggregatedMessage::Close(reason) => {
-                    let frame = reason.map(|r| CloseFrame {
-                        code: CloseCode::from(u16::from(r.code)),
-                        reason: r.description.unwrap_or_default().into(),
-                    });
-                    let _ = to_server.send(Message::Close(frame)).await;
-                    break;
-                }
-            };
-            if to_server.send(out).await.is_err() {
+            if to_server.write_all(&chunk).await.is_err() {
                 break;
             }
         }
-        let _ = to_server.close().await;
+        let _ = to_server.shutdown().await;
     });
 
-    // Session → browser.
-    actix_web::rt::spawn(async move {
-        let mut close = None;
-        while let Some(msg) = from_server.next().await {
-            let Ok(msg) = msg else { break };
-            if matches!(msg, Message::Text(_) | Message::Binary(_)) {
-                route.touch();
-                to_browser.inc();
-            }
-            let sent = match msg {
-                Message::Text(t) => session.text(t.as_str().to_owned()).await,
-                Message::Binary(b) => session.binary(b).await,
-                Message::Ping(p) => session.ping(&p).await,
-                Message::Pong(p) => session.pong(&p).await,
-                Message::Close(frame) => {
-                    close = frame.map(|f| actix_ws::CloseReason {
-                        code: u16::from(f.code).into(),
-                        description: Some(f.reason.as_str().to_owned()),
-                    });
-                    break;
+    // Session → browser: the response's body.
+    let to_browser = metrics.messages_to_browser;
+    let mut frames = Frames::default();
+    let outbound =
+        tokio_util::io::ReaderStream::with_capacity(from_server, READ_BUFFER).map(move |chunk| {
+            if let Ok(bytes) = &chunk {
+                let messages = frames.feed(bytes);
+                if messages > 0 {
+                    route.touch();
+                    to_browser.inc_by(messages);
                 }
-                Message::Frame(_) => Ok(()),
-            };
-            if sent.is_err() {
-                return;
+            }
+            chunk
+        });
+    Ok(response.streaming(outbound))
+}
+
+/// Reads the frame headers (RFC 6455 §5.2) of a byte stream as it passes, to count
+/// its data messages: a text or binary frame begins one (continuations and control
+/// frames do not). Payloads are skipped, never copied or unmasked.
+#[derive(Debug, Default)]
+struct Frames {
+    /// The header read so far (at most 14 bytes).
+    head: [u8; 14],
+    have: usize,
+    /// Payload bytes of the current frame still to skip.
+    skip: u64,
+}
+
+impl Frames {
+    /// Pass `bytes`; the data messages that began in them.
+    fn feed(&mut self, mut bytes: &[u8]) -> u64 {
+        let mut messages = 0;
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = (self.skip.min(bytes.len() as u64)) as usize;
+                self.skip -= n as u64;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let take = (self.needed() - self.have).min(bytes.len());
+            self.head[self.have..self.have + take].copy_from_slice(&bytes[..take]);
+            self.have += take;
+            bytes = &bytes[take..];
+            if self.have < self.needed() {
+                continue;
+            }
+            if matches!(self.head[0] & 0x0f, 0x1 | 0x2) {
+                messages += 1;
+            }
+            self.skip = self.payload_length();
+            self.have = 0;
+        }
+        messages
+    }
+
+    /// The header's length as far as it is known: 2 bytes, then what the length and
+    /// mask bits say.
+    fn needed(&self) -> usize {
+        if self.have < 2 {
+            return 2;
+        }
+        let mask = if self.head[1] & 0x80 != 0 { 4 } else { 0 };
+        let extended = match self.head[1] & 0x7f {
+            126 => 2,
+            127 => 8,
+            _ => 0,
+        };
+        2 + extended + mask
+    }
+
+    fn payload_length(&self) -> u64 {
+        match self.head[1] & 0x7f {
+            126 => u64::from(u16::from_be_bytes([self.head[2], self.head[3]])),
+            127 => {
+                let mut eight = [0u8; 8];
+                eight.copy_from_slice(&self.head[2..10]);
+                u64::from_be_bytes(eight)
+            }
+            n => u64::from(n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Frames;
+
+    /// A frame as a client (masked) or a server sends it.
+    fn frame(opcode: u8, fin: bool, payload: &[u8], masked: bool) -> Vec<u8> {
+        let mut out = vec![(if fin { 0x80 } else { 0 }) | opcode];
+        let mask_bit = if masked { 0x80 } else { 0 };
+        match payload.len() {
+            n if n < 126 => out.push(mask_bit | n as u8),
+            n if n <= 0xffff => {
+                out.push(mask_bit | 126);
+                out.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                out.push(mask_bit | 127);
+                out.extend_from_slice(&(n as u64).to_be_bytes());
             }
         }
-        let _ = session.close(close).await;
-    });
-    Ok(response)
+        if masked {
+            out.extend_from_slice(&[1, 2, 3, 4]);
+        }
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn data_messages_are_counted_however_the_bytes_are_cut() {
+        let mut stream = Vec::new();
+        stream.extend(frame(0x1, true, b"hello", true));
+        stream.extend(frame(0x9, true, b"ping", true));
+        stream.extend(frame(0x2, false, &[7u8; 300], false));
+        stream.extend(frame(0x0, false, &[7u8; 70_000], false));
+        stream.extend(frame(0xA, true, b"", false));
+        stream.extend(frame(0x0, true, &[7u8; 10], false));
+        stream.extend(frame(0x1, true, &[b'x'; 125], false));
+        stream.extend(frame(0x8, true, &[3, 232], true));
+        for cut in [1usize, 2, 3, 7, 13, 64, 1000, stream.len()] {
+            let mut frames = Frames::default();
+            let counted: u64 = stream.chunks(cut).map(|c| frames.feed(c)).sum();
+            assert_eq!(counted, 3, "cut into pieces of {cut}");
+            assert_eq!((frames.have, frames.skip), (0, 0), "ends on a frame's end");
+        }
+    }
 }

@@ -311,7 +311,7 @@ async fn start_step(
         None => (settings.runtime.clone(), None),
     };
     if let Some(portal) = &settings.portal {
-        let token = portal.tokens.token(job);
+        let token = portal.tokens.token(job, start.start_time);
         let tools = step_env::StepTools {
             bin_dir: &portal.bin_dir,
             portal_url: &portal.url,

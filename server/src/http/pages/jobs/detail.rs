@@ -448,7 +448,7 @@ mod tests {
         Principal {
             user_id: 1,
             username: "alice".into(),
-            is_admin: false,
+            admin_account: false,
             credential: crate::auth::Credential::Session {
                 jti: "j".into(),
                 csrf: "tok".into(),
