@@ -305,3 +305,32 @@ impl From<crate::sched::SchedError> for ApiError {
         crate::services::ServiceError::from(e).into()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unavailable_service_and_an_internal_error_tell_their_cause_to_the_log_only() {
+        for (error, code) in [
+            (
+                ApiError::Unavailable("database: connection to 10.0.0.5:5432 refused".into()),
+                503,
+            ),
+            (
+                ApiError::internal("database: relation \"jobs\" does not exist"),
+                500,
+            ),
+        ] {
+            let response = error.error_response();
+            assert_eq!(response.status().as_u16(), code);
+            let body = actix_web::body::to_bytes(response.into_body());
+            let body = futures_util::FutureExt::now_or_never(body)
+                .and_then(Result::ok)
+                .expect("a JSON body at once");
+            let text = String::from_utf8_lossy(&body);
+            assert!(!text.contains("database"), "{text}");
+            assert!(!text.contains("10.0.0.5"), "{text}");
+        }
+    }
+}

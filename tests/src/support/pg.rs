@@ -54,6 +54,12 @@ impl PgDatabase {
         run_psql(&self.psql, &self.url, sql).await
     }
 
+    /// Runs `sql` as the cluster's superuser, connected to the `postgres` database (for
+    /// what cannot be done from inside this one, such as closing it to connections).
+    pub async fn psql_admin(&self, sql: &str) -> anyhow::Result<String> {
+        run_psql(&self.psql, &self.admin_url, sql).await
+    }
+
     /// A superuser URL of the cluster holding this database (connected to `postgres`).
     pub fn admin_url(&self) -> &str {
         &self.admin_url

@@ -17,6 +17,33 @@ fn the_systemd_unit_verifies() {
     // Job steps outlive a restart only if systemd kills the portal alone.
     assert!(unit.contains("\nKillMode=process\n"), "{unit}");
     assert!(unit.contains("ExecStart=/usr/bin/atrium --config /etc/atrium/atrium.toml serve"));
+    // The capabilities it keeps are listed, and the ones it never uses are not: above
+    // all CAP_SYS_RESOURCE, which would let it write past quotas and reserved blocks.
+    let kept = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))
+        .expect("a CapabilityBoundingSet");
+    for needed in [
+        "CAP_SETUID",
+        "CAP_SETGID",
+        "CAP_KILL",
+        "CAP_SYS_ADMIN",
+        "CAP_CHOWN",
+    ] {
+        assert!(
+            kept.split_whitespace().any(|c| c == needed),
+            "{needed}: {kept}"
+        );
+    }
+    for never in [
+        "CAP_SYS_RESOURCE",
+        "CAP_SYS_MODULE",
+        "CAP_SYS_RAWIO",
+        "CAP_SYS_TIME",
+        "CAP_SYS_BOOT",
+    ] {
+        assert!(!kept.contains(never), "{never}: {kept}");
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("atrium.service");
     let bin = atrium_bin();

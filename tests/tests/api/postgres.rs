@@ -105,3 +105,42 @@ async fn jobs_run_and_survive_a_kill_9_on_postgres() {
         "nothing went to SQLite"
     );
 }
+
+#[tokio::test]
+async fn readiness_without_its_database_says_so_and_nothing_of_the_cause() {
+    let db = fresh_database().await.expect("postgres database");
+    let app = spawn_with(Options {
+        database_url: Some(db.url.clone()),
+        ..Options::default()
+    })
+    .await;
+    assert_eq!(
+        reqwest::get(app.url("/readyz"))
+            .await
+            .expect("ready")
+            .status(),
+        200
+    );
+    // The database refuses the portal from now on.
+    db.psql_admin(&format!(
+        "ALTER DATABASE \"{0}\" ALLOW_CONNECTIONS false; \
+         SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE datname = '{0}' AND pid <> pg_backend_pid()",
+        db.name
+    ))
+    .await
+    .expect("psql");
+    let body = atrium_tests::support::until("readiness fails", Duration::from_secs(30), || async {
+        let res = reqwest::get(app.url("/readyz")).await.ok()?;
+        if res.status() != 503 {
+            return None;
+        }
+        res.text().await.ok()
+    })
+    .await
+    .expect("readiness fails");
+    // An anonymous caller learns that a service is unavailable, not what it said.
+    for secret in [db.name.as_str(), "connection", "terminat", "postgres"] {
+        assert!(!body.contains(secret), "{secret}: {body}");
+    }
+}
