@@ -17,7 +17,9 @@
 #    also measured unloaded (wrk -t1 -c1, LATENCY_SECONDS s).
 # 2. Websockets through the proxy: tests/src/bin/bench-ws, WS_CONNECTIONS connections each
 #    sending a 32-byte message and awaiting its echo, WRK_SECONDS s: messages/s (round
-#    trips), p50 and p99; same three paths.
+#    trips), p50 and p99; same three paths, and a fourth, the floor: tests/src/bin/
+#    bench-relay, which only copies bytes between a TCP connection and the upstream's
+#    unix socket (no HTTP, no authentication), the most any proxy on these cores can do.
 #    Both are run ROUNDS times, the three paths one after the other in each round; the
 #    figures are the medians over the rounds.
 # 3. Session start -> ready (POST /api/v1/sessions until the progress stream says ready),
@@ -33,8 +35,8 @@
 #
 # Sizes (environment): WRK_THREADS=2 CONNECTIONS=8 WS_CONNECTIONS=8 WRK_SECONDS=10 LATENCY_SECONDS=5
 # ROUNDS=3 STARTS=5 JUPYTER_SESSIONS=10 QUIET_WAIT=60 (seconds to wait for a calm machine).
-# BENCH_ATRIUM_BIN, BENCH_UPSTREAM_BIN, BENCH_WS_BIN name binaries to use instead of
-# building them (cargo build --release). KEEP_WORK=1 keeps the temporary directory.
+# BENCH_ATRIUM_BIN, BENCH_UPSTREAM_BIN, BENCH_WS_BIN, BENCH_RELAY_BIN name binaries to use
+# instead of building them (cargo build --release). KEEP_WORK=1 keeps the temporary directory.
 #
 # atrium runs as root (it starts each session as the user, uid 20050). Without root, or
 # while the session API has not landed in this build, the atrium figures are left out
@@ -105,15 +107,17 @@ mib() { awk -v k="$1" 'BEGIN {if (k == "" || k == "-") print "-"; else printf "%
 to_ms() { awk -v v="$1" 'BEGIN {n = v + 0; u = v; sub(/^[0-9.]+/, "", u); if (u == "us") n /= 1000; else if (u == "s") n *= 1000; else if (u == "m") n *= 60000; printf "%.3f\n", n}'; }
 
 # --- binaries ---------------------------------------------------------------------------
-if [[ -n "${BENCH_UPSTREAM_BIN:-}" && -n "${BENCH_WS_BIN:-}" ]]; then
+if [[ -n "${BENCH_UPSTREAM_BIN:-}" && -n "${BENCH_WS_BIN:-}" && -n "${BENCH_RELAY_BIN:-}" ]]; then
     upstream_bin=$(realpath "$BENCH_UPSTREAM_BIN")
     ws_bin=$(realpath "$BENCH_WS_BIN")
+    relay_bin=$(realpath "$BENCH_RELAY_BIN")
 else
-    say "building target/release/bench-upstream and bench-ws"
-    cargo build --release --locked -p atrium-tests --bin bench-upstream --bin bench-ws >/dev/null 2>&1 ||
-        die "cargo build --release -p atrium-tests --bin bench-upstream --bin bench-ws failed (the tests crate builds the atrium library too); set BENCH_UPSTREAM_BIN and BENCH_WS_BIN to built ones"
+    say "building target/release/bench-upstream, bench-ws and bench-relay"
+    cargo build --release --locked -p atrium-tests --bin bench-upstream --bin bench-ws --bin bench-relay >/dev/null 2>&1 ||
+        die "cargo build --release -p atrium-tests --bin bench-upstream --bin bench-ws --bin bench-relay failed (the tests crate builds the atrium library too); set BENCH_UPSTREAM_BIN, BENCH_WS_BIN and BENCH_RELAY_BIN to built ones"
     upstream_bin="$repo/target/release/bench-upstream"
     ws_bin="$repo/target/release/bench-ws"
+    relay_bin="$repo/target/release/bench-relay"
 fi
 
 # Why atrium is left out, if it is; empty: measured.
@@ -149,6 +153,7 @@ chp_bin="$node_dir/node_modules/configurable-http-proxy/bin/configurable-http-pr
 work=$(mktemp -d -t atrium-sessions-bench-XXXXXX)
 chmod 0711 "$work" # the sessions run as uid $BENCH_UID and have their home below
 upstream_pid=""
+relay_pid=""
 chp_pid=""
 atrium_pid=""
 base=""
@@ -159,7 +164,7 @@ cleanup() {
     if [[ -n "$atrium_pid" && -n "$token" && -f "$work/sessions.py" ]]; then
         python3 "$work/sessions.py" stop-all >/dev/null 2>&1
     fi
-    for pid in $atrium_pid $chp_pid $upstream_pid; do
+    for pid in $atrium_pid $chp_pid $relay_pid $upstream_pid; do
         kill "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
@@ -199,6 +204,16 @@ direct_url="http://$upstream_addr$path/bench"
 [[ "$(curl -sf "$direct_url")" == "hello, bench" ]] || die "the upstream does not answer on $direct_url"
 [[ "$(curl -sf --unix-socket "$work/upstream.sock" "http://upstream$path/bench")" == "hello, bench" ]] ||
     die "the upstream does not answer on its unix socket"
+
+# --- the floor: bytes copied to the upstream's socket, nothing else ------------------------
+say "starting bench-relay (TCP -> the upstream's unix socket)"
+"$relay_bin" --listen 127.0.0.1:0 --to "$work/upstream.sock" >"$work/relay.out" 2>"$work/relay.err" &
+relay_pid=$!
+relay_ready() { grep -q '^listening on' "$work/relay.out" 2>/dev/null || ! kill -0 "$relay_pid" 2>/dev/null; }
+wait_until 10 relay_ready || die "bench-relay did not start within 10 s"
+relay_addr=$(sed -n 's|^listening on ||p' "$work/relay.out")
+[[ -n "$relay_addr" ]] || die "bench-relay did not start: $(cat "$work/relay.err")"
+[[ "$(curl -sf "http://$relay_addr$path/bench")" == "hello, bench" ]] || die "bench-relay does not relay"
 
 # --- CHP --------------------------------------------------------------------------------
 say "starting configurable-http-proxy $CHP_VERSION (route $path -> http://$upstream_addr)"
@@ -517,14 +532,17 @@ fi
 # =======================================================================================
 # 1 and 2. The proxies
 # =======================================================================================
-targets=(direct chp)
+targets=(direct floor chp)
 declare -A url ws_url
 url[direct]=$direct_url
+url[floor]="http://$relay_addr$path/bench"
 url[chp]=$chp_url
 ws_url[direct]="ws://$upstream_addr$path/ws"
+ws_url[floor]="ws://$relay_addr$path/ws"
 ws_url[chp]="ws://127.0.0.1:$chp_port$path/ws"
 declare -A auth_args
 auth_args[direct]=""
+auth_args[floor]=""
 auth_args[chp]=""
 if [[ -n "$atrium_url" ]]; then
     targets+=(atrium)
@@ -703,22 +721,28 @@ echo "upstream: bench-upstream (1 thread), GET $path/bench -> 13 bytes; direct a
 [[ -z "$atrium_off" ]] || echo "atrium: UNAVAILABLE: $atrium_off"
 echo
 f() { echo "${fig[$1.$2]:--}"; }
-echo "| metric (median over $ROUNDS rounds) | direct | CHP $CHP_VERSION | atrium | atrium/CHP |"
-echo "|---|---|---|---|---|"
-row3() { printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$(ratio "$4" "$3")"; }
-row3 "HTTP requests/s, wrk -t$WRK_THREADS -c$CONNECTIONS" "$(f rps direct)" "$(f rps chp)" "$(f rps atrium)"
-row3 "HTTP p50 (ms), wrk -t$WRK_THREADS -c$CONNECTIONS" "$(f p50 direct)" "$(f p50 chp)" "$(f p50 atrium)"
-row3 "HTTP p99 (ms), wrk -t$WRK_THREADS -c$CONNECTIONS" "$(f p99 direct)" "$(f p99 chp)" "$(f p99 atrium)"
-row3 "added p50 (ms), -c$CONNECTIONS: proxied − direct" "-" "$(minus "$(f p50 chp)" "$(f p50 direct)")" "$(minus "$(f p50 atrium)" "$(f p50 direct)")"
-row3 "added p99 (ms), -c$CONNECTIONS: proxied − direct" "-" "$(minus "$(f p99 chp)" "$(f p99 direct)")" "$(minus "$(f p99 atrium)" "$(f p99 direct)")"
-row3 "HTTP p50 (ms), one connection (wrk -t1 -c1)" "$(f p50_1 direct)" "$(f p50_1 chp)" "$(f p50_1 atrium)"
-row3 "HTTP p99 (ms), one connection" "$(f p99_1 direct)" "$(f p99_1 chp)" "$(f p99_1 atrium)"
-row3 "added p50 (ms), one connection: proxied − direct" "-" "$(minus "$(f p50_1 chp)" "$(f p50_1 direct)")" "$(minus "$(f p50_1 atrium)" "$(f p50_1 direct)")"
-row3 "websocket messages/s (round trips), $WS_CONNECTIONS connections" "$(f wsrate direct)" "$(f wsrate chp)" "$(f wsrate atrium)"
-row3 "websocket round trip p50 (ms)" "$(f wsp50 direct)" "$(f wsp50 chp)" "$(f wsp50 atrium)"
-row3 "websocket round trip p99 (ms)" "$(f wsp99 direct)" "$(f wsp99 chp)" "$(f wsp99 atrium)"
+echo "| metric (median over $ROUNDS rounds) | direct | floor (bench-relay) | CHP $CHP_VERSION | atrium | atrium/CHP | floor/CHP |"
+echo "|---|---|---|---|---|---|---|"
+row3() { printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$5" "$(ratio "$5" "$4")" "$(ratio "$3" "$4")"; }
+cols() { echo "$(f "$1" direct)" "$(f "$1" floor)" "$(f "$1" chp)" "$(f "$1" atrium)"; }
+added() { echo "-" "$(minus "$(f "$1" floor)" "$(f "$1" direct)")" "$(minus "$(f "$1" chp)" "$(f "$1" direct)")" "$(minus "$(f "$1" atrium)" "$(f "$1" direct)")"; }
+# shellcheck disable=SC2046 # one argument per column
+{
+row3 "HTTP requests/s, wrk -t$WRK_THREADS -c$CONNECTIONS" $(cols rps)
+row3 "HTTP p50 (ms), wrk -t$WRK_THREADS -c$CONNECTIONS" $(cols p50)
+row3 "HTTP p99 (ms), wrk -t$WRK_THREADS -c$CONNECTIONS" $(cols p99)
+row3 "added p50 (ms), -c$CONNECTIONS: proxied − direct" $(added p50)
+row3 "added p99 (ms), -c$CONNECTIONS: proxied − direct" $(added p99)
+row3 "HTTP p50 (ms), one connection (wrk -t1 -c1)" $(cols p50_1)
+row3 "HTTP p99 (ms), one connection" $(cols p99_1)
+row3 "added p50 (ms), one connection: proxied − direct" $(added p50_1)
+row3 "websocket messages/s (round trips), $WS_CONNECTIONS connections" $(cols wsrate)
+row3 "websocket round trip p50 (ms)" $(cols wsp50)
+row3 "websocket round trip p99 (ms)" $(cols wsp99)
+}
 echo
-echo "atrium/CHP: for rates higher is better; for times lower is better."
+echo "atrium/CHP, floor/CHP: for rates higher is better; for times lower is better. The floor"
+echo "copies bytes to the upstream's socket and does nothing else: no proxy on these cores does more."
 echo "memory after the load: CHP (node) RSS $(mib "$chp_rss") MiB; bench-upstream RSS $(mib "$upstream_rss") MiB"
 echo
 sup() { [[ -n "${rss[$1]:-}" ]] && echo "$(mib "${rss[$1]}") (+ ${rss[$1_sup_n]} supervisors: RSS $(mib "${rss[$1_sup_rss]}"), PSS $(mib "${rss[$1_sup_pss]}"))" || echo "-"; }

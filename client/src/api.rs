@@ -12,7 +12,7 @@ use serde::Deserialize;
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8000";
 
 /// One job (or array task, or an array's pending tasks) as `GET /jobs` lists it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct JobInfo {
     pub id: String,
@@ -43,6 +43,59 @@ pub struct JobInfo {
     pub time_limit: Option<u64>,
     /// Its steps (`srun` inside it), oldest first.
     pub steps: Vec<StepInfo>,
+    /// A pending job's planned start (RFC 3339).
+    pub expected_start: Option<String>,
+    pub priority: Option<i64>,
+    /// The remaining tasks of an array's pending record (`5-9%2`).
+    pub array_spec: Option<String>,
+    pub qos: Option<String>,
+    /// What it waits for (`afterok:12`).
+    pub dependency: Option<String>,
+    pub comment: Option<String>,
+    /// `--constraint`.
+    pub features: Option<String>,
+    /// `--nodelist` and `--exclude`.
+    pub req_nodes: Option<String>,
+    pub exc_nodes: Option<String>,
+    /// CPUs asked for, in all.
+    pub min_cpus: Option<u64>,
+    pub cpus_per_task: Option<u64>,
+    pub ntasks: Option<u64>,
+    /// Memory asked for, as `--mem` or `--mem-per-cpu` spell it (`4G`, `2G/cpu`).
+    pub min_memory: Option<String>,
+    pub nice: Option<i64>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub group: Option<String>,
+    pub workdir: Option<String>,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    /// The script's path, when it was submitted from a file.
+    pub command: Option<String>,
+    pub restarts: u32,
+    pub cluster: Option<String>,
+    /// Who cancelled it (uid), when it was cancelled.
+    pub cancelled_by: Option<u32>,
+    /// CPU time used and the largest resident memory, where sampled (`detail`).
+    pub cpu_seconds: Option<f64>,
+    pub max_rss_kb: Option<u64>,
+}
+
+impl JobInfo {
+    /// When it ends or is expected to (start or planned start, plus its limit).
+    pub fn expected_end(&self) -> Option<String> {
+        let start = self
+            .start_time
+            .as_deref()
+            .or(self.expected_start.as_deref())?;
+        let start = start.parse::<jiff::Timestamp>().ok()?;
+        let limit = i64::try_from(self.time_limit?).ok()?;
+        Some(
+            jiff::Timestamp::from_second(start.as_second().saturating_add(limit))
+                .ok()?
+                .to_string(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -480,6 +533,32 @@ impl Portal {
         Ok(())
     }
 
+    /// `PATCH /jobs/{id}`: change a pending job (`time_limit`, `partition`,
+    /// `dependency`, `nodes`, `name`, `comment`).
+    pub async fn update_job(&self, id: &str, changes: &serde_json::Value) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(
+                self.http
+                    .patch(self.url(&format!("/jobs/{id}")))
+                    .json(changes),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `POST /jobs/{id}/signal`: `signal` to the job's processes (`whom`: `steps`,
+    /// `batch` or `full`); the job goes on.
+    pub async fn signal(&self, id: &str, signal: i32, whom: &str) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(
+                self.http
+                    .post(self.url(&format!("/jobs/{id}/signal")))
+                    .json(&serde_json::json!({"signal": signal, "whom": whom})),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// `POST /jobs/{id}/{action}`: `hold`, `release` or `requeue`.
     pub async fn act(&self, id: &str, action: &str) -> Result<(), CallError> {
         let _: serde_json::Value = self
@@ -497,6 +576,11 @@ impl Portal {
             )
             .await?;
         Ok(())
+    }
+
+    /// `GET /nodes`: the nodes and the partitions.
+    pub async fn cluster(&self) -> Result<crate::sinfo::Cluster, CallError> {
+        self.call(self.http.get(self.url("/nodes"))).await
     }
 
     /// `GET /partitions`.

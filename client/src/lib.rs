@@ -12,7 +12,9 @@
 
 pub mod api;
 pub mod campaign;
+pub mod columns;
 pub mod format;
+pub mod getopt;
 pub mod sacct;
 pub mod sacct_fields;
 pub mod sbatch;
@@ -22,6 +24,7 @@ pub mod seff;
 pub mod sinfo;
 pub mod squeue;
 pub mod srun;
+pub mod times;
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
@@ -29,8 +32,9 @@ use std::path::Path;
 use api::{CallError, Portal, Settings};
 
 /// The commands a symlink to `atrium` may be named after.
-pub const SLURM_COMMANDS: [&str; 8] = [
-    "sbatch", "squeue", "sinfo", "scancel", "sacct", "srun", "scontrol", "seff",
+pub const SLURM_COMMANDS: [&str; 12] = [
+    "sbatch", "squeue", "sinfo", "scancel", "sacct", "srun", "scontrol", "seff", "salloc", "sprio",
+    "sshare", "sstat",
 ];
 
 /// The Slurm command a program run as `program` (its `argv[0]`: a path or a name)
@@ -40,11 +44,72 @@ pub fn slurm_command(program: &OsStr) -> Option<&'static str> {
     SLURM_COMMANDS.into_iter().find(|c| *c == name)
 }
 
+/// A Slurm-style command's arguments as typed, read by the command itself as
+/// getopt_long would (`crate::getopt`), not by the server's command line.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RawArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+/// The version line the Slurm-style commands print for `--version`, as Slurm's do
+/// (`slurm-wlm 22.05.8`): the Slurm they follow, and atrium's own version.
+pub const VERSION_LINE: &str = concat!("slurm 22.05.8 (atrium ", env!("CARGO_PKG_VERSION"), ")");
+
+static INVOKED_AS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The program's name as it was typed (`squeue`, `/usr/lib/atrium/bin/squeue`), as
+/// getopt's messages name it; `command` when run as `atrium squeue`.
+pub fn invoked_as(command: &str) -> String {
+    INVOKED_AS
+        .get()
+        .cloned()
+        .unwrap_or_else(|| command.to_string())
+}
+
+/// How a Slurm-style command ends when it does not succeed: lines for standard error,
+/// already in the command's words, lines for standard output (some usage errors print
+/// the usage there), and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandExit {
+    pub stderr: Vec<String>,
+    pub stdout: Vec<String>,
+    pub status: u8,
+}
+
+impl CommandExit {
+    pub fn new(stderr: Vec<String>, status: u8) -> CommandExit {
+        CommandExit {
+            stderr,
+            stdout: Vec::new(),
+            status,
+        }
+    }
+
+    pub fn with_stdout(mut self, stdout: Vec<String>) -> CommandExit {
+        self.stdout = stdout;
+        self
+    }
+}
+
+impl std::fmt::Display for CommandExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.stderr.join("\n"))
+    }
+}
+
+impl std::error::Error for CommandExit {}
+
 /// When the program runs as `sbatch` (a symlink to `atrium`), the arguments of
 /// `atrium sbatch …`; otherwise the arguments unchanged. The server's command line
 /// parses the result.
 pub fn dispatch_argv0(args: Vec<OsString>) -> Vec<OsString> {
     let name = args.first().and_then(|a| slurm_command(a));
+    if name.is_some() {
+        if let Some(typed) = args.first().and_then(|a| a.to_str()) {
+            let _ = INVOKED_AS.set(typed.to_string());
+        }
+    }
     match name {
         Some(command) => {
             let mut out = Vec::with_capacity(args.len() + 1);

@@ -1,361 +1,731 @@
-//! `atrium sacct`: jobs from the accounting records (over or not), by default the
-//! caller's since local midnight, in Slurm's default columns or those of `--format`.
+//! `atrium sacct`: jobs from the accounting records (over or not), option for option
+//! as Slurm 22.05's sacct: its options read as getopt_long reads them (`-j 2 -j 3`
+//! adds up), its time window (`-S`/`-E` in Slurm's time forms, by default today, or
+//! all time with `-j`), its state, user, account, partition and name filters, its
+//! columns (`--format` with every field, `%N` widths, `SACCT_FORMAT`, `-b`, `-l`), its
+//! layouts (`--parsable`, `--parsable2`, `--delimiter`, `-n`) and its words when
+//! something is wrong. Clusters (`-M`, `-L`): this portal is one cluster; `all` and
+//! its own name select it.
 
-use clap::Args;
-use jiff::{civil, Timestamp, Zoned};
+use jiff::Timestamp;
 
 use super::api::{JobInfo, StepInfo};
-use super::sacct_fields::{header, line, parse_format, Layout, DEFAULT_FORMAT};
-use super::squeue::job_matches;
-use super::{connect, failed, print_lines, split_list, SlurmError};
+use super::getopt::{HasArg, Opt, Parser};
+use super::sacct_fields::{self, Field, Layout};
+use super::times::{parse_time, Clock};
+use super::{connect, failed, print_lines, CommandExit};
 
 const CMD: &str = "sacct";
 
-#[derive(Debug, Clone, Default, Args)]
-pub struct SacctArgs {
-    /// Only these jobs (comma-separated ids); without -S, whenever they ran.
-    #[arg(short = 'j', long = "jobs")]
-    pub jobs: Option<String>,
-    /// Jobs since this time (YYYY-MM-DD[THH:MM[:SS]], today, now[-N{seconds|minutes|hours|days|weeks}]).
-    #[arg(short = 'S', long = "starttime")]
-    pub starttime: Option<String>,
-    /// Jobs eligible (submitted) before this time; same formats as -S.
-    #[arg(short = 'E', long = "endtime")]
-    pub endtime: Option<String>,
-    /// Only jobs of these accounts (comma-separated).
-    #[arg(short = 'A', long = "accounts")]
-    pub accounts: Option<String>,
-    /// Only jobs of these partitions (comma-separated).
-    #[arg(short = 'r', long = "partition")]
-    pub partition: Option<String>,
-    /// Only jobs in these states (names or codes, comma-separated: CD,F,CA,R,PD …).
-    #[arg(short = 's', long = "state")]
-    pub state: Option<String>,
-    /// The columns, comma-separated, each optionally %WIDTH: JobID, JobName, User,
-    /// Account, Partition, State, ExitCode, Submit, Start, End, Elapsed, ElapsedRaw,
-    /// AllocCPUS, ReqMem, AllocTRES, NNodes, NodeList, Timelimit.
-    #[arg(short = 'o', long = "format")]
-    pub format: Option<String>,
-    /// Fields separated by `|`, each followed by one.
-    #[arg(short = 'p', long, conflicts_with = "parsable2")]
-    pub parsable: bool,
-    /// Fields separated by `|`, none after the last.
-    #[arg(short = 'P', long)]
-    pub parsable2: bool,
-    /// This user's jobs.
-    #[arg(short = 'u', long = "user", conflicts_with = "allusers")]
-    pub user: Option<String>,
-    /// Every user's jobs (administrators).
-    #[arg(short = 'a', long)]
-    pub allusers: bool,
-    /// Allocations only, without their steps (`JOBID.0` …).
-    #[arg(short = 'X', long)]
-    pub allocations: bool,
-    /// Leave out the header lines.
-    #[arg(short = 'n', long)]
-    pub noheader: bool,
+/// sacct's options, in the order of its table.
+const OPTIONS: &[Opt] = &[
+    Opt::new("allusers", Some('a'), &["allusers"], HasArg::No),
+    Opt::new("accounts", Some('A'), &["accounts"], HasArg::Required),
+    Opt::new("allocations", Some('X'), &["allocations"], HasArg::No),
+    Opt::new("brief", Some('b'), &["brief"], HasArg::No),
+    Opt::new("batch-script", Some('B'), &["batch-script"], HasArg::No),
+    Opt::new("completion", Some('c'), &["completion"], HasArg::No),
+    Opt::new("constraints", Some('C'), &["constraints"], HasArg::Required),
+    Opt::new("delimiter", None, &["delimiter"], HasArg::Required),
+    Opt::new("duplicates", Some('D'), &["duplicates"], HasArg::No),
+    Opt::new("federation", None, &["federation"], HasArg::No),
+    Opt::new(
+        "helpformat",
+        Some('e'),
+        &["helpformat", "help-fields"],
+        HasArg::No,
+    ),
+    Opt::new("endtime", Some('E'), &["endtime"], HasArg::Required),
+    Opt::new("env-vars", None, &["env-vars"], HasArg::No),
+    Opt::new("file", Some('f'), &["file"], HasArg::Required),
+    Opt::new("flags", Some('F'), &["flags"], HasArg::Required),
+    Opt::new("group", Some('g'), &["gid", "group"], HasArg::Required),
+    Opt::new("help", Some('h'), &["help"], HasArg::No),
+    Opt::new("local", None, &["local"], HasArg::No),
+    Opt::new("name", None, &["name"], HasArg::Required),
+    Opt::new("nnodes", Some('i'), &["nnodes"], HasArg::Required),
+    Opt::new("ncpus", Some('I'), &["ncpus"], HasArg::Required),
+    Opt::new("jobs", Some('j'), &["jobs"], HasArg::Required),
+    Opt::new(
+        "timelimit-min",
+        Some('k'),
+        &["timelimit-min"],
+        HasArg::Required,
+    ),
+    Opt::new(
+        "timelimit-max",
+        Some('K'),
+        &["timelimit-max"],
+        HasArg::Required,
+    ),
+    Opt::new("long", Some('l'), &["long"], HasArg::No),
+    Opt::new("allclusters", Some('L'), &["allclusters"], HasArg::No),
+    Opt::new(
+        "clusters",
+        Some('M'),
+        &["cluster", "clusters"],
+        HasArg::Required,
+    ),
+    Opt::new("nodelist", Some('N'), &["nodelist"], HasArg::Required),
+    Opt::new("noconvert", None, &["noconvert"], HasArg::No),
+    Opt::new("units", None, &["units"], HasArg::Required),
+    Opt::new("noheader", Some('n'), &["noheader"], HasArg::No),
+    Opt::new("format", Some('o'), &["fields", "format"], HasArg::Required),
+    Opt::new("parsable", Some('p'), &["parsable"], HasArg::No),
+    Opt::new("parsable2", Some('P'), &["parsable2"], HasArg::No),
+    Opt::new("qos", Some('q'), &["qos"], HasArg::Required),
+    Opt::new("partition", Some('r'), &["partition"], HasArg::Required),
+    Opt::new("reason", None, &["reason"], HasArg::Required),
+    Opt::new("state", Some('s'), &["state"], HasArg::Required),
+    Opt::new("starttime", Some('S'), &["starttime"], HasArg::Required),
+    Opt::new("truncate", Some('T'), &["truncate"], HasArg::No),
+    Opt::new("user", Some('u'), &["uid"], HasArg::Required),
+    Opt::new("use-local-uid", None, &["use-local-uid"], HasArg::No),
+    Opt::new("usage", Some('U'), &["usage"], HasArg::No),
+    Opt::new("user", None, &["user"], HasArg::Required),
+    Opt::new("verbose", Some('v'), &["verbose"], HasArg::No),
+    Opt::new("version", Some('V'), &["version"], HasArg::No),
+    Opt::new("wckeys", Some('W'), &["wckeys"], HasArg::Required),
+    Opt::new("whole-hetjob", None, &["whole-hetjob"], HasArg::Optional),
+    Opt::new(
+        "associations",
+        Some('x'),
+        &["associations"],
+        HasArg::Required,
+    ),
+    Opt::new("json", None, &["json"], HasArg::No),
+    Opt::new("yaml", None, &["yaml"], HasArg::No),
+    // `-t`: an old name of `-X`.
+    Opt::new("allocations", Some('t'), &[], HasArg::No),
+];
+
+/// States sacct takes in `-s` (long and compact), as it accounts for them.
+const STATES: &[(&str, &str)] = &[
+    ("PENDING", "PD"),
+    ("RUNNING", "R"),
+    ("SUSPENDED", "S"),
+    ("COMPLETED", "CD"),
+    ("CANCELLED", "CA"),
+    ("FAILED", "F"),
+    ("TIMEOUT", "TO"),
+    ("NODE_FAIL", "NF"),
+    ("PREEMPTED", "PR"),
+    ("BOOT_FAIL", "BF"),
+    ("DEADLINE", "DL"),
+    ("OUT_OF_MEMORY", "OOM"),
+    ("REQUEUED", "RQ"),
+    ("RESIZING", "RS"),
+    ("REVOKED", "RV"),
+];
+
+/// One `-j` item: a job, an array task, and maybe a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpec {
+    pub job: u64,
+    pub task: Option<u32>,
+    /// `batch`, `extern`, or a number.
+    pub step: Option<String>,
 }
 
-/// A `-S` time, read in the local time zone of `now`.
-pub fn parse_start(text: &str, now: &Zoned) -> Result<Timestamp, String> {
-    let text = text.trim();
-    let bad = || format!("invalid time specification: {text}");
-    let lower = text.to_ascii_lowercase();
-    if lower == "today" || lower == "midnight" {
-        return now.start_of_day().map(|t| t.timestamp()).map_err(|_| bad());
-    }
-    if let Some(rest) = lower.strip_prefix("now") {
-        if rest.is_empty() {
-            return Ok(now.timestamp());
+impl JobSpec {
+    /// `17`, `17_3`, `17.0`, `17_3.batch`; Slurm's fatal message otherwise.
+    pub fn parse(item: &str) -> Result<JobSpec, String> {
+        let (job_part, step) = match item.split_once('.') {
+            Some((j, s)) => (j, Some(s)),
+            None => (item, None),
+        };
+        let (job, task) = match job_part.split_once('_') {
+            Some((j, t)) => (j, Some(t)),
+            None => (job_part, None),
+        };
+        if !job.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("Bad job/step specified: {item}"));
         }
-        let (sign, rest) = match rest.split_at(1) {
-            ("-", r) => (-1, r),
-            ("+", r) => (1, r),
-            _ => return Err(bad()),
+        let job: u64 = job
+            .parse()
+            .map_err(|_| format!("Bad job/step specified: {item}"))?;
+        let task = match task {
+            None => None,
+            Some(t) => Some(
+                t.parse::<u32>()
+                    .map_err(|_| format!("Bad job array element specified: {job}"))?,
+            ),
         };
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        let count: i64 = rest[..digits].parse().map_err(|_| bad())?;
-        let unit = match &rest[digits..] {
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86_400,
-            "w" | "week" | "weeks" => 7 * 86_400,
-            _ => return Err(bad()),
+        let step = match step {
+            None => None,
+            Some(s)
+                if s.parse::<u32>().is_ok() || matches!(s, "batch" | "extern" | "interactive") =>
+            {
+                Some(s.to_string())
+            }
+            Some(_) => return Err(format!("Bad step specified: {job_part}")),
         };
-        let secs = count.checked_mul(unit * sign).ok_or_else(bad)?;
-        return Timestamp::from_second(now.timestamp().as_second().saturating_add(secs))
-            .map_err(|_| bad());
+        Ok(JobSpec { job, task, step })
     }
-    let local: civil::DateTime = text.parse().map_err(|_| bad())?;
-    local
-        .to_zoned(now.time_zone().clone())
-        .map(|z| z.timestamp())
-        .map_err(|_| bad())
+
+    fn matches_job(&self, job: &JobInfo) -> bool {
+        self.job == job.job_id
+            && self
+                .task
+                .is_none_or(|t| job.array_task_id == Some(t) || spec_holds(job, t))
+    }
 }
 
-/// The `GET /jobs` query: the `-s` states, else every state; `since` (Unix seconds)
-/// from `-S`, else local midnight unless `-j` names jobs; the given user, or the
-/// caller (`me`) unless `-a`.
-pub fn query(
-    args: &SacctArgs,
-    me: Option<&str>,
-    now: &Zoned,
-) -> Result<Vec<(&'static str, String)>, String> {
-    let states = args.state.as_deref().map(split_list).unwrap_or_default();
-    let states = if states.is_empty() {
-        "all".to_string()
-    } else {
-        states.join(",")
-    };
-    let mut q = vec![("state", states)];
-    let since = match (&args.starttime, &args.jobs) {
-        (Some(start), _) => Some(parse_start(start, now)?),
-        (None, Some(_)) => None,
-        (None, None) => Some(parse_start("today", now)?),
-    };
-    if let Some(since) = since {
-        q.push(("since", since.as_second().to_string()));
-    }
-    if let Some(user) = args.user.as_deref().or(me) {
-        q.push(("user", user.to_string()));
-    }
-    Ok(q)
-}
-
-/// What the portal's query cannot ask: `-E`, `-A`, `-r` and `-j`.
-pub struct Selection {
-    before: Option<Timestamp>,
-    accounts: Option<Vec<String>>,
-    partitions: Option<Vec<String>>,
-    ids: Option<Vec<String>>,
-}
-
-impl Selection {
-    pub fn of(args: &SacctArgs, now: &Zoned) -> Result<Selection, String> {
-        Ok(Selection {
-            before: args
-                .endtime
-                .as_deref()
-                .map(|t| parse_start(t, now))
-                .transpose()?,
-            accounts: args.accounts.as_deref().map(split_list),
-            partitions: args.partition.as_deref().map(split_list),
-            ids: args.jobs.as_deref().map(split_list),
+fn spec_holds(job: &JobInfo, task: u32) -> bool {
+    job.array_task_id.is_none()
+        && job.array_spec.as_deref().is_some_and(|spec| {
+            super::squeue::job_matches(job, &[format!("{}_{task}", job.job_id)]) && !spec.is_empty()
         })
-    }
-
-    pub fn keeps(&self, job: &JobInfo) -> bool {
-        let submitted = job.submit_time.parse::<Timestamp>().ok();
-        self.before
-            .is_none_or(|before| submitted.is_some_and(|s| s < before))
-            && self
-                .accounts
-                .as_ref()
-                .is_none_or(|a| a.contains(&job.account))
-            && self
-                .partitions
-                .as_ref()
-                .is_none_or(|p| p.contains(&job.partition))
-            && self.ids.as_ref().is_none_or(|ids| job_matches(job, ids))
-    }
 }
 
-/// A step's line as `sacct` prints it under its job: its own id (`17.0`), name,
-/// state, exit code and times; its job's user, account and node; no partition.
-pub fn step_row(job: &JobInfo, step: &StepInfo) -> JobInfo {
-    JobInfo {
-        id: step.id.clone(),
-        display_id: step.id.clone(),
-        name: step.name.clone(),
-        partition: String::new(),
-        state: step.state.clone(),
-        exit_code: step.exit_code,
-        signal: step.signal,
-        start_time: Some(step.start_time.clone()),
-        end_time: step.end_time.clone(),
-        time_used: step.time_used,
-        time_limit: None,
-        cpus: Some(u64::from(step.ntasks)),
-        steps: Vec::new(),
-        ..job.clone()
-    }
+/// What the command line and the environment ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub fields: Vec<Field>,
+    pub layout: Layout,
+    pub delimiter: String,
+    pub header: bool,
+    pub allocations: bool,
+    pub all_users: bool,
+    pub users: Vec<String>,
+    pub accounts: Vec<String>,
+    pub partitions: Vec<String>,
+    pub names: Vec<String>,
+    pub states: Vec<&'static str>,
+    pub jobs: Vec<JobSpec>,
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// `-M`'s clusters (lower case); empty, `all` or `-1`: any.
+    pub clusters: Vec<String>,
+    /// What to print instead of jobs (`--help`, `--helpformat`, `--version`).
+    pub early: Option<Vec<String>>,
 }
 
-pub async fn run(args: SacctArgs) -> anyhow::Result<()> {
-    let fields = parse_format(args.format.as_deref().unwrap_or(DEFAULT_FORMAT))
-        .map_err(|e| SlurmError::new(CMD, e))?;
-    let layout = match (args.parsable, args.parsable2) {
-        (_, true) => Layout::Parsable2,
-        (true, false) => Layout::Parsable,
-        _ => Layout::Fixed,
-    };
-    let now = Zoned::now();
-    let selection = Selection::of(&args, &now).map_err(|e| SlurmError::new(CMD, e))?;
-    let portal = connect(CMD)?;
-    let me = if args.allusers || args.user.is_some() {
-        None
-    } else {
-        Some(portal.username().await.map_err(failed(CMD))?)
-    };
-    let q = query(&args, me.as_deref(), &now).map_err(|e| SlurmError::new(CMD, e))?;
-    let mut jobs: Vec<JobInfo> = portal.jobs(&q).await.map_err(failed(CMD))?;
-    // Oldest first, as sacct lists them (the portal lists the newest first).
-    jobs.sort_by_key(|j| (j.job_id, j.array_task_id));
-    let header = if args.noheader {
-        Vec::new()
-    } else {
-        header(&fields, layout)
-    };
-    let tz = now.time_zone().clone();
-    let rows: Vec<JobInfo> = jobs
+fn fatal(message: String) -> CommandExit {
+    CommandExit::new(vec![format!("{CMD}: fatal: {message}")], 1)
+}
+
+fn error(message: String) -> CommandExit {
+    CommandExit::new(vec![format!("{CMD}: error: {message}")], 1)
+}
+
+/// sacct's list items: comma-separated, empty ones skipped; a leading quote is dropped.
+fn items(values: Vec<&str>) -> Vec<String> {
+    values
         .iter()
-        .filter(|j| selection.keeps(j))
-        .flat_map(|j| {
-            let steps = if args.allocations {
-                &[][..]
-            } else {
-                &j.steps[..]
-            };
-            std::iter::once(j.clone()).chain(steps.iter().map(|s| step_row(j, s)))
-        })
+        .flat_map(|v| v.trim_matches(|c| c == '"' || c == '\'').split(','))
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Read sacct's command line and environment.
+pub fn read(
+    args: &[String],
+    var: &dyn Fn(&str) -> Option<String>,
+    clock: &Clock,
+) -> Result<Request, CommandExit> {
+    let parsed = Parser::new(OPTIONS)
+        .parse(args)
+        .map_err(|e| CommandExit::new(vec![e.line(&super::invoked_as(CMD))], 1))?;
+    let mut early = None;
+    if parsed.has("help") {
+        early = Some(vec![USAGE.to_string()]);
+    } else if parsed.has("usage") {
+        early = Some(vec![
+            "Usage: sacct [options]".into(),
+            "\tUse --help for help".into(),
+        ]);
+    } else if parsed.has("version") {
+        early = Some(vec![super::VERSION_LINE.to_string()]);
+    } else if parsed.has("helpformat") {
+        early = Some(sacct_fields::help_lines());
+    }
+    if !parsed.operands.is_empty() {
+        let mut lines = vec![format!("{CMD}: error: Unknown arguments:")];
+        lines.extend(
+            parsed
+                .operands
+                .iter()
+                .map(|o| format!("{CMD}: error:  {o}")),
+        );
+        return Err(CommandExit::new(lines, 1));
+    }
+    if parsed.has("long") && parsed.has("format") {
+        return Err(fatal(
+            "Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
+                .into(),
+        ));
+    }
+    // The columns: -o (each adds), then -b, then -l; else SACCT_FORMAT, else default.
+    let mut spec: Vec<String> = parsed.all("format").iter().map(|s| s.to_string()).collect();
+    if parsed.has("brief") {
+        spec.push("jobid,state,exitcode".into());
+    }
+    if parsed.has("long") {
+        spec.push(sacct_fields::LONG_FORMAT.into());
+    }
+    if spec.is_empty() {
+        spec.push(var("SACCT_FORMAT").unwrap_or_else(|| sacct_fields::DEFAULT_FORMAT.into()));
+    }
+    let fields = sacct_fields::parse_format(&spec.join(",")).map_err(|e| match e {
+        sacct_fields::FormatError::Invalid(item) => {
+            error(format!("Invalid field requested: \"{item}\""))
+        }
+        sacct_fields::FormatError::Removed(message) => fatal(message),
+    })?;
+    let layout = if parsed.has("parsable2") {
+        Layout::Parsable2
+    } else if parsed.has("parsable") {
+        Layout::Parsable
+    } else {
+        Layout::Fixed
+    };
+    let mut jobs = Vec::new();
+    for item in items(parsed.all("jobs")) {
+        jobs.push(JobSpec::parse(&item).map_err(fatal)?);
+    }
+    let mut states = Vec::new();
+    for item in items(parsed.all("state")) {
+        match STATES
+            .iter()
+            .find(|(l, s)| l.eq_ignore_ascii_case(&item) || s.eq_ignore_ascii_case(&item))
+        {
+            Some((long, _)) => states.push(*long),
+            None if super::squeue::state_name(&item).is_some() => {
+                return Err(fatal(format!(
+                    "job state {} is not supported / accounted",
+                    item.to_ascii_uppercase()
+                )))
+            }
+            None => return Err(fatal(format!("unrecognized job state value '{item}'"))),
+        }
+    }
+    // The window (sacct's `slurmdb_job_cond_def_start_end`).
+    let now = clock.zoned_now();
+    let time = |t: &str| parse_time(t, &now).map_err(|e| CommandExit::new(vec![e], 1));
+    let start = parsed.last("starttime").map(time).transpose()?;
+    let end = parsed.last("endtime").map(time).transpose()?;
+    let midnight = parse_time("today", &now).map_err(|e| CommandExit::new(vec![e], 1))?;
+    let (from, to) = match (jobs.is_empty(), states.is_empty()) {
+        (true, true) => (start.unwrap_or(midnight), end.unwrap_or(clock.now)),
+        (false, true) => (
+            start.unwrap_or(Timestamp::UNIX_EPOCH),
+            end.unwrap_or(clock.now),
+        ),
+        (true, false) => {
+            let s = start.unwrap_or(clock.now);
+            (s, end.unwrap_or(s))
+        }
+        (false, false) => (
+            start.unwrap_or(Timestamp::UNIX_EPOCH),
+            end.or(start).unwrap_or(clock.now),
+        ),
+    };
+    if from > to {
+        return Err(error(format!(
+            "Start time ({}) requested is after end time ({}).",
+            clock.stamp(from),
+            clock.stamp(to)
+        )));
+    }
+    let mut clusters: Vec<String> = items(parsed.all("clusters"))
+        .iter()
+        .map(|c| c.to_lowercase())
         .collect();
-    let lines = rows.iter().map(|j| line(&fields, j, &tz, layout));
-    print_lines(header.into_iter().chain(lines))?;
+    if parsed.has("allclusters") || clusters.iter().any(|c| c == "all" || c == "-1") {
+        clusters.clear();
+    }
+    let users = items(parsed.all("user"));
+    Ok(Request {
+        fields,
+        layout,
+        delimiter: parsed.last("delimiter").unwrap_or("|").to_string(),
+        header: !parsed.has("noheader"),
+        allocations: parsed.has("allocations"),
+        all_users: parsed.has("allusers")
+            || users.iter().any(|u| u == "-1")
+            || (users.is_empty() && !jobs.is_empty()),
+        users: users.into_iter().filter(|u| u != "-1").collect(),
+        accounts: items(parsed.all("accounts"))
+            .iter()
+            .map(|a| a.to_lowercase())
+            .collect(),
+        partitions: items(parsed.all("partition"))
+            .iter()
+            .map(|a| a.to_lowercase())
+            .collect(),
+        names: items(parsed.all("name"))
+            .iter()
+            .map(|a| a.to_lowercase())
+            .collect(),
+        states,
+        jobs,
+        from,
+        to,
+        clusters,
+        early,
+    })
+}
+
+/// The portal's query: the window, the states, the users, the jobs, with the details
+/// sacct's columns need.
+pub fn query(r: &Request) -> Vec<(&'static str, String)> {
+    let mut q = vec![
+        (
+            "state",
+            if r.states.is_empty() {
+                "all".to_string()
+            } else {
+                r.states.join(",")
+            },
+        ),
+        ("detail", "true".into()),
+    ];
+    if r.from > Timestamp::UNIX_EPOCH {
+        q.push(("from", r.from.as_second().to_string()));
+    }
+    q.push(("to", r.to.as_second().saturating_add(1).to_string()));
+    if !r.all_users {
+        if r.users.is_empty() {
+            q.push(("me", "true".into()));
+        } else {
+            q.push(("user", r.users.join(",")));
+        }
+    }
+    if !r.jobs.is_empty() {
+        let mut ids: Vec<u64> = r.jobs.iter().map(|j| j.job).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        q.push((
+            "ids",
+            ids.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+        ));
+    }
+    q
+}
+
+/// Whether `job` is selected by what the query could not say.
+fn keeps(r: &Request, job: &JobInfo) -> bool {
+    (r.accounts.is_empty() || r.accounts.contains(&job.account.to_lowercase()))
+        && (r.partitions.is_empty() || r.partitions.contains(&job.partition.to_lowercase()))
+        && (r.names.is_empty() || r.names.contains(&job.name.to_lowercase()))
+        && (r.jobs.is_empty() || r.jobs.iter().any(|s| s.matches_job(job)))
+        && (r.clusters.is_empty()
+            || r.clusters
+                .contains(&job.cluster.as_deref().unwrap_or("").to_lowercase()))
+}
+
+/// The lines of a job: itself, then (unless `-X`) its batch step and its steps; with
+/// `-j N.S`, only the steps named.
+fn rows<'a>(r: &Request, job: &'a JobInfo) -> Vec<Row<'a>> {
+    let named_steps: Vec<&str> = r
+        .jobs
+        .iter()
+        .filter(|s| s.matches_job(job))
+        .filter_map(|s| s.step.as_deref())
+        .collect();
+    let whole = r.jobs.is_empty()
+        || r.jobs
+            .iter()
+            .any(|s| s.matches_job(job) && s.step.is_none());
+    let mut out = Vec::new();
+    if whole {
+        out.push(Row::Job(job));
+    }
+    if r.allocations && named_steps.is_empty() {
+        return out;
+    }
+    let shown = |name: &str| whole || named_steps.contains(&name);
+    if job.start_time.is_some() && shown("batch") {
+        out.push(Row::Batch(job));
+    }
+    for step in &job.steps {
+        if shown(&step.step_id.to_string()) {
+            out.push(Row::Step(job, step));
+        }
+    }
+    out
+}
+
+/// One line of sacct's output.
+#[derive(Debug, Clone, Copy)]
+pub enum Row<'a> {
+    Job(&'a JobInfo),
+    /// The batch script's own step (`17.batch`).
+    Batch(&'a JobInfo),
+    Step(&'a JobInfo, &'a StepInfo),
+}
+
+pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
+    let var = |k: &str| std::env::var(k).ok();
+    let (clock, warning) = Clock::from_env(CMD);
+    let r = read(&args, &var, &clock)?;
+    if let Some(early) = &r.early {
+        print_lines(early.iter())?;
+        return Ok(());
+    }
+    if let Some(w) = warning {
+        eprintln!("{w}");
+    }
+    let portal = connect(CMD)?;
+    let mut jobs: Vec<JobInfo> = portal.jobs(&query(&r)).await.map_err(failed(CMD))?;
+    jobs.retain(|j| keeps(&r, j));
+    // Oldest first, as sacct lists them (the portal lists the newest first).
+    jobs.sort_by(|a, b| {
+        (a.submit_time.as_str(), a.job_id, a.array_task_id).cmp(&(
+            b.submit_time.as_str(),
+            b.job_id,
+            b.array_task_id,
+        ))
+    });
+    let mut lines = Vec::new();
+    if r.header {
+        lines.extend(sacct_fields::header(&r.fields, r.layout, &r.delimiter));
+    }
+    for job in &jobs {
+        for row in rows(&r, job) {
+            lines.push(sacct_fields::line(
+                &r.fields,
+                row,
+                &clock,
+                r.layout,
+                &r.delimiter,
+            ));
+        }
+    }
+    print_lines(lines.iter())?;
     Ok(())
 }
+
+const USAGE: &str = "sacct [<OPTION>]
+    Valid <OPTION> values are:
+     -a, --allusers:
+	           Display jobs for all users. By default, only the
+                   current user's jobs are displayed.  If ran by user root
+                   this is the default.
+     -A, --accounts:
+	           Use this comma separated list of accounts to select jobs
+                   to display.  By default, all accounts are selected.
+     -b, --brief:
+	           Equivalent to '--format=jobstep,state,error'.
+     -D, --duplicates:
+	           If Slurm job ids are reset, some job numbers will
+	           probably appear more than once referring to different jobs.
+	           Without this option only the most recent jobs will be
+                   displayed.
+     --delimiter:
+	           ASCII characters used to separate the fields when
+	           specifying the  -p  or  -P options. The default delimiter
+	           is a '|'. This options is ignored if -p or -P options
+	           are not specified.
+     -e, --helpformat:
+	           Print a list of fields that can be specified with the
+	           '--format' option
+     -E, --endtime:
+                   Select jobs eligible before this time.  If states are
+                   given with the -s option then only jobs in this state before
+                   this period will be returned.
+     -h, --help:   Print this description of use.
+     -j, --jobs:
+	           Format is <job(.step)>. Display information about this
+                   job or comma-separated list of jobs. The default is all
+                   jobs. Adding .step will display the specific job step of
+                   that job. (A step id of 'batch' will display the
+                   information about the batch step.)
+     -l, --long:
+	           Equivalent to specifying
+	           '--format=jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,
+                             maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,
+                             averss,maxpages,maxpagesnode,maxpagestask,avepages,
+                             mincpu,mincpunode,mincputask,avecpu,ntasks,alloccpus,
+                             elapsed,state,exitcode,avecpufreq,reqcpufreqmin,
+                             reqcpufreqmax,reqcpufreqgov,reqmem,consumedenergy,
+                             maxdiskread,maxdiskreadnode,maxdiskreadtask,
+                             avediskread,maxdiskwrite,maxdiskwritenode,
+                             maxdiskwritetask,avediskwrite,reqtres,alloctres,
+                             tresusageinave,tresusageinmax,tresusageinmaxn,
+                             tresusageinmaxt,tresusageinmin,tresusageinminn,
+                             tresusageinmint,tresusageintot,tresusageoutmax,
+                             tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,
+                             tresusageouttot
+     -M, --clusters:
+                   Only send data about these clusters. -1 for all clusters.
+     --name:
+                   Display jobs that have any of these name(s).
+     -n, --noheader:
+	           No header will be added to the beginning of output.
+                   The default is to print a header.
+     -o, --format:
+	           Comma separated list of fields. (use \"--helpformat\"
+                   for a list of available fields).
+     -p, --parsable: output will be '|' delimited with a '|' at the end
+     -P, --parsable2: output will be '|' delimited without a '|' at the end
+     -r, --partition:
+                   Comma separated list of partitions to select jobs and
+                   job steps from. The default is all partitions.
+     -s, --state:
+                   Select jobs based on their current state or the state
+                   they were in during the time period given: running (r),
+                   completed (cd), failed (f), timeout (to), resizing (rs),
+                   deadline (dl) and node_fail (nf).
+     -S, --starttime:
+                   Select jobs eligible after this time.  Default is
+                   00:00:00 of the current day, unless '-s' is set then
+                   the default is 'now'.
+     -u, --uid, --user:
+	           Use this comma separated list of uids or user names
+                   to select jobs to display.  By default, the running
+                   user's uid is used.
+     --units=[KMGTP]:
+                   Display values in specified unit type. Takes precedence
+                   over --noconvert option.
+     --usage:      Display brief usage message.
+     -V, --version: Print version.
+     -X, --allocations:
+	           Only show statistics relevant to the job allocation
+	           itself, not taking steps into consideration.";
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use jiff::tz::TimeZone;
 
-    fn now() -> Zoned {
-        // 2025-03-10 15:30:20 at UTC+1.
-        let tz = TimeZone::fixed(jiff::tz::offset(1));
-        civil::date(2025, 3, 10)
-            .at(15, 30, 20, 0)
-            .to_zoned(tz)
-            .expect("zoned")
-    }
-
-    fn start(text: &str) -> String {
-        let t = parse_start(text, &now()).expect(text);
-        Timestamp::from_second(t.as_second())
-            .expect("whole seconds")
-            .to_string()
-    }
-
-    fn unix(rfc3339: &str) -> String {
-        let t: Timestamp = rfc3339.parse().expect("RFC 3339");
-        t.as_second().to_string()
-    }
-
-    #[test]
-    fn start_times_are_local() {
-        assert_eq!(start("today"), "2025-03-09T23:00:00Z");
-        assert_eq!(start("2025-03-01"), "2025-02-28T23:00:00Z");
-        assert_eq!(start("2025-03-01T08:15"), "2025-03-01T07:15:00Z");
-        assert_eq!(start("2025-03-01T08:15:30"), "2025-03-01T07:15:30Z");
-        assert_eq!(start("now"), "2025-03-10T14:30:20Z");
-        assert_eq!(start("now-1hour"), "2025-03-10T13:30:20Z");
-        assert_eq!(start("now-2days"), "2025-03-08T14:30:20Z");
-        assert_eq!(start("now-90"), "2025-03-10T14:28:50Z");
-        for bad in ["yesterday", "now*3", "now-xdays", "2025-13-01"] {
-            assert!(parse_start(bad, &now()).is_err(), "{bad}");
+    fn clock() -> Clock {
+        Clock {
+            tz: TimeZone::UTC,
+            now: "2026-11-27T17:34:10Z".parse().expect("now"),
+            format: super::super::times::TimeFormat::Standard,
         }
     }
 
-    #[test]
-    fn default_query_is_the_callers_jobs_since_midnight() {
-        let args = SacctArgs::default();
-        assert_eq!(
-            query(&args, Some("alice"), &now()).expect("query"),
-            [
-                ("state", "all".to_string()),
-                ("since", unix("2025-03-09T23:00:00Z")),
-                ("user", "alice".into())
-            ]
-        );
+    fn read_words(words: &[&str]) -> Result<Request, CommandExit> {
+        let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        read(&args, &|_| None, &clock())
+    }
+
+    fn q(words: &[&str]) -> Vec<(&'static str, String)> {
+        query(&read_words(words).expect("read"))
     }
 
     #[test]
-    fn states_are_asked_of_the_portal_and_the_rest_selected_here() {
-        let args = SacctArgs {
-            state: Some("CD, F".into()),
-            endtime: Some("2025-03-10".into()),
-            accounts: Some("lab,ml".into()),
-            partition: Some("gpu".into()),
-            ..SacctArgs::default()
-        };
-        assert_eq!(
-            query(&args, Some("alice"), &now()).expect("query")[0],
-            ("state", "CD,F".to_string())
-        );
-        let sel = Selection::of(&args, &now()).expect("selection");
-        let job = |account: &str, partition: &str, submitted: &str| JobInfo {
-            account: account.into(),
-            partition: partition.into(),
-            submit_time: submitted.into(),
-            ..JobInfo::default()
-        };
-        assert!(sel.keeps(&job("lab", "gpu", "2025-03-09T22:59:59Z")));
+    fn submitits_poll_reads_every_job_and_only_what_it_asked() {
+        let r = read_words(&[
+            "-o",
+            "JobID,State,NodeList",
+            "--parsable2",
+            "-j",
+            "2",
+            "-j",
+            "3",
+        ])
+        .expect("read");
+        assert_eq!(r.jobs.len(), 2);
+        assert_eq!(r.layout, Layout::Parsable2);
+        assert!(r.all_users, "-j without -u lists every user's");
+        let query = query(&r);
+        assert!(query.contains(&("ids", "2,3".to_string())), "{query:?}");
         assert!(
-            !sel.keeps(&job("lab", "gpu", "2025-03-09T23:00:00Z")),
-            "-E is local midnight"
+            !query.iter().any(|(k, _)| *k == "from"),
+            "all time: {query:?}"
         );
-        assert!(!sel.keeps(&job("other", "gpu", "2025-03-01T00:00:00Z")));
-        assert!(!sel.keeps(&job("ml", "cpu", "2025-03-01T00:00:00Z")));
-        let bad = SacctArgs {
-            endtime: Some("soon".into()),
-            ..SacctArgs::default()
-        };
-        assert!(Selection::of(&bad, &now()).is_err());
     }
 
     #[test]
-    fn steps_print_under_their_job() {
-        let job = JobInfo::sample("COMPLETED", "CD");
-        let step = StepInfo {
-            id: "17.1".into(),
-            step_id: 1,
-            name: "python3".into(),
-            state: "FAILED".into(),
-            ntasks: 4,
-            exit_code: Some(3),
-            start_time: "2025-03-10T14:00:00Z".into(),
-            ..StepInfo::default()
-        };
-        let row = step_row(&job, &step);
-        assert_eq!((row.id.as_str(), row.name.as_str()), ("17.1", "python3"));
-        assert_eq!((row.state.as_str(), row.exit_code), ("FAILED", Some(3)));
-        assert_eq!((row.user.as_str(), row.partition.as_str()), ("alice", ""));
-        assert_eq!(row.cpus, Some(4));
+    fn snakemakes_poll_reads_too() {
+        let r = read_words(&[
+            "-X",
+            "--parsable2",
+            "--clusters",
+            "all",
+            "--noheader",
+            "--format=JobIdRaw,State",
+            "--starttime",
+            "2026-11-25T17:00",
+            "--endtime",
+            "now",
+            "--name",
+            "d2f7c1e0",
+        ])
+        .expect("read");
+        assert!(r.allocations && !r.header && r.clusters.is_empty());
+        assert_eq!(r.names, ["d2f7c1e0"]);
+        assert_eq!(r.from.to_string(), "2026-11-25T17:00:00Z");
+        assert_eq!(
+            read_words(&["-M", "Elsewhere"]).expect("read").clusters,
+            ["elsewhere"]
+        );
     }
 
     #[test]
-    fn named_jobs_are_looked_up_whenever_they_ran() {
-        let args = SacctArgs {
-            jobs: Some("17,18".into()),
-            allusers: true,
-            ..SacctArgs::default()
-        };
-        assert_eq!(
-            query(&args, None, &now()).expect("query"),
-            [("state", "all".to_string())]
+    fn the_default_window_is_today_and_with_states_an_instant() {
+        let today = q(&[]);
+        assert!(
+            today.contains(&("from", "1795737600".to_string())),
+            "{today:?}"
         );
-        let args = SacctArgs {
-            user: Some("bob".into()),
-            starttime: Some("now-1day".into()),
-            ..SacctArgs::default()
-        };
+        assert!(today.contains(&("me", "true".to_string())), "{today:?}");
+        let r = read_words(&["-s", "CD,f"]).expect("read");
+        assert_eq!(r.states, ["COMPLETED", "FAILED"]);
+        assert_eq!(r.from, r.to);
+    }
+
+    #[test]
+    fn mistakes_are_saccts_own() {
+        let lines = |words: &[&str]| read_words(words).expect_err("refused").stderr;
+        assert_eq!(lines(&["-Z"]), ["sacct: invalid option -- 'Z'"]);
         assert_eq!(
-            query(&args, None, &now()).expect("query"),
-            [
-                ("state", "all".to_string()),
-                ("since", unix("2025-03-09T14:30:20Z")),
-                ("user", "bob".into())
-            ]
+            lines(&["--all"])[0].split(';').next(),
+            Some("sacct: option '--all' is ambiguous")
+        );
+        assert_eq!(
+            lines(&["extra"]),
+            ["sacct: error: Unknown arguments:", "sacct: error:  extra"]
+        );
+        assert_eq!(
+            lines(&["-j", "x7"]),
+            ["sacct: fatal: Bad job/step specified: x7"]
+        );
+        assert_eq!(
+            lines(&["-j", "7.x"]),
+            ["sacct: fatal: Bad step specified: 7"]
+        );
+        assert_eq!(
+            lines(&["-s", "bogus"]),
+            ["sacct: fatal: unrecognized job state value 'bogus'"]
+        );
+        assert_eq!(
+            lines(&["-s", "CG"]),
+            ["sacct: fatal: job state CG is not supported / accounted"]
+        );
+        assert_eq!(
+            lines(&["-o", "bogus"]),
+            ["sacct: error: Invalid field requested: \"bogus\""]
+        );
+        assert_eq!(
+            lines(&["-S", "now-1h"]),
+            ["Invalid time specification (pos=4): now-1h"]
+        );
+        assert_eq!(
+            lines(&["-S", "now", "-E", "now-1hour"]),
+            ["sacct: error: Start time (2026-11-27T17:34:10) requested is after end time (2026-11-27T16:34:10)."]
+        );
+    }
+
+    #[test]
+    fn job_specs_read_tasks_and_steps() {
+        assert_eq!(
+            JobSpec::parse("17_3.batch"),
+            Ok(JobSpec {
+                job: 17,
+                task: Some(3),
+                step: Some("batch".into())
+            })
+        );
+        assert_eq!(JobSpec::parse("17.0").map(|s| s.step), Ok(Some("0".into())));
+        assert_eq!(
+            JobSpec::parse("3_[2-5]"),
+            Err("Bad job array element specified: 3".into())
         );
     }
 }

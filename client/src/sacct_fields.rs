@@ -1,67 +1,158 @@
-//! `sacct`'s columns (`--format`): Slurm's names, widths and value formats, and its
-//! fixed-width and `--parsable2` lines. Pure functions; owns no IO.
-
-use jiff::tz::TimeZone;
-use jiff::Timestamp;
+//! `sacct`'s columns (`--format`): Slurm 22.05's 109 field names in its order, each
+//! with its width, justification and kind (text cut with a `+`, numbers never cut,
+//! dates cut silently, durations never cut), how a name is matched (the first field it
+//! begins, any case; `ALL`), and the fixed-width and parsable lines. Fields atrium does
+//! not keep print as Slurm prints an unset value: blank. Pure functions; no IO.
 
 use super::api::JobInfo;
-use super::format::{field, sacct_field, Align};
+use super::sacct::Row;
+use super::times::{cpu_time, secs2time, Clock};
 
-/// A column `sacct --format` knows.
+/// How a field's value is printed when it is longer than its width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Column {
-    JobId,
-    JobName,
-    User,
-    Account,
-    Partition,
-    State,
-    ExitCode,
-    Submit,
-    Start,
-    End,
-    Elapsed,
-    ElapsedRaw,
-    AllocCpus,
-    ReqMem,
-    AllocTres,
-    NNodes,
-    NodeList,
-    Timelimit,
+enum Kind {
+    /// Cut, its last kept character replaced by `+`.
+    Text,
+    /// Never cut.
+    Number,
+    /// Cut silently (also in parsable output).
+    Date,
+    /// Never cut.
+    Duration,
 }
 
-/// Slurm's spelling, default width and alignment of each column.
-const COLUMNS: [(Column, &str, usize, Align); 18] = [
-    (Column::JobId, "JobID", 12, Align::Left),
-    (Column::JobName, "JobName", 10, Align::Right),
-    (Column::User, "User", 9, Align::Right),
-    (Column::Account, "Account", 10, Align::Right),
-    (Column::Partition, "Partition", 10, Align::Right),
-    (Column::State, "State", 10, Align::Right),
-    (Column::ExitCode, "ExitCode", 8, Align::Right),
-    (Column::Submit, "Submit", 19, Align::Right),
-    (Column::Start, "Start", 19, Align::Right),
-    (Column::End, "End", 19, Align::Right),
-    (Column::Elapsed, "Elapsed", 10, Align::Right),
-    (Column::ElapsedRaw, "ElapsedRaw", 10, Align::Right),
-    (Column::AllocCpus, "AllocCPUS", 10, Align::Right),
-    (Column::ReqMem, "ReqMem", 10, Align::Right),
-    (Column::AllocTres, "AllocTRES", 10, Align::Right),
-    (Column::NNodes, "NNodes", 8, Align::Right),
-    (Column::NodeList, "NodeList", 15, Align::Right),
-    (Column::Timelimit, "Timelimit", 10, Align::Right),
+/// Every field `--helpformat` lists, in Slurm's order: name, width (negative:
+/// left-justified) and kind.
+const FIELDS: &[(&str, i32, Kind)] = &[
+    ("Account", 10, Kind::Text),
+    ("AdminComment", 15, Kind::Text),
+    ("AllocCPUS", 10, Kind::Number),
+    ("AllocNodes", 10, Kind::Text),
+    ("AllocTRES", 10, Kind::Text),
+    ("AssocID", 7, Kind::Number),
+    ("AveCPU", 10, Kind::Text),
+    ("AveCPUFreq", 10, Kind::Text),
+    ("AveDiskRead", 14, Kind::Text),
+    ("AveDiskWrite", 14, Kind::Text),
+    ("AvePages", 10, Kind::Text),
+    ("AveRSS", 10, Kind::Text),
+    ("AveVMSize", 10, Kind::Text),
+    ("BlockID", 16, Kind::Text),
+    ("Cluster", 10, Kind::Text),
+    ("Comment", 14, Kind::Text),
+    ("Constraints", 19, Kind::Text),
+    ("ConsumedEnergy", 14, Kind::Text),
+    ("ConsumedEnergyRaw", 17, Kind::Number),
+    ("Container", 19, Kind::Text),
+    ("CPUTime", 10, Kind::Duration),
+    ("CPUTimeRAW", 10, Kind::Number),
+    ("DBIndex", -10, Kind::Number),
+    ("DerivedExitCode", 15, Kind::Text),
+    ("Elapsed", 10, Kind::Duration),
+    ("ElapsedRaw", 10, Kind::Number),
+    ("Eligible", 19, Kind::Date),
+    ("End", 19, Kind::Date),
+    ("ExitCode", 8, Kind::Text),
+    ("Flags", 19, Kind::Text),
+    ("GID", 6, Kind::Number),
+    ("Group", 9, Kind::Text),
+    ("JobID", -12, Kind::Text),
+    ("JobIDRaw", -12, Kind::Text),
+    ("JobName", 10, Kind::Text),
+    ("Layout", 9, Kind::Text),
+    ("MaxDiskRead", 12, Kind::Text),
+    ("MaxDiskReadNode", 15, Kind::Text),
+    ("MaxDiskReadTask", 15, Kind::Number),
+    ("MaxDiskWrite", 12, Kind::Text),
+    ("MaxDiskWriteNode", 16, Kind::Text),
+    ("MaxDiskWriteTask", 16, Kind::Number),
+    ("MaxPages", 8, Kind::Text),
+    ("MaxPagesNode", 12, Kind::Text),
+    ("MaxPagesTask", 14, Kind::Number),
+    ("MaxRSS", 10, Kind::Text),
+    ("MaxRSSNode", 10, Kind::Text),
+    ("MaxRSSTask", 10, Kind::Number),
+    ("MaxVMSize", 10, Kind::Text),
+    ("MaxVMSizeNode", 14, Kind::Text),
+    ("MaxVMSizeTask", 14, Kind::Number),
+    ("McsLabel", 12, Kind::Text),
+    ("MinCPU", 10, Kind::Text),
+    ("MinCPUNode", 10, Kind::Text),
+    ("MinCPUTask", 10, Kind::Number),
+    ("NCPUS", 10, Kind::Number),
+    ("NNodes", 8, Kind::Number),
+    ("NodeList", 15, Kind::Text),
+    ("NTasks", 8, Kind::Number),
+    ("Partition", 10, Kind::Text),
+    ("Priority", 10, Kind::Number),
+    ("QOS", 10, Kind::Text),
+    ("QOSRAW", 6, Kind::Number),
+    ("Reason", 22, Kind::Text),
+    ("ReqCPUFreq", 10, Kind::Text),
+    ("ReqCPUFreqGov", 13, Kind::Text),
+    ("ReqCPUFreqMax", 13, Kind::Text),
+    ("ReqCPUFreqMin", 13, Kind::Text),
+    ("ReqCPUS", 8, Kind::Number),
+    ("ReqMem", 10, Kind::Text),
+    ("ReqNodes", 8, Kind::Text),
+    ("ReqTRES", 10, Kind::Text),
+    ("Reservation", 20, Kind::Text),
+    ("ReservationId", 8, Kind::Number),
+    ("Reserved", 10, Kind::Duration),
+    ("ResvCPU", 10, Kind::Duration),
+    ("ResvCPURAW", 10, Kind::Number),
+    ("Start", 19, Kind::Date),
+    ("State", 10, Kind::Text),
+    ("Submit", 19, Kind::Date),
+    ("SubmitLine", 20, Kind::Text),
+    ("Suspended", 10, Kind::Duration),
+    ("SystemComment", 15, Kind::Text),
+    ("SystemCPU", 10, Kind::Text),
+    ("Timelimit", 10, Kind::Text),
+    ("TimelimitRaw", 10, Kind::Text),
+    ("TotalCPU", 10, Kind::Text),
+    ("TRESUsageInAve", 14, Kind::Text),
+    ("TRESUsageInMax", 14, Kind::Text),
+    ("TRESUsageInMaxNode", 18, Kind::Text),
+    ("TRESUsageInMaxTask", 18, Kind::Text),
+    ("TRESUsageInMin", 14, Kind::Text),
+    ("TRESUsageInMinNode", 18, Kind::Text),
+    ("TRESUsageInMinTask", 18, Kind::Text),
+    ("TRESUsageInTot", 14, Kind::Text),
+    ("TRESUsageOutAve", 15, Kind::Text),
+    ("TRESUsageOutMax", 15, Kind::Text),
+    ("TRESUsageOutMaxNode", 19, Kind::Text),
+    ("TRESUsageOutMaxTask", 19, Kind::Text),
+    ("TRESUsageOutMin", 15, Kind::Text),
+    ("TRESUsageOutMinNode", 19, Kind::Text),
+    ("TRESUsageOutMinTask", 19, Kind::Text),
+    ("TRESUsageOutTot", 15, Kind::Text),
+    ("UID", 6, Kind::Number),
+    ("User", 9, Kind::Text),
+    ("UserCPU", 10, Kind::Text),
+    ("WCKey", 10, Kind::Text),
+    ("WCKeyID", 10, Kind::Number),
+    ("WorkDir", 20, Kind::Text),
 ];
 
 /// `sacct`'s columns without `--format`.
-pub const DEFAULT_FORMAT: &str = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode";
+pub const DEFAULT_FORMAT: &str = "jobid,jobname,partition,account,alloccpus,state,exitcode";
 
-/// One column of the output, with its width.
+/// `-l`'s columns.
+pub const LONG_FORMAT: &str = "jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,maxpagestask,avepages,mincpu,mincpunode,mincputask,avecpu,ntasks,alloccpus,elapsed,state,exitcode,avecpufreq,reqcpufreqmin,reqcpufreqmax,reqcpufreqgov,reqmem,consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,avediskread,maxdiskwrite,maxdiskwritenode,maxdiskwritetask,avediskwrite,reqtres,alloctres,tresusageinave,tresusageinmax,tresusageinmaxn,tresusageinmaxt,tresusageinmin,tresusageinminn,tresusageinmint,tresusageintot,tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,tresusageouttot";
+
+/// One column of the output: its field (an index into Slurm's table) and width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
-    pub column: Column,
-    name: &'static str,
-    pub width: usize,
-    align: Align,
+    index: usize,
+    /// Negative: left-justified.
+    pub width: i32,
+}
+
+impl Field {
+    pub fn name(&self) -> &'static str {
+        FIELDS[self.index].0
+    }
 }
 
 /// How lines are laid out.
@@ -69,109 +160,329 @@ pub struct Field {
 pub enum Layout {
     /// Columns of fixed width, each followed by a space.
     Fixed,
-    /// `--parsable`: every field followed by `|`.
+    /// `--parsable`: every field followed by the delimiter.
     Parsable,
-    /// `--parsable2`: fields separated by `|`, none after the last.
+    /// `--parsable2`: fields separated by the delimiter, none after the last.
     Parsable2,
 }
 
-/// Read a `--format` list: names in any case, each optionally `%WIDTH`
-/// (`JobID,JobName%30`).
-pub fn parse_format(spec: &str) -> Result<Vec<Field>, String> {
+/// Why a `--format` list was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FormatError {
+    /// `Invalid field requested: "<item>"`.
+    Invalid(String),
+    /// A field Slurm removed, with its fatal message.
+    Removed(String),
+}
+
+/// Read a `--format` list as sacct does: items split on commas (leading blanks
+/// skipped, trailing ones kept), each with an optional `%WIDTH` (`%-15`: left); a
+/// prefix of `ALL` is every field; otherwise the first field whose name begins with
+/// the item, any case.
+pub fn parse_format(spec: &str) -> Result<Vec<Field>, FormatError> {
     let mut fields = Vec::new();
-    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for raw in spec.split(',') {
+        let item = raw.trim_start();
+        if item.is_empty() {
+            continue;
+        }
         let (name, width) = match item.split_once('%') {
-            Some((name, width)) => {
-                let width = width
-                    .parse::<usize>()
-                    .map_err(|_| format!("Invalid field width requested: \"{item}\""))?;
-                (name, Some(width))
-            }
+            Some((name, width)) => (name, Some(atoi(width))),
             None => (item, None),
         };
-        let (column, slurm_name, default_width, align) = COLUMNS
+        let lower = name.to_ascii_lowercase();
+        let with_width = |index: usize| Field {
+            index,
+            width: width.unwrap_or(FIELDS[index].1),
+        };
+        if !lower.is_empty() && "all".starts_with(&lower) {
+            fields.extend((0..FIELDS.len()).map(with_width));
+            continue;
+        }
+        if lower == "allocgres" || lower == "reqgres" {
+            let (old, new) = if lower == "allocgres" {
+                ("AllocGRES", "AllocTRES")
+            } else {
+                ("ReqGRES", "ReqTRES")
+            };
+            return Err(FormatError::Removed(format!(
+                "{old} has been removed, please use {new}"
+            )));
+        }
+        let index = FIELDS
             .iter()
-            .find(|(_, n, _, _)| n.eq_ignore_ascii_case(name))
-            .ok_or_else(|| format!("Invalid field requested: \"{name}\""))?;
-        fields.push(Field {
-            column: *column,
-            name: slurm_name,
-            width: width.filter(|w| *w > 0).unwrap_or(*default_width),
-            align: *align,
-        });
-    }
-    if fields.is_empty() {
-        return Err("no field requested in --format".into());
+            .position(|(n, _, _)| !lower.is_empty() && n.to_ascii_lowercase().starts_with(&lower))
+            .ok_or_else(|| FormatError::Invalid(item.to_string()))?;
+        fields.push(with_width(index));
     }
     Ok(fields)
 }
 
-fn join(cells: impl Iterator<Item = String>, layout: Layout) -> String {
-    match layout {
-        Layout::Fixed => cells.map(|c| c + " ").collect(),
-        Layout::Parsable => cells.map(|c| c + "|").collect(),
-        Layout::Parsable2 => cells.collect::<Vec<_>>().join("|"),
-    }
+/// C's `atoi`: an optional sign and the digits that follow, else 0.
+fn atoi(text: &str) -> i32 {
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let digits: String = digits.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse::<i32>().map_or(0, |n| sign * n)
 }
 
-/// The header: names then dashes, or one line of names when parsable.
-pub fn header(fields: &[Field], layout: Layout) -> Vec<String> {
-    if layout != Layout::Fixed {
-        return vec![join(fields.iter().map(|f| f.name.to_string()), layout)];
-    }
-    vec![
-        join(
-            fields.iter().map(|f| field(f.name, f.width, f.align)),
-            layout,
-        ),
-        join(fields.iter().map(|f| "-".repeat(f.width)), layout),
-    ]
+/// `--helpformat`: the names, four to a line, each 19 wide, one blank between.
+pub fn help_lines() -> Vec<String> {
+    FIELDS
+        .chunks(4)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|(n, _, _)| format!("{n:<19}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+                .trim_end()
+                .to_string()
+        })
+        .collect()
 }
 
-/// One job's line.
-pub fn line(fields: &[Field], job: &JobInfo, tz: &TimeZone, layout: Layout) -> String {
-    join(
-        fields.iter().map(|f| {
-            let text = value(f.column, job, tz);
-            match layout {
-                Layout::Fixed => sacct_field(&text, f.width, f.align),
-                _ => text,
+fn cell(text: &str, width: i32, kind: Kind) -> String {
+    let w = width.unsigned_abs() as usize;
+    let len = text.chars().count();
+    let shown: String = if len > w {
+        match kind {
+            Kind::Text => {
+                let mut cut: String = text.chars().take(w.saturating_sub(1)).collect();
+                if w > 0 {
+                    cut.push('+');
+                }
+                cut
             }
-        }),
+            Kind::Date => text.chars().take(w).collect(),
+            Kind::Number | Kind::Duration => text.to_string(),
+        }
+    } else {
+        text.to_string()
+    };
+    if width < 0 {
+        format!("{shown:<w$}")
+    } else {
+        format!("{shown:>w$}")
+    }
+}
+
+fn join(cells: Vec<String>, layout: Layout, delimiter: &str) -> String {
+    match layout {
+        Layout::Fixed => {
+            let mut line = String::new();
+            for c in cells {
+                line.push_str(&c);
+                line.push(' ');
+            }
+            line
+        }
+        Layout::Parsable => {
+            let mut line = String::new();
+            for c in cells {
+                line.push_str(&c);
+                line.push_str(delimiter);
+            }
+            line
+        }
+        Layout::Parsable2 => cells.join(delimiter),
+    }
+}
+
+/// The header: names (and in fixed width a line of dashes).
+pub fn header(fields: &[Field], layout: Layout, delimiter: &str) -> Vec<String> {
+    match layout {
+        Layout::Fixed => {
+            let names = fields
+                .iter()
+                .map(|f| {
+                    let w = f.width.unsigned_abs() as usize;
+                    let name: String = f.name().chars().take(w).collect();
+                    if f.width < 0 {
+                        format!("{name:<w$}")
+                    } else {
+                        format!("{name:>w$}")
+                    }
+                })
+                .collect();
+            let dashes = fields
+                .iter()
+                .map(|f| "-".repeat(f.width.unsigned_abs() as usize))
+                .collect();
+            vec![
+                join(names, layout, delimiter),
+                join(dashes, layout, delimiter),
+            ]
+        }
+        _ => vec![join(
+            fields.iter().map(|f| f.name().to_string()).collect(),
+            layout,
+            delimiter,
+        )],
+    }
+}
+
+/// One row's line.
+pub fn line(
+    fields: &[Field],
+    row: Row<'_>,
+    clock: &Clock,
+    layout: Layout,
+    delimiter: &str,
+) -> String {
+    join(
+        fields
+            .iter()
+            .map(|f| {
+                let (_, _, kind) = FIELDS[f.index];
+                let text = value(f.name(), row, clock);
+                match (layout, kind) {
+                    (Layout::Fixed, _) => cell(&text, f.width, kind),
+                    (_, Kind::Date) => text.chars().take(f.width.unsigned_abs() as usize).collect(),
+                    _ => text,
+                }
+            })
+            .collect(),
         layout,
+        delimiter,
     )
 }
 
-fn started(job: &JobInfo) -> bool {
-    job.state != "PENDING" && job.cpus.is_some()
+fn job_of<'a>(row: Row<'a>) -> &'a JobInfo {
+    match row {
+        Row::Job(j) | Row::Batch(j) | Row::Step(j, _) => j,
+    }
 }
 
-fn value(column: Column, job: &JobInfo, tz: &TimeZone) -> String {
-    let cpus = if started(job) {
-        job.cpus.unwrap_or(0)
-    } else {
-        0
+/// What a column shows for a row.
+fn value(name: &str, row: Row<'_>, clock: &Clock) -> String {
+    let job = job_of(row);
+    let is_job = matches!(row, Row::Job(_));
+    let started = job.start_time.is_some();
+    let stamp = |t: Option<&str>| clock.stamp_of(t, "Unknown");
+    let cpus = job.cpus.filter(|_| started).unwrap_or(0);
+    let (step_start, step_end, step_used) = match row {
+        Row::Step(_, s) => (
+            Some(s.start_time.as_str()),
+            s.end_time.as_deref(),
+            s.time_used,
+        ),
+        _ => (
+            job.start_time.as_deref(),
+            job.end_time.as_deref(),
+            job.time_used,
+        ),
     };
-    match column {
-        Column::JobId => job.id.clone(),
-        Column::JobName => job.name.clone(),
-        Column::User => job.user.clone(),
-        Column::Account => job.account.clone(),
-        Column::Partition => job.partition.clone(),
-        Column::State => job.state.clone(),
-        Column::ExitCode => exit_code(job),
-        Column::Submit => local_time(Some(&job.submit_time), tz),
-        Column::Start => local_time(job.start_time.as_deref(), tz),
-        Column::End => local_time(job.end_time.as_deref(), tz),
-        Column::Elapsed => duration(Some(job.time_used)),
-        Column::ElapsedRaw => job.time_used.to_string(),
-        Column::AllocCpus => cpus.to_string(),
-        Column::ReqMem => job.memory_mb.map(memory).unwrap_or_default(),
-        Column::AllocTres => alloc_tres(job),
-        Column::NNodes => job.nodes.max(1).to_string(),
-        Column::NodeList if job.nodelist.is_empty() => "None assigned".into(),
-        Column::NodeList => job.nodelist.clone(),
-        Column::Timelimit => duration(job.time_limit),
+    match name {
+        "Account" => job.account.clone(),
+        "AllocCPUS" | "NCPUS" => match row {
+            Row::Step(_, s) => s.ntasks.max(1).to_string(),
+            _ => cpus.to_string(),
+        },
+        "AllocNodes" => (if started { job.nodes.max(1) } else { 0 }).to_string(),
+        "AllocTRES" if started => super::squeue::tres_alloc(job),
+        "Cluster" => job.cluster.clone().unwrap_or_default(),
+        "Comment" if is_job => job.comment.clone().unwrap_or_default(),
+        "Constraints" if is_job => job.features.clone().unwrap_or_default(),
+        "CPUTime" => secs2time(step_used.saturating_mul(cpus.max(1))),
+        "CPUTimeRAW" => step_used.saturating_mul(cpus.max(1)).to_string(),
+        "DerivedExitCode" if is_job => "0:0".into(),
+        "Elapsed" => secs2time(step_used),
+        "ElapsedRaw" => step_used.to_string(),
+        "Eligible" => stamp(Some(&job.submit_time)),
+        "End" => match row {
+            Row::Step(_, s) => stamp(s.end_time.as_deref()),
+            _ => stamp(step_end),
+        },
+        "ExitCode" => match row {
+            Row::Step(_, s) => format!("{}:{}", s.exit_code.unwrap_or(0), s.signal.unwrap_or(0)),
+            _ => exit_code(job),
+        },
+        "GID" if is_job => job.gid.map(|g| g.to_string()).unwrap_or_default(),
+        "Group" if is_job => job.group.clone().unwrap_or_default(),
+        "JobID" => match row {
+            Row::Job(j) => j.display_id.clone(),
+            Row::Batch(j) => format!("{}.batch", j.id),
+            Row::Step(j, s) => format!("{}.{}", j.id, s.step_id),
+        },
+        "JobIDRaw" => match row {
+            Row::Job(j) => j.id.clone(),
+            Row::Batch(j) => format!("{}.batch", j.id),
+            Row::Step(j, s) => format!("{}.{}", j.id, s.step_id),
+        },
+        "JobName" => match row {
+            Row::Job(j) => j.name.clone(),
+            Row::Batch(_) => "batch".into(),
+            Row::Step(_, s) => s.name.clone(),
+        },
+        "MaxRSS" if !is_job => job
+            .max_rss_kb
+            .map(|kb| format!("{kb}K"))
+            .unwrap_or_default(),
+        "MaxRSSNode" if !is_job && job.max_rss_kb.is_some() => first_node(job),
+        "MaxRSSTask" if !is_job && job.max_rss_kb.is_some() => "0".into(),
+        "NNodes" => job.nodes.max(1).to_string(),
+        "NodeList" if !started => "None assigned".into(),
+        "NodeList" => job.nodelist.clone(),
+        "NTasks" if !is_job => match row {
+            Row::Step(_, s) => s.ntasks.max(1).to_string(),
+            _ => "1".into(),
+        },
+        "Partition" if is_job => job.partition.clone(),
+        "Priority" if is_job => job.priority.map(|p| p.to_string()).unwrap_or_default(),
+        "QOS" if is_job => job.qos.clone().unwrap_or_else(|| "normal".into()),
+        "Reason" if is_job => job.reason.clone().unwrap_or_else(|| "None".into()),
+        "ReqCPUS" => job.min_cpus.unwrap_or(1).to_string(),
+        "ReqMem" if is_job => job
+            .min_memory
+            .clone()
+            .or_else(|| job.memory_mb.map(memory))
+            .unwrap_or_default(),
+        "ReqNodes" => job.nodes.max(1).to_string(),
+        "ReqTRES" if is_job => super::squeue::tres_alloc(job),
+        "Start" => stamp(step_start.or(if is_job {
+            None
+        } else {
+            job.start_time.as_deref()
+        })),
+        "State" => match row {
+            Row::Step(_, s) => s.state.clone(),
+            Row::Batch(j) => batch_state(j),
+            Row::Job(j) => j.state.clone(),
+        },
+        "Submit" => stamp(Some(&job.submit_time)),
+        "Suspended" => secs2time(0),
+        "SystemCPU" => cpu_time(0),
+        "Timelimit" if is_job => job.time_limit.map_or("UNLIMITED".into(), secs2time),
+        "TimelimitRaw" if is_job => job
+            .time_limit
+            .map_or("UNLIMITED".into(), |s| (s / 60).to_string()),
+        "TotalCPU" | "UserCPU" => match (row, job.cpu_seconds) {
+            (Row::Step(..), _) | (_, None) => cpu_time(0),
+            (_, Some(s)) => cpu_time((s * 1000.0) as u64),
+        },
+        "UID" if is_job => job.uid.map(|u| u.to_string()).unwrap_or_default(),
+        "User" if is_job => job.user.clone(),
+        "WorkDir" if is_job => job.workdir.clone().unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+fn first_node(job: &JobInfo) -> String {
+    super::scontrol::expand_hostlist(&job.nodelist)
+        .ok()
+        .and_then(|h| h.into_iter().next())
+        .unwrap_or_default()
+}
+
+/// The batch step's state: the job's, but a script killed by a signal was CANCELLED.
+fn batch_state(job: &JobInfo) -> String {
+    match (job.state.as_str(), job.signal) {
+        ("FAILED", Some(s)) if s > 0 => "CANCELLED".into(),
+        ("PENDING", _) => "PENDING".into(),
+        (state, _) => state.to_string(),
     }
 }
 
@@ -180,37 +491,9 @@ pub fn exit_code(job: &JobInfo) -> String {
     format!("{}:{}", job.exit_code.unwrap_or(0), job.signal.unwrap_or(0))
 }
 
-/// A time in the local zone as `sacct` prints it (`2025-03-10T15:30:20`), or
-/// `Unknown`.
-fn local_time(rfc3339: Option<&str>, tz: &TimeZone) -> String {
-    rfc3339
-        .and_then(|t| t.parse::<Timestamp>().ok())
-        .map(|t| {
-            t.to_zoned(tz.clone())
-                .datetime()
-                .strftime("%Y-%m-%dT%H:%M:%S")
-                .to_string()
-        })
-        .unwrap_or_else(|| "Unknown".into())
-}
-
-/// Seconds as `sacct` prints `Elapsed` and `Timelimit`: `[D-]HH:MM:SS`;
-/// `None` is `UNLIMITED`.
-fn duration(secs: Option<u64>) -> String {
-    let Some(secs) = secs else {
-        return "UNLIMITED".into();
-    };
-    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
-    }
-}
-
 /// Megabytes as Slurm prints memory: in the largest unit that divides them exactly
 /// (`4000M`, `96G`).
-fn memory(mb: u64) -> String {
+pub fn memory(mb: u64) -> String {
     let mut value = mb;
     let mut unit = 0;
     const UNITS: [&str; 4] = ["M", "G", "T", "P"];
@@ -221,176 +504,126 @@ fn memory(mb: u64) -> String {
     format!("{value}{}", UNITS[unit])
 }
 
-/// The resources given, as `sacct` prints `AllocTRES`:
-/// `cpu=16,mem=96G,node=1,billing=16,gres/gpu=2,gres/gpu:a100=2` (billing is the
-/// CPU count: atrium weighs no resource more). Empty for a job that never started.
-fn alloc_tres(job: &JobInfo) -> String {
-    if !started(job) {
-        return String::new();
-    }
-    let cpus = job.cpus.unwrap_or(0);
-    let nodes = u64::from(job.nodes.max(1));
-    let mut parts = vec![format!("cpu={cpus}")];
-    if let Some(mb) = job.memory_mb.filter(|mb| *mb > 0) {
-        parts.push(format!("mem={}", memory(mb)));
-    }
-    parts.push(format!("node={nodes}"));
-    parts.push(format!("billing={cpus}"));
-    // gres per node (`gpu:2`, `gpu:a100:2`, `shard:4`): totals per name, then per type.
-    let mut totals: Vec<(String, u64)> = Vec::new();
-    let mut typed: Vec<(String, u64)> = Vec::new();
-    for item in job.gres.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let parts: Vec<&str> = item.split(':').collect();
-        let (name, kind, count) = match parts.as_slice() {
-            [name] => (*name, None, Some(1)),
-            [name, n] if n.parse::<u64>().is_ok() => (*name, None, n.parse().ok()),
-            [name, kind] => (*name, Some(*kind), Some(1)),
-            [name, kind, n, ..] => (*name, Some(*kind), n.parse().ok()),
-            [] => continue,
-        };
-        let count = count.unwrap_or(1) * nodes;
-        add(&mut totals, format!("gres/{name}"), count);
-        if let Some(kind) = kind {
-            add(&mut typed, format!("gres/{name}:{kind}"), count);
-        }
-    }
-    for (name, count) in totals.into_iter().chain(typed) {
-        parts.push(format!("{name}={count}"));
-    }
-    parts.join(",")
-}
-
-fn add(list: &mut Vec<(String, u64)>, name: String, count: u64) {
-    match list.iter_mut().find(|(n, _)| *n == name) {
-        Some((_, c)) => *c += count,
-        None => list.push((name, count)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::times::TimeFormat;
 
-    fn job(state: &str) -> JobInfo {
-        JobInfo {
-            submit_time: "2025-03-10T14:00:00Z".into(),
-            ..JobInfo::sample(state, "")
+    fn clock() -> Clock {
+        Clock {
+            tz: jiff::tz::TimeZone::UTC,
+            now: "2026-11-27T17:34:10Z".parse().expect("now"),
+            format: TimeFormat::Standard,
         }
     }
 
     fn done() -> JobInfo {
-        let mut j = job("COMPLETED");
-        j.cpus = Some(16);
-        j.memory_mb = Some(98_304);
-        j.gres = "gpu:a100:2".into();
-        j.start_time = Some("2025-03-10T14:00:05Z".into());
-        j.end_time = Some("2025-03-11T15:01:06Z".into());
-        j.time_used = 90_061;
-        j.time_limit = Some(2 * 86_400);
-        j.exit_code = Some(0);
-        j
+        JobInfo {
+            id: "7".into(),
+            job_id: 7,
+            display_id: "7".into(),
+            name: "ok".into(),
+            account: "science".into(),
+            partition: "debug".into(),
+            state: "COMPLETED".into(),
+            cpus: Some(1),
+            nodes: 1,
+            nodelist: "vm".into(),
+            submit_time: "2026-11-27T17:35:57Z".into(),
+            start_time: Some("2026-11-27T17:35:58Z".into()),
+            end_time: Some("2026-11-27T17:36:02Z".into()),
+            time_used: 4,
+            ..JobInfo::default()
+        }
     }
 
-    fn utc1() -> TimeZone {
-        TimeZone::fixed(jiff::tz::offset(1))
-    }
-
-    fn fields(spec: &str) -> Vec<Field> {
-        parse_format(spec).expect(spec)
+    fn lines(spec: &str, layout: Layout, rows: &[Row<'_>]) -> Vec<String> {
+        let fields = parse_format(spec).expect("format");
+        let mut out = header(&fields, layout, "|");
+        out.extend(
+            rows.iter()
+                .map(|r| line(&fields, *r, &clock(), layout, "|")),
+        );
+        out
     }
 
     #[test]
-    fn the_default_format_matches_slurm() {
-        let f = fields(DEFAULT_FORMAT);
+    fn the_default_columns_match_sacct() {
+        let job = done();
         assert_eq!(
-            header(&f, Layout::Fixed),
+            lines(
+                DEFAULT_FORMAT,
+                Layout::Fixed,
+                &[Row::Job(&job), Row::Batch(&job)]
+            ),
             [
                 "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode ",
                 "------------ ---------- ---------- ---------- ---------- ---------- -------- ",
+                "7                    ok      debug    science          1  COMPLETED      0:0 ",
+                "7.batch           batch               science          1  COMPLETED      0:0 ",
             ]
         );
-        let mut d = done();
-        d.cpus = Some(4);
-        assert_eq!(
-            line(&f, &d, &utc1(), Layout::Fixed),
-            "17                train        gpu        lab          4  COMPLETED      0:0 "
-        );
-        let mut killed = job("CANCELLED");
-        killed.id = "17_3".into();
-        killed.signal = Some(15);
-        assert_eq!(exit_code(&killed), "0:15");
-        let mut oom = job("OUT_OF_MEMORY");
-        oom.exit_code = Some(137);
-        assert!(line(&f, &oom, &utc1(), Layout::Fixed).contains("OUT_OF_ME+"));
-        assert_eq!(exit_code(&oom), "137:0");
     }
 
     #[test]
-    fn every_column_prints_like_sacct() {
-        let f = fields(
-            "jobid,JobName,User,Account,Partition,State,ExitCode,Submit,Start,End,Elapsed,\
-             ElapsedRaw,AllocCPUS,ReqMem,AllocTRES,NNodes,NodeList,TimeLimit",
-        );
+    fn widths_and_parsable_layouts_as_sacct() {
+        let job = done();
         assert_eq!(
-            header(&f, Layout::Parsable2),
+            lines(
+                "jobid%5,jobname%-15,state%3,end%10,alloccpus%2",
+                Layout::Fixed,
+                &[Row::Job(&job)]
+            ),
             [
-                "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Start|End|Elapsed|\
-              ElapsedRaw|AllocCPUS|ReqMem|AllocTRES|NNodes|NodeList|Timelimit"
+                "JobID JobName         Sta        End Al ",
+                "----- --------------- --- ---------- -- ",
+                "    7 ok              CO+ 2026-11-27  1 ",
             ]
         );
         assert_eq!(
-            line(&f, &done(), &utc1(), Layout::Parsable2),
-            "17|train|alice|lab|gpu|COMPLETED|0:0|2025-03-10T15:00:00|2025-03-10T15:00:05|\
-             2025-03-11T16:01:06|1-01:01:01|90061|16|96G|\
-             cpu=16,mem=96G,node=1,billing=16,gres/gpu=2,gres/gpu:a100=2|1|head|2-00:00:00"
+            lines(
+                "jobid,jobname,nodelist,ntasks,alloccpus",
+                Layout::Parsable,
+                &[Row::Job(&job)]
+            ),
+            ["JobID|JobName|NodeList|NTasks|AllocCPUS|", "7|ok|vm||1|"]
         );
-        let pending = job("PENDING");
         assert_eq!(
-            line(&f, &pending, &utc1(), Layout::Parsable),
-            "17|train|alice|lab|gpu|PENDING|0:0|2025-03-10T15:00:00|Unknown|Unknown|00:00:00|\
-             0|0|||1|head|UNLIMITED|"
+            lines("JobIdRaw,State", Layout::Parsable2, &[Row::Job(&job)]),
+            ["JobIDRaw|State", "7|COMPLETED"]
         );
     }
 
     #[test]
-    fn widths_can_be_given_and_long_values_are_cut() {
-        let f = fields("JobName%4,NodeList%20,AllocTRES");
+    fn names_are_matched_as_sacct_matches_them() {
+        let name = |spec: &str| parse_format(spec).expect(spec)[0].name();
+        assert_eq!(name("j"), "JobID");
+        assert_eq!(name("jobn"), "JobName");
+        assert_eq!(name("s"), "Start");
+        assert_eq!(name("e"), "Elapsed");
+        assert_eq!(name("exitc"), "ExitCode");
+        assert_eq!(name("  maxrss"), "MaxRSS");
+        assert_eq!(parse_format("a").expect("all").len(), FIELDS.len());
         assert_eq!(
-            header(&f, Layout::Fixed)[0],
-            "JobN             NodeList  AllocTRES "
+            parse_format("jobid ,state"),
+            Err(FormatError::Invalid("jobid ".into()))
         );
-        let text = line(&f, &done(), &utc1(), Layout::Fixed);
-        assert!(
-            text.starts_with("tra+                 head cpu=16,me+ "),
-            "{text}"
+        assert_eq!(
+            parse_format("AllocGRES"),
+            Err(FormatError::Removed(
+                "AllocGRES has been removed, please use AllocTRES".into()
+            ))
         );
+        assert_eq!(
+            help_lines()[0],
+            "Account             AdminComment        AllocCPUS           AllocNodes"
+        );
+    }
+
+    #[test]
+    fn memory_is_in_the_largest_exact_unit() {
         assert_eq!(memory(4000), "4000M");
-        assert_eq!(memory(1024 * 1024), "1T");
-        assert_eq!(memory(0), "0M");
-    }
-
-    #[test]
-    fn unknown_columns_are_named() {
-        assert_eq!(
-            parse_format("JobID,Colour").expect_err("unknown"),
-            "Invalid field requested: \"Colour\""
-        );
-        assert!(parse_format("JobName%x").is_err());
-        assert!(parse_format(",").is_err());
-    }
-
-    #[test]
-    fn tres_counts_gres_per_name_and_per_type_on_every_node() {
-        let mut j = done();
-        j.nodes = 2;
-        j.memory_mb = Some(4000);
-        j.gres = "gpu:1g.10gb:2,shard:3".into();
-        assert_eq!(
-            alloc_tres(&j),
-            "cpu=16,mem=4000M,node=2,billing=16,gres/gpu=4,gres/shard=6,gres/gpu:1g.10gb=4"
-        );
-        j.gres = "gpu".into();
-        j.memory_mb = None;
-        assert_eq!(alloc_tres(&j), "cpu=16,node=2,billing=16,gres/gpu=2");
+        assert_eq!(memory(98_304), "96G");
+        assert_eq!(memory(1 << 20), "1T");
     }
 }

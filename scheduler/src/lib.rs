@@ -21,7 +21,7 @@ mod snapshot;
 mod views;
 
 pub use cluster::{
-    Allocation, CancelEffect, Cluster, Decision, NodeAllocation, Reservation, TestOnly,
+    Allocation, CancelEffect, Cluster, Decision, NodeAllocation, Reservation, TestOnly, UpdateError,
 };
 pub use config::{
     BackfillConfig, BillingWeights, ClusterConfig, FairshareConfig, LimitScope, Limits,

@@ -80,6 +80,10 @@ pub struct JobView {
     pub allocation: Option<Allocation>,
     pub exit: Option<crate::model::JobOutcome>,
     pub restarts: u32,
+    /// What was asked for (QOS, dependency, comment, constraint, nodes, memory …),
+    /// where the scheduler holds it; shared, not copied.
+    #[serde(skip)]
+    pub request: Option<std::sync::Arc<crate::model::JobRequest>>,
 }
 
 /// One node in `sinfo -N`.
@@ -200,6 +204,7 @@ impl Cluster {
             allocation: (!j.alloc.is_empty()).then(|| self.allocation_of(j)),
             exit: j.outcome,
             restarts: j.restarts,
+            request: Some(j.req.clone()),
         }
     }
 

@@ -948,3 +948,54 @@ fn a_page_of_squeue_builds_only_its_lines_and_counts_all() {
     assert!(none.is_empty());
     assert_eq!(total, 25);
 }
+
+#[test]
+fn a_pending_jobs_request_changes_and_it_keeps_its_id_and_place_in_time() {
+    let mut cl = Cluster::new(cluster(1, 1)).unwrap();
+    cl.submit(req("#SBATCH --gres=gpu:1"), &alice(), 0).unwrap();
+    cl.schedule(0);
+    let id = cl
+        .submit(req("#SBATCH --gres=gpu:1 -t 10"), &alice(), 10)
+        .unwrap();
+    cl.schedule(10);
+    let before = cl.job(id, 20).unwrap();
+    assert_eq!(before.state, JobState::Pending);
+    cl.update_pending(id, req("#SBATCH --gres=gpu:1 -t 2:00:00"), 30)
+        .unwrap();
+    let after = cl.job(id, 30).unwrap();
+    assert_eq!(after.time_limit, TimeLimit::Seconds(7200));
+    assert_eq!(after.submit_time, before.submit_time);
+    assert_eq!(after.state, JobState::Pending);
+    // A refusal changes nothing.
+    assert!(cl
+        .update_pending(id, req("#SBATCH --gres=gpu:1 -p nowhere"), 40)
+        .is_err());
+    assert_eq!(cl.job(id, 40).unwrap().time_limit, TimeLimit::Seconds(7200));
+    // It still runs when the GPU is free, with its new limit.
+    assert!(
+        cl.update_pending(JobId::new(1), req("-t 5"), 50).is_err(),
+        "running"
+    );
+}
+
+#[test]
+fn top_puts_a_job_before_its_owners_others() {
+    let mut cl = Cluster::new(cluster(1, 1)).unwrap();
+    cl.submit(req("#SBATCH --gres=gpu:1"), &alice(), 0).unwrap();
+    cl.schedule(0);
+    let first = cl
+        .submit(req("#SBATCH --gres=gpu:1"), &alice(), 10)
+        .unwrap();
+    let second = cl
+        .submit(req("#SBATCH --gres=gpu:1"), &alice(), 20)
+        .unwrap();
+    cl.schedule(1000);
+    cl.top(second, 1000).unwrap();
+    let p = |c: &Cluster, id| c.job(id, 1000).unwrap().priority;
+    assert!(
+        p(&cl, second) > p(&cl, first),
+        "{} {}",
+        p(&cl, second),
+        p(&cl, first)
+    );
+}

@@ -94,14 +94,18 @@ pub enum Command {
     /// its options).
     #[command(disable_help_flag = true)]
     Sbatch(Box<atrium_client::sbatch::SbatchArgs>),
-    /// List jobs not yet over (like Slurm's squeue).
-    Squeue(atrium_client::squeue::SqueueArgs),
-    /// List partitions and node states (like Slurm's sinfo).
-    Sinfo(atrium_client::sinfo::SinfoArgs),
-    /// Cancel jobs (like Slurm's scancel).
-    Scancel(atrium_client::scancel::ScancelArgs),
-    /// Show accounting records of jobs (like Slurm's sacct).
-    Sacct(atrium_client::sacct::SacctArgs),
+    /// List jobs not yet over (like Slurm's squeue; `--help` lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Squeue(atrium_client::RawArgs),
+    /// List partitions and node states (like Slurm's sinfo; `--help` lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Sinfo(atrium_client::RawArgs),
+    /// Cancel or signal jobs (like Slurm's scancel; `--help` lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Scancel(atrium_client::RawArgs),
+    /// Show accounting records of jobs (like Slurm's sacct; `--help` lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Sacct(atrium_client::RawArgs),
     /// What a job used of what it was given (like Slurm's seff, with its GPUs).
     Seff(atrium_client::seff::SeffArgs),
     /// Benchmark campaigns: templates, submit a matrix, list, show, export a report.
@@ -111,7 +115,7 @@ pub enum Command {
     Srun(atrium_client::srun::SrunArgs),
     /// `show hostnames`, `requeue|hold|release ID` (like Slurm's scontrol).
     #[command(disable_help_flag = true)]
-    Scontrol(atrium_client::scontrol::ScontrolArgs),
+    Scontrol(atrium_client::RawArgs),
     /// Work with the site's Slurm (`[scheduler] backend = "slurm"`).
     #[command(subcommand)]
     Slurm(SlurmCommand),
@@ -271,14 +275,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             result
         }
         Command::Sbatch(args) => atrium_client::sbatch::run(*args).await,
-        Command::Squeue(args) => atrium_client::squeue::run(args).await,
-        Command::Sinfo(args) => atrium_client::sinfo::run(args).await,
-        Command::Scancel(args) => atrium_client::scancel::run(args).await,
-        Command::Sacct(args) => atrium_client::sacct::run(args).await,
+        Command::Squeue(args) => atrium_client::squeue::run(args.args).await,
+        Command::Sinfo(args) => atrium_client::sinfo::run(args.args).await,
+        Command::Scancel(args) => atrium_client::scancel::run(args.args).await,
+        Command::Sacct(args) => atrium_client::sacct::run(args.args).await,
         Command::Seff(args) => atrium_client::seff::run(args).await,
         Command::Campaign(args) => atrium_client::campaign::run(args).await,
         Command::Srun(args) => atrium_client::srun::run(args).await,
-        Command::Scontrol(args) => atrium_client::scontrol::run(args).await,
+        Command::Scontrol(args) => atrium_client::scontrol::run(args.args).await,
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),
         Command::Step(StepCommand::AsUser) => crate::privilege::as_user_main(),
@@ -691,14 +695,14 @@ mod tests {
             .expect("sbatch -h is sbatch's");
         assert!(matches!(cli.command, Command::Sbatch(a) if a.words == ["-h", "--hold"]));
         let cli = Cli::try_parse_from(args(&["atrium", "squeue", "-h", "--me"])).expect("squeue");
-        assert!(matches!(cli.command, Command::Squeue(a) if a.noheader && a.me));
+        assert!(matches!(cli.command, Command::Squeue(a) if a.args == ["-h", "--me"]));
         let cli = Cli::try_parse_from(dispatch_argv0(args(&["sinfo", "-h"]))).expect("sinfo");
-        assert!(matches!(cli.command, Command::Sinfo(a) if a.noheader));
+        assert!(matches!(cli.command, Command::Sinfo(a) if a.args == ["-h"]));
         let cli =
             Cli::try_parse_from(dispatch_argv0(args(&["scancel", "17", "18_2"]))).expect("scancel");
-        assert!(matches!(cli.command, Command::Scancel(a) if a.ids == ["17", "18_2"]));
+        assert!(matches!(cli.command, Command::Scancel(a) if a.args == ["17", "18_2"]));
         let cli =
             Cli::try_parse_from(dispatch_argv0(args(&["sacct", "-X", "-j", "17"]))).expect("sacct");
-        assert!(matches!(cli.command, Command::Sacct(a) if a.allocations && a.jobs.is_some()));
+        assert!(matches!(cli.command, Command::Sacct(a) if a.args == ["-X", "-j", "17"]));
     }
 }

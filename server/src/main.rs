@@ -67,6 +67,16 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(atrium::cli::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
+            if let Some(exit) = e.downcast_ref::<atrium_client::CommandExit>() {
+                // In the command's own words, with its own status.
+                for line in &exit.stdout {
+                    println!("{line}");
+                }
+                for line in &exit.stderr {
+                    eprintln!("{line}");
+                }
+                return std::process::ExitCode::from(exit.status);
+            }
             if let Some(exit) = e.downcast_ref::<atrium_client::srun::StepExit>() {
                 // srun said what failed; its status is its tasks'.
                 return std::process::ExitCode::from(exit.0);

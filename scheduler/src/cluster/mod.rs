@@ -14,6 +14,9 @@ pub(crate) mod resources;
 pub(crate) mod state;
 mod submit;
 mod test_only;
+mod update;
+
+pub use update::UpdateError;
 
 use crate::config::ClusterConfig;
 use crate::error::ConfigError;

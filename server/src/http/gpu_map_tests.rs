@@ -100,6 +100,7 @@ pub fn job(id: u64, user: &str, name: &str, slices: Vec<SliceId>) -> JobView {
         }),
         exit: None,
         restarts: 0,
+        request: None,
     }
 }
 

@@ -147,6 +147,43 @@ pub(super) fn deliver(
     )
 }
 
+/// `scancel --signal`: send `asked` to the step's batch shell, its processes, or
+/// both. Returns a line for the supervisor's log.
+pub(super) fn send_on_request(
+    asked: super::SignalRequest,
+    remembered: Option<ProcessIdentity>,
+    script: &Path,
+    uid: u32,
+) -> String {
+    let procs = processes();
+    let shell = remembered
+        .filter(ProcessIdentity::is_alive)
+        .or_else(|| batch_shell(&procs, script, uid));
+    let Some(shell) = shell else {
+        return format!(
+            "scancel --signal: no batch shell runs {}; signal {} not sent",
+            script.display(),
+            asked.signal
+        );
+    };
+    let targets = match asked.whom {
+        super::SignalWhom::Batch => vec![shell],
+        super::SignalWhom::Steps => descendants(&procs, shell.pid),
+        super::SignalWhom::Full => {
+            let mut all = vec![shell];
+            all.extend(descendants(&procs, shell.pid));
+            all
+        }
+    };
+    let sent = send(&targets, asked.signal);
+    format!(
+        "scancel --signal: signal {} sent to {sent} of {} process(es) (shell pid {})",
+        asked.signal,
+        targets.len(),
+        shell.pid
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -251,6 +251,31 @@ pub enum StepSignal {
     Cancel,
     /// The time limit is reached: the same, recorded as a time limit.
     TimeLimit,
+    /// Send `signal` to the job's processes (`scancel --signal`); the job goes on.
+    Send { signal: i32, whom: SignalWhom },
+}
+
+/// Which of a job's processes `scancel --signal` reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalWhom {
+    /// Every process the batch shell started (Slurm's steps), not the shell.
+    Steps,
+    /// The batch shell only (`--batch`).
+    Batch,
+    /// The batch shell and everything it started (`--full`).
+    Full,
+}
+
+/// The file in a step's directory naming the signal the supervisor is to send next
+/// (written by the portal, root's, before it sends the supervisor `SIGUSR2`).
+pub const SIGNAL_FILE: &str = "signal.json";
+
+/// What [`SIGNAL_FILE`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SignalRequest {
+    pub signal: i32,
+    pub whom: SignalWhom,
 }
 
 /// A process, identified by pid and start time.
@@ -478,14 +503,20 @@ pub(crate) fn write_state(dir: &Path, state: &StepState) -> std::io::Result<()> 
     write_private(&dir.join("state.json"), &json, 0o600, durable)
 }
 
-/// Send `sig` to the step's supervisor, if it is still the same process.
-pub fn signal(state: &StepState, sig: StepSignal) -> std::io::Result<bool> {
+/// Send `sig` to the supervisor of the step in `dir`, if it is still the same process.
+pub fn signal(dir: &Path, state: &StepState, sig: StepSignal) -> std::io::Result<bool> {
     if !state.supervisor_alive() {
         return Ok(false);
     }
     let signal = match sig {
         StepSignal::Cancel => nix::sys::signal::Signal::SIGTERM,
         StepSignal::TimeLimit => nix::sys::signal::Signal::SIGUSR1,
+        StepSignal::Send { signal, whom } => {
+            let request = serde_json::to_vec(&SignalRequest { signal, whom })
+                .map_err(std::io::Error::other)?;
+            write_private(&dir.join(SIGNAL_FILE), &request, 0o600, false)?;
+            nix::sys::signal::Signal::SIGUSR2
+        }
     };
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(state.supervisor_pid as i32),

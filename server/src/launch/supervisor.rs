@@ -52,6 +52,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     write_state(dir, &state)?;
     let mut term = signal(SignalKind::terminate())?;
     let mut usr1 = signal(SignalKind::user_defined1())?;
+    let mut usr2 = signal(SignalKind::user_defined2())?;
     let cgroup = spec.memory_limit_mb.and_then(|mb| cgroup_v2(&spec.job, mb));
     let exe = std::env::current_exe()?;
     let mut command = tokio::process::Command::new(exe);
@@ -135,6 +136,19 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
             status = child.wait() => break status?,
             _ = term.recv() => stop(&mut reason, &mut kill_at, "cancelled"),
             _ = usr1.recv() => stop(&mut reason, &mut kill_at, "time_limit"),
+            _ = usr2.recv() => {
+                // `scancel --signal`: the portal named the signal in the step's folder.
+                let asked = std::fs::read(dir.join(super::SIGNAL_FILE))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<super::SignalRequest>(&b).ok());
+                let _ = std::fs::remove_file(dir.join(super::SIGNAL_FILE));
+                if let Some(asked) = asked {
+                    if shell.is_none() {
+                        shell = early_signal::batch_shell(&early_signal::processes(), &script, shell_uid);
+                    }
+                    eprintln!("{}", early_signal::send_on_request(asked, shell, &script, shell_uid));
+                }
+            }
             _ = async { match limit { Some(l) => tokio::time::sleep_until(l).await, None => std::future::pending().await } }, if kill_at.is_none() => {
                 stop(&mut reason, &mut kill_at, "time_limit")
             }

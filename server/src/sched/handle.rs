@@ -63,6 +63,9 @@ pub enum SchedError {
     /// The job is not in a state that allows this.
     #[error("{0}")]
     Conflict(String),
+    /// Not the caller's to do (a user lengthening a time limit).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("the scheduler is not available")]
     Unavailable,
     /// The portal restarted and the scheduler is still rebuilding its queue; it
@@ -153,12 +156,59 @@ pub(in crate::sched) enum Command {
 }
 
 /// What a user may do to a job of theirs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::sched) enum Control {
     Cancel,
     Hold,
     Release,
     Requeue,
+    /// `scancel --signal`: a running job's processes get `signal`; it goes on.
+    Signal {
+        signal: i32,
+        whom: crate::launch::SignalWhom,
+    },
+    /// `scontrol top`: first among its owner's pending jobs.
+    Top,
+    /// `scontrol update`: a pending job asks for something else.
+    Update(Box<JobUpdate>),
+}
+
+/// What `scontrol update` changes of a pending job; `None`: unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobUpdate {
+    pub time_limit: Option<scheduler::TimeLimit>,
+    pub partition: Option<String>,
+    /// `Some(None)`: no dependency any more.
+    pub dependency: Option<Option<scheduler::Dependency>>,
+    pub nodes: Option<scheduler::NodeRange>,
+    pub name: Option<String>,
+    pub comment: Option<String>,
+}
+
+impl JobUpdate {
+    /// `request` with these changes.
+    pub fn applied_to(&self, request: &scheduler::JobRequest) -> scheduler::JobRequest {
+        let mut r = request.clone();
+        if let Some(t) = self.time_limit {
+            r.time_limit = Some(t);
+        }
+        if let Some(p) = &self.partition {
+            r.partition = Some(p.clone());
+        }
+        if let Some(d) = &self.dependency {
+            r.dependency = d.clone();
+        }
+        if let Some(n) = &self.nodes {
+            r.nodes = Some(*n);
+        }
+        if let Some(n) = &self.name {
+            r.name = Some(n.clone());
+        }
+        if let Some(c) = &self.comment {
+            r.comment = Some(c.clone());
+        }
+        r
+    }
 }
 
 /// How a step ended, as the internal backend records it.
@@ -309,6 +359,31 @@ impl Scheduler {
     }
     pub async fn requeue(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
         self.control(who, job, Control::Requeue).await
+    }
+    /// Put a pending job first among its owner's (`scontrol top`).
+    pub async fn top(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
+        self.control(who, job, Control::Top).await
+    }
+    /// Change what a pending job asks for (`scontrol update`).
+    pub async fn update(
+        &self,
+        who: &Requester,
+        job: JobId,
+        changes: JobUpdate,
+    ) -> Result<(), SchedError> {
+        self.control(who, job, Control::Update(Box::new(changes)))
+            .await
+    }
+    /// Send `signal` to a running job's processes (`whom`); the job goes on.
+    pub async fn signal(
+        &self,
+        who: &Requester,
+        job: JobId,
+        signal: i32,
+        whom: crate::launch::SignalWhom,
+    ) -> Result<(), SchedError> {
+        self.control(who, job, Control::Signal { signal, whom })
+            .await
     }
 
     async fn control(

@@ -15,7 +15,7 @@ pub mod slurm;
 pub mod step_env;
 pub mod submission;
 
-pub use handle::{JobUsage, OptionJudge, Requester, SchedError, Scheduler};
-pub use internal::{JobPortal, LaunchSettings};
+pub use handle::{JobUpdate, JobUsage, OptionJudge, Requester, SchedError, Scheduler};
+pub use internal::{JobPortal, LaunchSettings, MIN_JOB_AGE_SECS as ENDED_JOB_AGE_SECS};
 pub use job_token::JobTokens;
 pub use submission::{Submission, SubmissionError};

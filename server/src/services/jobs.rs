@@ -122,6 +122,51 @@ pub struct JobInfo {
     /// Its steps (`srun` inside it), listed with ended jobs as `sacct` shows them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepInfo>,
+    /// The tasks an array's pending record still holds (`5-9%2`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub array_spec: Option<String>,
+    /// What it asked for, where known (the scheduler's queue, or `detail=true`):
+    /// `--qos`, `--dependency` (`afterok:12`), `--comment`, `--constraint`,
+    /// `--nodelist`, `--exclude`, the CPUs in all, `--cpus-per-task`, `--ntasks`,
+    /// the memory as given (`4G`, `2G/cpu`), `--nice`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub req_nodes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exc_nodes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_cpus: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus_per_task: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ntasks: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_memory: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i64>,
+    /// Its user's uid and gid, and the group's name, when they resolve.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The cluster's name (`[jobs] cluster_name`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// CPU time used and the largest resident memory, from the supervisor's samples
+    /// (`detail=true`): `sacct`'s `TotalCPU` and `MaxRSS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rss_kb: Option<u64>,
 }
 
 /// A page of a queue shown on a page: `per_page` jobs from page `number` (1-based).
@@ -225,21 +270,78 @@ pub struct JobList {
     pub per_page: u64,
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct JobQuery {
-    /// Only this user's jobs (administrators; others always see only their own).
+    /// Only these users' jobs, comma-separated (administrators; others always see
+    /// only their own).
     pub user: Option<String>,
+    /// Only the caller's own jobs (`squeue --me`), whoever they are.
+    pub me: Option<bool>,
     /// Comma-separated states or codes (`PENDING,R`); `all` lists ended jobs too.
     /// Without it: jobs not yet over, as `squeue` lists them.
     pub state: Option<String>,
+    /// Comma-separated partitions.
     pub partition: Option<String>,
+    /// Only these jobs, comma-separated ids (an array's id lists its tasks); at most
+    /// 10,000.
+    pub ids: Option<String>,
+    /// Only jobs of these names, comma-separated (`sacct --name`); at most 1,000.
+    pub name: Option<String>,
     /// Ended jobs submitted at or after this Unix time (seconds).
     pub since: Option<i64>,
+    /// Jobs not over before this Unix time (seconds): running, or ended after it
+    /// (`sacct -S`).
+    pub from: Option<i64>,
+    /// Jobs submitted before this Unix time (seconds) (`sacct -E`).
+    pub to: Option<i64>,
+    /// With what each job asked for (QOS, comment, dependency, constraint, memory …),
+    /// read from its stored request: `sacct`'s columns.
+    pub detail: Option<bool>,
     /// From 1.
     pub page: Option<u64>,
     /// Default 1000, at most 10000.
     pub per_page: Option<u64>,
+}
+
+/// Most job ids one query may name.
+pub const MAX_QUERY_IDS: usize = 10_000;
+/// Most names, users or partitions one query may list, and the longest of each.
+pub const MAX_QUERY_NAMES: usize = 1_000;
+const MAX_QUERY_NAME_BYTES: usize = 256;
+
+/// A comma-separated list of a query, bounded: at most `max` items of at most
+/// [`MAX_QUERY_NAME_BYTES`] each.
+fn query_list(
+    field: &'static str,
+    text: Option<&str>,
+    max: usize,
+) -> Result<Vec<String>, ServiceError> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    let items: Vec<String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    if items.len() > max {
+        return Err(ServiceError::Invalid {
+            field,
+            message: format!("{field} lists more than {max} items"),
+        });
+    }
+    if let Some(long) = items.iter().find(|i| i.len() > MAX_QUERY_NAME_BYTES) {
+        return Err(ServiceError::Invalid {
+            field,
+            message: format!(
+                "{field}: \"{}…\" is longer than {MAX_QUERY_NAME_BYTES} bytes",
+                &long[..long.floor_char_boundary(32)]
+            ),
+        });
+    }
+    Ok(items)
 }
 
 /// What may be done to a job.
@@ -250,6 +352,8 @@ pub enum JobAction {
     Hold,
     Release,
     Requeue,
+    /// First among its owner's pending jobs (`scontrol top`).
+    Top,
 }
 
 impl JobAction {
@@ -260,6 +364,7 @@ impl JobAction {
             "hold" => JobAction::Hold,
             "release" => JobAction::Release,
             "requeue" => JobAction::Requeue,
+            "top" => JobAction::Top,
             _ => return None,
         })
     }
@@ -270,6 +375,7 @@ impl JobAction {
             JobAction::Hold => "hold",
             JobAction::Release => "release",
             JobAction::Requeue => "requeue",
+            JobAction::Top => "top",
         }
     }
 }
@@ -495,64 +601,203 @@ impl Jobs {
     }
 
     /// The jobs `caller` may see that match `q`: those not yet over from the
-    /// scheduler, as `squeue` lists them; with ended states, `all` or `since`, the rows.
+    /// scheduler, as `squeue` lists them; with ended states, `all`, `since` or a
+    /// window (`from`, `to`), the rows.
     pub async fn list(&self, caller: &Principal, q: JobQuery) -> Result<JobList, ServiceError> {
-        let user = if caller.acts_as_admin() {
-            q.user.clone()
-        } else {
-            Some(caller.username.clone())
-        };
-        if !caller.acts_as_admin() && q.user.as_ref().is_some_and(|u| *u != caller.username) {
-            return Ok(JobList {
-                jobs: Vec::new(),
-                total: 0,
-                page: 1,
-                per_page: 0,
-            });
+        let mut users = query_list("user", q.user.as_deref(), MAX_QUERY_NAMES)?;
+        if q.me == Some(true) {
+            users = vec![caller.username.clone()];
         }
+        if !caller.acts_as_admin() {
+            if users.iter().any(|u| *u != caller.username) {
+                return Ok(JobList {
+                    jobs: Vec::new(),
+                    total: 0,
+                    page: 1,
+                    per_page: 0,
+                });
+            }
+            users = vec![caller.username.clone()];
+        }
+        let partitions = query_list("partition", q.partition.as_deref(), MAX_QUERY_NAMES)?;
+        let names = query_list("name", q.name.as_deref(), MAX_QUERY_NAMES)?;
+        let ids = query_list("ids", q.ids.as_deref(), MAX_QUERY_IDS)?
+            .iter()
+            .map(|i| {
+                i.parse::<u64>().map_err(|_| ServiceError::Invalid {
+                    field: "ids",
+                    message: format!("ids: \"{i}\" is not a job id"),
+                })
+            })
+            .collect::<Result<Vec<u64>, _>>()?;
         let per_page = q.per_page.unwrap_or(1000).clamp(1, 10_000);
         let page = q.page.unwrap_or(1).max(1);
         let (states, all) = parse_states(q.state.as_deref())?;
-        let active_only = !all && states.iter().all(|s| !s.is_terminal()) && q.since.is_none();
-        if active_only {
-            let filter = SqueueFilter {
-                user,
-                partition: q.partition,
-                states,
-                include_finished: false,
-            };
-            let start = usize::try_from((page - 1).saturating_mul(per_page)).unwrap_or(usize::MAX);
+        let window = q.since.is_some() || q.from.is_some() || q.to.is_some();
+        let active_only = !all && states.iter().all(|s| !s.is_terminal()) && !window;
+        let mut jobs = if active_only {
             let (jobs, total) = self
-                .scheduler
-                .squeue_page(filter, start, per_page as usize)
+                .active(&users, &partitions, &states, &ids, page, per_page)
                 .await?;
-            let jobs = jobs.into_iter().map(from_view).collect();
-            return Ok(JobList {
+            let jobs = jobs
+                .into_iter()
+                .filter(|j| names.is_empty() || names.contains(&j.name));
+            let jobs: Vec<JobInfo> = jobs.collect();
+            JobList {
+                total: if names.is_empty() {
+                    total
+                } else {
+                    jobs.len() as u64
+                },
                 jobs,
-                total,
                 page,
                 per_page,
-            });
-        }
-        let filter = JobFilter {
-            user,
-            states: states.iter().map(|s| s.name().to_string()).collect(),
-            partition: q.partition,
-            since: q.since.map(|s| s.saturating_mul(1000)),
-            until: None,
-            search: None,
-            limit: per_page as i64,
-            offset: ((page - 1) * per_page) as i64,
+            }
+        } else {
+            let filter = JobFilter {
+                user: (users.len() == 1).then(|| users[0].clone()),
+                users: if users.len() > 1 {
+                    users.clone()
+                } else {
+                    Vec::new()
+                },
+                states: states.iter().map(|s| s.name().to_string()).collect(),
+                partitions,
+                ids: ids.iter().map(|&i| i as i64).collect(),
+                names,
+                since: q.since.map(|s| s.saturating_mul(1000)),
+                active_since: q.from.map(|s| s.saturating_mul(1000)),
+                until: q.to.map(|s| s.saturating_mul(1000)),
+                limit: per_page as i64,
+                offset: ((page - 1) * per_page) as i64,
+                ..JobFilter::default()
+            };
+            let (rows, total) = self.store.list_jobs(&filter).await?;
+            let detail = q.detail == Some(true);
+            let mut jobs: Vec<JobInfo> = rows
+                .iter()
+                .map(|r| {
+                    let mut info = from_record(r);
+                    if detail {
+                        if let Ok(asked) = serde_json::from_str::<scheduler::JobRequest>(&r.request)
+                        {
+                            with_request(&mut info, &asked);
+                        }
+                    }
+                    info
+                })
+                .collect();
+            self.attach_steps(&mut jobs).await?;
+            if detail {
+                self.attach_usage(&mut jobs).await?;
+            }
+            JobList {
+                jobs,
+                total: total as u64,
+                page,
+                per_page,
+            }
         };
-        let (rows, total) = self.store.list_jobs(&filter).await?;
-        let mut jobs: Vec<JobInfo> = rows.iter().map(from_record).collect();
-        self.attach_steps(&mut jobs).await?;
-        Ok(JobList {
-            jobs,
-            total: total as u64,
-            page,
-            per_page,
-        })
+        self.with_identities(&mut jobs.jobs).await?;
+        Ok(jobs)
+    }
+
+    /// Jobs not yet over from the scheduler (one user through its own filter, several
+    /// or none by scanning), those of `ids` by asking for each.
+    async fn active(
+        &self,
+        users: &[String],
+        partitions: &[String],
+        states: &[JobState],
+        ids: &[u64],
+        page: u64,
+        per_page: u64,
+    ) -> Result<(Vec<JobInfo>, u64), ServiceError> {
+        let keep = |j: &JobInfo| {
+            (users.is_empty() || users.contains(&j.user))
+                && (partitions.is_empty() || partitions.contains(&j.partition))
+                && (states.is_empty()
+                    || states
+                        .iter()
+                        .any(|s| s.name() == j.state || s.short() == j.state_code))
+        };
+        let wanted: std::collections::HashSet<u64> = ids.iter().copied().collect();
+        let scan = users.len() > 1 || partitions.len() > 1 || !wanted.is_empty();
+        let keep = |j: &JobInfo| keep(j) && (wanted.is_empty() || wanted.contains(&j.job_id));
+        let filter = SqueueFilter {
+            user: (users.len() == 1).then(|| users[0].clone()),
+            partition: (partitions.len() == 1).then(|| partitions[0].clone()),
+            states: states.to_vec(),
+            include_finished: false,
+        };
+        if scan {
+            let (views, _) = self.scheduler.squeue_page(filter, 0, usize::MAX).await?;
+            let matching: Vec<JobInfo> = views
+                .into_iter()
+                .map(from_view)
+                .filter(|j| keep(j))
+                .collect();
+            let total = matching.len() as u64;
+            let start = ((page - 1) * per_page) as usize;
+            return Ok((
+                matching
+                    .into_iter()
+                    .skip(start)
+                    .take(per_page as usize)
+                    .collect(),
+                total,
+            ));
+        }
+        let start = usize::try_from((page - 1).saturating_mul(per_page)).unwrap_or(usize::MAX);
+        let (views, total) = self
+            .scheduler
+            .squeue_page(filter, start, per_page as usize)
+            .await?;
+        Ok((views.into_iter().map(from_view).collect(), total))
+    }
+
+    /// Each job's CPU time and largest memory, where it was sampled.
+    async fn attach_usage(&self, jobs: &mut [JobInfo]) -> Result<(), ServiceError> {
+        let key = |j: &JobInfo| (j.job_id as i64, j.array_task_id.map_or(-1, i64::from));
+        let keys: Vec<(i64, i64)> = jobs.iter().map(key).collect();
+        let usage = self.store.usage_of_jobs(&keys).await?;
+        let by_job: std::collections::HashMap<(i64, i64), (f64, i64)> = usage
+            .into_iter()
+            .map(|(j, t, cpu, rss)| ((j, t), (cpu, rss)))
+            .collect();
+        for job in jobs.iter_mut() {
+            if let Some((cpu, rss)) = by_job.get(&key(job)) {
+                job.cpu_seconds = Some(*cpu);
+                job.max_rss_kb = Some((*rss).max(0) as u64 / 1024);
+            }
+        }
+        Ok(())
+    }
+
+    /// Each job's uid, gid and group, and the cluster's name: once per user listed.
+    async fn with_identities(&self, jobs: &mut [JobInfo]) -> Result<(), ServiceError> {
+        let mut known: std::collections::HashMap<String, Option<(u32, u32)>> =
+            std::collections::HashMap::new();
+        for job in jobs.iter_mut() {
+            if !known.contains_key(&job.user) {
+                let ids = self
+                    .identities
+                    .posix(&job.user)
+                    .await?
+                    .map(|p| (p.uid, p.gid));
+                known.insert(job.user.clone(), ids);
+            }
+            if let Some(Some((uid, gid))) = known.get(&job.user) {
+                job.uid = Some(*uid);
+                job.gid = Some(*gid);
+                job.group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(*gid))
+                    .ok()
+                    .flatten()
+                    .map(|g| g.name);
+            }
+            job.cluster = Some(self.config.jobs.cluster_name.clone());
+        }
+        Ok(())
     }
 
     /// The jobs not yet over, as `squeue` lists them, and the latest `recent` that
@@ -677,6 +922,8 @@ impl Jobs {
     pub async fn show(&self, caller: &Principal, job: JobId) -> Result<JobInfo, ServiceError> {
         let mut info = self.show_job(caller, job).await?;
         self.attach_steps(std::slice::from_mut(&mut info)).await?;
+        self.with_identities(std::slice::from_mut(&mut info))
+            .await?;
         Ok(info)
     }
 
@@ -716,10 +963,16 @@ impl Jobs {
                 Ok(info)
             }
             (Some(v), None) => Ok(from_view(v)),
-            (None, Some(r)) => Ok(JobInfo {
-                ignored: ignored_options(&r),
-                ..from_record(&r)
-            }),
+            (None, Some(r)) => {
+                let mut info = JobInfo {
+                    ignored: ignored_options(&r),
+                    ..from_record(&r)
+                };
+                if let Ok(asked) = serde_json::from_str::<scheduler::JobRequest>(&r.request) {
+                    with_request(&mut info, &asked);
+                }
+                Ok(info)
+            }
             (None, None) => Err(ServiceError::NotFound),
         }
     }
@@ -745,6 +998,7 @@ impl Jobs {
             JobAction::Hold => self.scheduler.hold(&who, job).await?,
             JobAction::Release => self.scheduler.release(&who, job).await?,
             JobAction::Requeue => self.scheduler.requeue(&who, job).await?,
+            JobAction::Top => self.scheduler.top(&who, job).await?,
         }
         let info = self.show(caller, job).await?;
         if let Some(before) = before.filter(|v| v.user != caller.username) {
@@ -764,6 +1018,213 @@ impl Jobs {
                 .await?;
         }
         Ok(info)
+    }
+
+    /// Change `caller`'s pending job (an administrator's: anyone's, audited), as
+    /// `scontrol update` does.
+    pub async fn update(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        job: JobId,
+        body: &UpdateJob,
+    ) -> Result<JobInfo, ServiceError> {
+        let changes = body.checked()?;
+        let who = requester(caller);
+        let before = self.scheduler.job(&who, job).await?;
+        self.scheduler.update(&who, job, changes).await?;
+        let info = self.show(caller, job).await?;
+        if before.user != caller.username {
+            self.audit
+                .record(
+                    &caller.username,
+                    client_addr,
+                    "job.update",
+                    &info.id,
+                    serde_json::json!({"user": before.user,
+                        "before": {"time_limit": before.time_limit.to_string(), "partition": before.partition, "name": before.name},
+                        "after": {"time_limit": info.time_limit, "partition": info.partition, "name": info.name}}),
+                )
+                .await?;
+        }
+        Ok(info)
+    }
+
+    /// Send a signal to `caller`'s running job (an administrator's: anyone's, audited)
+    /// without ending it, as `scancel --signal` does.
+    pub async fn signal(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        job: JobId,
+        body: &SignalJob,
+    ) -> Result<(), ServiceError> {
+        let (signal, whom) = body.checked()?;
+        let who = requester(caller);
+        let owner = if caller.acts_as_admin() {
+            self.scheduler.job(&who, job).await.ok().map(|v| v.user)
+        } else {
+            None
+        };
+        self.scheduler.signal(&who, job, signal, whom).await?;
+        if let Some(owner) = owner.filter(|u| *u != caller.username) {
+            self.audit
+                .record(
+                    &caller.username,
+                    client_addr,
+                    "job.signal",
+                    &job.to_string(),
+                    serde_json::json!({"user": owner, "signal": signal, "whom": body.whom.as_deref().unwrap_or("steps")}),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// `PATCH /jobs/{id}`'s body: what `scontrol update` changes of a pending job, each
+/// in sbatch's spelling (`time_limit`: `2:00:00`, `90`; `dependency`: `afterok:12`,
+/// empty for none; `nodes`: `2` or `1-2`).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateJob {
+    pub time_limit: Option<String>,
+    pub partition: Option<String>,
+    pub dependency: Option<String>,
+    pub nodes: Option<String>,
+    pub name: Option<String>,
+    pub comment: Option<String>,
+}
+
+impl UpdateJob {
+    /// The changes, each read as sbatch reads its option, or the field refused.
+    pub fn checked(&self) -> Result<crate::sched::JobUpdate, ServiceError> {
+        let text = |field: &'static str,
+                    v: &Option<String>,
+                    max: usize|
+         -> Result<Option<String>, ServiceError> {
+            match v {
+                Some(v) if v.len() > max || v.chars().any(char::is_control) => {
+                    Err(ServiceError::Invalid {
+                        field,
+                        message: format!(
+                            "{field} must be at most {max} bytes without control characters"
+                        ),
+                    })
+                }
+                other => Ok(other.clone()),
+            }
+        };
+        let args = |option: &str, value: &str, field: &'static str| {
+            scheduler::parse_args(&[format!("--{option}={value}")]).map_err(|e| {
+                ServiceError::Invalid {
+                    field,
+                    message: format!("{field}: {e}"),
+                }
+            })
+        };
+        let mut out = crate::sched::JobUpdate::default();
+        if let Some(t) = text("time_limit", &self.time_limit, 64)? {
+            out.time_limit = args("time", &t, "time_limit")?.time_limit;
+        }
+        if let Some(p) = text("partition", &self.partition, 256)? {
+            out.partition = Some(args("partition", &p, "partition")?.partition.unwrap_or(p));
+        }
+        if let Some(d) = text("dependency", &self.dependency, 8192)? {
+            out.dependency = Some(if d.trim().is_empty() {
+                None
+            } else {
+                args("dependency", &d, "dependency")?.dependency
+            });
+        }
+        if let Some(n) = text("nodes", &self.nodes, 64)? {
+            out.nodes = args("nodes", &n, "nodes")?.nodes;
+        }
+        if let Some(n) = text("name", &self.name, 256)? {
+            out.name = Some(n);
+        }
+        if let Some(c) = text("comment", &self.comment, 1024)? {
+            out.comment = Some(c);
+        }
+        if out == crate::sched::JobUpdate::default() {
+            return Err(ServiceError::BadRequest("No changes specified".into()));
+        }
+        Ok(out)
+    }
+}
+
+/// `POST /jobs/{id}/signal`'s body: a signal by name (`USR1`, `SIGTERM`, any case) or
+/// number (1 to 64), and which processes get it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignalJob {
+    #[schema(value_type = Object)]
+    pub signal: serde_json::Value,
+    /// `steps` (default: what the batch script started, as `scancel --signal`),
+    /// `batch` (the batch shell, `--batch`) or `full` (both, `--full`).
+    pub whom: Option<String>,
+}
+
+/// The signals a job may be sent by name, as scancel takes them.
+const SIGNAL_NAMES: &[(&str, i32)] = &[
+    ("HUP", 1),
+    ("INT", 2),
+    ("QUIT", 3),
+    ("ABRT", 6),
+    ("KILL", 9),
+    ("USR1", 10),
+    ("USR2", 12),
+    ("ALRM", 14),
+    ("TERM", 15),
+    ("CONT", 18),
+    ("STOP", 19),
+    ("TSTP", 20),
+    ("TTIN", 21),
+    ("TTOU", 22),
+    ("URG", 23),
+    ("XCPU", 24),
+];
+
+impl SignalJob {
+    /// The signal's number and whom it reaches, or the field refused.
+    pub fn checked(&self) -> Result<(i32, crate::launch::SignalWhom), ServiceError> {
+        let bad = |what: String| ServiceError::Invalid {
+            field: "signal",
+            message: format!("signal: {what} is not a signal (a name such as USR1, or 1 to 64)"),
+        };
+        let signal = match &self.signal {
+            serde_json::Value::Number(n) => n
+                .as_i64()
+                .filter(|n| (1..=64).contains(n))
+                .map(|n| n as i32)
+                .ok_or_else(|| bad(n.to_string()))?,
+            serde_json::Value::String(text) if text.len() <= 16 => {
+                let upper = text.trim().to_ascii_uppercase();
+                let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+                SIGNAL_NAMES
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| *v)
+                    .or_else(|| name.parse::<i32>().ok().filter(|n| (1..=64).contains(n)))
+                    .ok_or_else(|| bad(format!("\"{text}\"")))?
+            }
+            other => return Err(bad(format!("{}", other).chars().take(20).collect())),
+        };
+        let whom = match self.whom.as_deref().unwrap_or("steps") {
+            "steps" => crate::launch::SignalWhom::Steps,
+            "batch" => crate::launch::SignalWhom::Batch,
+            "full" => crate::launch::SignalWhom::Full,
+            other => {
+                return Err(ServiceError::Invalid {
+                    field: "whom",
+                    message: format!(
+                        "whom: \"{}\" is not one of steps, batch, full",
+                        other.chars().take(32).collect::<String>()
+                    ),
+                })
+            }
+        };
+        Ok((signal, whom))
     }
 }
 
@@ -814,7 +1275,12 @@ fn secs(t: i64) -> String {
 pub fn from_view(v: JobView) -> JobInfo {
     let (exit_code, signal) = scheduler::JobOutcome::code_and_signal(v.exit);
     let alloc = v.allocation.as_ref();
-    JobInfo {
+    let request = v.request.clone();
+    let array_spec = v
+        .display_id
+        .split_once("_[")
+        .map(|(_, spec)| spec.trim_end_matches(']').to_string());
+    let mut info = JobInfo {
         id: v.id.to_string(),
         job_id: v.id.job,
         array_task_id: v.id.task,
@@ -855,6 +1321,51 @@ pub fn from_view(v: JobView) -> JobInfo {
         benchmark_note: None,
         ignored: Vec::new(),
         steps: Vec::new(),
+        array_spec,
+        ..JobInfo::default()
+    };
+    if let Some(asked) = request {
+        with_request(&mut info, &asked);
+    }
+    info
+}
+
+/// What `asked` says of a job that its view or row does not.
+pub fn with_request(info: &mut JobInfo, asked: &scheduler::JobRequest) {
+    info.qos = asked.qos.clone();
+    info.dependency = asked.dependency.as_ref().map(ToString::to_string);
+    info.comment = asked.comment.clone();
+    info.features = asked.constraint.as_ref().map(ToString::to_string);
+    let hosts = |names: &[String]| {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        (!names.is_empty()).then(|| scheduler::compress_hostlist(&names))
+    };
+    info.req_nodes = hosts(&asked.nodelist);
+    info.exc_nodes = hosts(&asked.exclude);
+    let tasks = u64::from(asked.ntasks.unwrap_or(1).max(1));
+    let per_task = u64::from(asked.cpus_per_task.unwrap_or(1).max(1));
+    info.ntasks = Some(tasks);
+    info.cpus_per_task = Some(per_task);
+    info.min_cpus = Some(tasks * per_task);
+    info.min_memory = asked.memory.as_ref().map(|m| match m {
+        scheduler::MemoryRequest::PerNode(mb) => memory_text(*mb),
+        scheduler::MemoryRequest::PerCpu(mb) => format!("{}/cpu", memory_text(*mb)),
+        scheduler::MemoryRequest::PerGpu(mb) => format!("{}/gpu", memory_text(*mb)),
+    });
+    info.nice = asked.nice.map(i64::from);
+    if info.workdir.is_none() {
+        info.workdir = asked.chdir.clone();
+    }
+}
+
+/// Megabytes as Slurm prints a size: `512M`, `4G`, `1.50T`.
+fn memory_text(mb: u64) -> String {
+    if mb >= 1 << 20 && mb.is_multiple_of(1 << 20) {
+        format!("{}T", mb >> 20)
+    } else if mb >= 1 << 10 && mb.is_multiple_of(1 << 10) {
+        format!("{}G", mb >> 10)
+    } else {
+        format!("{mb}M")
     }
 }
 
@@ -920,5 +1431,7 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         benchmark_note: r.benchmark_note.clone(),
         ignored: Vec::new(),
         steps: Vec::new(),
+        array_spec: r.array_spec.clone().filter(|_| r.task == -1),
+        ..JobInfo::default()
     }
 }

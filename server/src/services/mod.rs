@@ -105,6 +105,7 @@ impl From<SchedError> for ServiceError {
             SchedError::NotFound => Self::NotFound,
             SchedError::Rejected(m) => Self::BadRequest(m),
             SchedError::Conflict(m) => Self::Conflict(m),
+            SchedError::Forbidden(m) => Self::Forbidden(m),
             SchedError::Unavailable => Self::Unavailable("the scheduler is not available".into()),
             SchedError::Restoring => Self::Restoring,
             SchedError::Full(m) => Self::Full(m),

@@ -87,6 +87,15 @@ pub struct JobStart {
 /// One change to the job rows, written with the log entries of the same batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobChange {
+    /// A pending job asks for something else (`scontrol update`).
+    Updated {
+        id: i64,
+        task: i64,
+        name: String,
+        partition: String,
+        time_limit: Option<i64>,
+        request: String,
+    },
     Submitted(Box<JobRecord>),
     Started(Box<JobStart>),
     /// The job (or task) is over.
@@ -123,8 +132,18 @@ pub enum JobChange {
 #[derive(Debug, Clone, Default)]
 pub struct JobFilter {
     pub user: Option<String>,
+    /// Any of these users (besides `user`); empty: no such filter.
+    pub users: Vec<String>,
     pub states: Vec<String>,
     pub partition: Option<String>,
+    /// Any of these partitions; empty: no such filter.
+    pub partitions: Vec<String>,
+    /// These jobs (ids, an array's tasks included); empty: no such filter.
+    pub ids: Vec<i64>,
+    /// Jobs named any of these; empty: no such filter.
+    pub names: Vec<String>,
+    /// Not over before this time (ms): running, or ended at or after it.
+    pub active_since: Option<i64>,
     /// Submitted at or after (ms).
     pub since: Option<i64>,
     /// Submitted before (ms).
@@ -297,6 +316,23 @@ fn bind_submitted<'q>(q: AnyQuery<'q>, j: &'q JobRecord) -> AnyQuery<'q> {
 
 fn change_query(change: &JobChange) -> AnyQuery<'_> {
     match change {
+        JobChange::Updated {
+            id,
+            task,
+            name,
+            partition,
+            time_limit,
+            request,
+        } => sqlx::query(
+            "UPDATE jobs SET name = $3, partition = $4, time_limit = $5, request = $6 \
+             WHERE id = $1 AND task = $2",
+        )
+        .bind(id)
+        .bind(task)
+        .bind(name)
+        .bind(partition)
+        .bind(time_limit)
+        .bind(request),
         JobChange::Submitted(j) => bind_submitted(sqlx::query(&INSERT_ONE_JOB), j),
         // One statement for a plain job (its own row) and an array task (a new row
         // copied from the array's row, or the task's row again after a requeue).
@@ -618,6 +654,20 @@ impl Store {
         if filter.partition.is_some() {
             clauses.push(format!("partition = {}", next()));
         }
+        for (column, values) in [
+            ("user_name", filter.users.len()),
+            ("partition", filter.partitions.len()),
+            ("name", filter.names.len()),
+            ("id", filter.ids.len()),
+        ] {
+            if values > 0 {
+                let marks: Vec<String> = (0..values).map(|_| next()).collect();
+                clauses.push(format!("{column} IN ({})", marks.join(", ")));
+            }
+        }
+        if filter.active_since.is_some() {
+            clauses.push(format!("(end_time IS NULL OR end_time >= {})", next()));
+        }
         if filter.since.is_some() {
             clauses.push(format!("submit_time >= {}", next()));
         }
@@ -677,6 +727,21 @@ fn bind_filter<'q>(mut q: AnyQuery<'q>, filter: &'q JobFilter) -> AnyQuery<'q> {
     }
     if let Some(p) = &filter.partition {
         q = q.bind(p);
+    }
+    for u in &filter.users {
+        q = q.bind(u);
+    }
+    for p in &filter.partitions {
+        q = q.bind(p);
+    }
+    for n in &filter.names {
+        q = q.bind(n);
+    }
+    for id in &filter.ids {
+        q = q.bind(*id);
+    }
+    if let Some(t) = filter.active_since {
+        q = q.bind(t);
     }
     if let Some(s) = filter.since {
         q = q.bind(s);

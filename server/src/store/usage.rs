@@ -99,6 +99,42 @@ impl Store {
         .transpose()
     }
 
+    /// The CPU seconds and largest resident memory (bytes) of each of `jobs` that has
+    /// been sampled, without their series: `(job, task, cpu_seconds, max_rss_bytes)`.
+    #[tracing::instrument(skip_all, fields(jobs = jobs.len()), err)]
+    pub async fn usage_of_jobs(&self, jobs: &[(i64, i64)]) -> Result<Vec<(i64, i64, f64, i64)>> {
+        const PER_QUERY: usize = 500;
+        let wanted: std::collections::HashSet<(i64, i64)> = jobs.iter().copied().collect();
+        let mut ids: Vec<i64> = jobs.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out = Vec::new();
+        for chunk in ids.chunks(PER_QUERY) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT job_id, task, cpu_seconds, max_rss_bytes FROM job_usage \
+                 WHERE job_id IN ({})",
+                marks.join(", ")
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for r in query.fetch_all(&self.pool).await? {
+                let key: (i64, i64) = (r.try_get("job_id")?, r.try_get("task")?);
+                if wanted.contains(&key) {
+                    out.push((
+                        key.0,
+                        key.1,
+                        r.try_get("cpu_seconds")?,
+                        r.try_get("max_rss_bytes")?,
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The jobs sampled since `since` (Unix ms) that held GPUs idle, longest first.
     #[tracing::instrument(skip(self), err)]
     pub async fn idle_gpu_jobs(&self, since: i64, limit: i64) -> Result<Vec<IdleGpuJob>> {

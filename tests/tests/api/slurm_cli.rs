@@ -102,11 +102,21 @@ async fn sbatch_squeue_scancel_and_sacct_talk_to_the_portal() {
     c.wait_for(&alice, &id, &["CANCELLED"], Duration::from_secs(30))
         .await;
 
+    // As Slurm's: a job that is not there is no error for a plain cancel, and is
+    // for a signal.
     let mut cmd = client(&c, &alice.token, &alice.home, &bin);
     cmd.args(["scancel", "999999"]);
     let (ok, _, err) = run(cmd);
+    assert!(ok, "{err}");
+    assert_eq!(err, "");
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["scancel", "--signal=USR1", "999999"]);
+    let (ok, _, err) = run(cmd);
     assert!(!ok);
-    assert!(err.contains("Invalid job id specified"), "{err}");
+    assert!(
+        err.contains("scancel: error: Kill job error on job id 999999: Invalid job id specified"),
+        "{err}"
+    );
 
     let mut cmd = client(&c, &alice.token, &alice.home, &bin);
     cmd.args(["sacct", "-j", &id]);

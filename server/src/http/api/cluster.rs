@@ -22,6 +22,10 @@ pub struct Nodes {
     /// with `nvidia-smi`; `present: false` marks a declared GPU that was not found.
     #[schema(value_type = Vec<Object>)]
     pub gpus: Vec<crate::sched::inventory::GpuStatus>,
+    /// The partitions, as `GET /api/v1/partitions` lists them (`sinfo` reads both in
+    /// one call).
+    #[schema(value_type = Vec<Object>)]
+    pub partitions: Vec<scheduler::PartitionView>,
 }
 
 /// Partitions as `sinfo` shows them.
@@ -42,9 +46,55 @@ pub async fn nodes(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let (nodes, _) = state.scheduler.nodes().await?;
+    let (nodes, partitions) = state.scheduler.nodes().await?;
     Ok(HttpResponse::Ok().json(Nodes {
         nodes,
         gpus: state.inventory.gpus.clone(),
+        partitions,
     }))
+}
+
+/// The scheduler's configuration as `scontrol show config` lists Slurm's: the keys
+/// programs read (`MinJobAge`, `MaxArraySize`, `ClusterName` …), in name order.
+#[utoipa::path(get, path = "/api/v1/config", responses((status = 200, body = Object)))]
+pub async fn config(
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Read)?;
+    let jobs = &state.config.jobs;
+    let slurm = state.config.scheduler.backend == "slurm";
+    let mut out = serde_json::Map::new();
+    let mut put = |k: &str, v: serde_json::Value| {
+        out.insert(k.to_string(), v);
+    };
+    put("AccountingStorageType", "accounting_storage/atrium".into());
+    put("ClusterName", jobs.cluster_name.clone().into());
+    put(
+        "JobAcctGatherFrequency",
+        format!("task={}", jobs.usage_interval_seconds).into(),
+    );
+    put(
+        "KillWait",
+        format!("{} sec", jobs.kill_grace_seconds).into(),
+    );
+    put("MaxArraySize", jobs.max_array_size.into());
+    put("MaxJobCount", jobs.max_job_count.into());
+    put(
+        "MinJobAge",
+        format!("{} sec", crate::sched::ENDED_JOB_AGE_SECS).into(),
+    );
+    put("PriorityType", "priority/multifactor".into());
+    put(
+        "SchedulerType",
+        if slurm {
+            "slurm (the site's)"
+        } else {
+            "sched/backfill (atrium)"
+        }
+        .into(),
+    );
+    put("SelectType", "select/cons_tres".into());
+    put("SLURM_VERSION", "22.05.8".into());
+    Ok(HttpResponse::Ok().json(serde_json::Value::Object(out)))
 }

@@ -10,7 +10,9 @@ use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
 pub use crate::services::efficiency::{Efficiency, GpuEfficiency, IdleGpus, Series, SeriesPoint};
 use crate::services::jobs::JobAction;
-pub use crate::services::jobs::{DryRun, JobInfo, JobList, JobQuery as ListQuery, SubmitJob};
+pub use crate::services::jobs::{
+    DryRun, JobInfo, JobList, JobQuery as ListQuery, SignalJob, SubmitJob, UpdateJob,
+};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Submitted {
@@ -135,6 +137,48 @@ pub async fn cancel(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     control(req, caller, state, &id, JobAction::Cancel).await
+}
+
+/// Change a pending job (`scontrol update`): time limit, partition, dependency, node
+/// count, name, comment.
+#[utoipa::path(patch, path = "/api/v1/jobs/{id}", request_body = UpdateJob,
+    responses((status = 200, body = JobInfo), (status = 400), (status = 403), (status = 404), (status = 409)))]
+pub async fn update(
+    req: HttpRequest,
+    caller: Principal,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: web::Json<UpdateJob>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Jobs)?;
+    let job = parse_id(&id)?;
+    let info = state
+        .jobs
+        .update(&caller, &state.client_addr(&req), job, &body)
+        .await?;
+    Ok(HttpResponse::Ok().json(info))
+}
+
+/// Send a signal to a running job's processes (`scancel --signal`); the job goes on.
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/signal", request_body = SignalJob,
+    responses((status = 200, body = Done), (status = 400), (status = 404), (status = 409)))]
+pub async fn signal(
+    req: HttpRequest,
+    caller: Principal,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: web::Json<SignalJob>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Jobs)?;
+    let job = parse_id(&id)?;
+    state
+        .jobs
+        .signal(&caller, &state.client_addr(&req), job, &body)
+        .await?;
+    Ok(HttpResponse::Ok().json(Done {
+        id: job.to_string(),
+        state: "RUNNING".into(),
+    }))
 }
 
 /// Hold, release or requeue a job.

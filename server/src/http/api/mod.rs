@@ -45,6 +45,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs", web::get().to(jobs::list))
         .route("/jobs/{id}", web::get().to(jobs::get))
         .route("/jobs/{id}", web::delete().to(jobs::cancel))
+        .route("/jobs/{id}", web::patch().to(jobs::update))
         .route("/jobs/{id}/output", web::get().to(output::get))
         .route("/jobs/{id}/efficiency", web::get().to(jobs::efficiency))
         .route("/jobs/{id}/steps", web::post().to(job_steps::start))
@@ -53,6 +54,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             "/jobs/{id}/self/requeue",
             web::post().to(job_steps::requeue_itself),
         )
+        .route("/jobs/{id}/signal", web::post().to(jobs::signal))
         .route("/jobs/{id}/{action}", web::post().to(jobs::act))
         .route("/files", web::get().to(files::list))
         .route("/files", web::delete().to(files::delete))
@@ -76,6 +78,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/apps", web::get().to(sessions::apps))
         .route("/partitions", web::get().to(cluster::partitions))
         .route("/nodes", web::get().to(cluster::nodes))
+        .route("/config", web::get().to(cluster::config))
         .route("/cluster/gpus", web::get().to(crate::http::gpu_map::json))
         .route("/accounting", web::get().to(accounting::get))
         .route("/accounting/chart.svg", web::get().to(accounting::chart))
@@ -121,11 +124,11 @@ pub use crate::util::rfc3339;
 #[derive(utoipa::OpenApi)]
 #[openapi(
     info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes, usage accounting, benchmark runs and sizing advice of an atrium portal."),
-    paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, output::get,
+    paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, jobs::signal, jobs::update, output::get,
           jobs::efficiency, jobs::idle_gpus,
           job_steps::start, job_steps::end, job_steps::requeue_itself,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
-          sessions::environments, sessions::apps, cluster::partitions, cluster::nodes, quotas::me_usage,
+          sessions::environments, sessions::apps, cluster::partitions, cluster::nodes, cluster::config, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
           audit::list, nodes::act, users::list, users::act, groups::list,
           files::list, files::mkdir, files::rename, files::delete, files::download,
@@ -135,7 +138,7 @@ pub use crate::util::rfc3339;
           benchmark_charts::storage, sizing::get, sizing::reference_rows,
           campaigns::templates, campaigns::estimate, campaigns::create, campaigns::list,
           campaigns::get, campaigns::report_html, campaigns::report_csv),
-    components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::DryRun, jobs::JobInfo, jobs::JobList, jobs::Done,
+    components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::DryRun, jobs::JobInfo, jobs::JobList, jobs::Done, jobs::SignalJob, jobs::UpdateJob,
                        jobs::Efficiency, jobs::GpuEfficiency, jobs::Series, jobs::SeriesPoint, jobs::IdleGpus,
                        job_steps::StartStep, job_steps::EndStep, job_steps::StepInfo,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,

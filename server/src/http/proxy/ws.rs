@@ -3,23 +3,27 @@
 //! authenticated connection (`Upstream::connect`), with the browser's own key, so the
 //! server's answer (its `Sec-WebSocket-Accept`, the subprotocol it picks, such as
 //! Jupyter's `v1.kernel.websocket.jupyter.org`, and any extension) is what the browser
-//! gets. After the upgrade the bytes are relayed both ways as they come, never decoded
-//! and encoded again: the two ends speak the protocol to each other. Only the frames'
-//! headers are read on the way (a few bytes of each), so that each data message counts
-//! as activity and in the metrics (pings do not).
+//! gets. After the upgrade the bytes are relayed both ways as they come, between the
+//! browser's connection and the server's own socket, never decoded and encoded again:
+//! the two ends speak the protocol to each other. Only the frames' headers are read on
+//! the way (a few bytes of each), so that each data message counts as activity and in
+//! the metrics (pings do not).
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
-use bytes::Bytes;
-use futures_util::StreamExt;
+use bytes::{Bytes, BytesMut};
+use futures_util::Stream;
 use hyper_util::rt::TokioIo;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::either::Either;
 
 use super::{session_cookies, unreachable_session};
 use crate::http::ApiError;
-use crate::sessions::upstream::UpstreamError;
+use crate::sessions::upstream::{Connection, UpstreamError};
 use crate::sessions::Route;
 
 /// Headers of the browser's handshake passed to the session's server (servers that
@@ -46,7 +50,7 @@ const READ_BUFFER: usize = 64 << 10;
 
 pub(super) async fn relay(
     req: &HttpRequest,
-    mut body: web::Payload,
+    body: web::Payload,
     route: Arc<Route>,
     metrics: crate::metrics::ProxyMetrics,
 ) -> Result<HttpResponse, ApiError> {
@@ -116,41 +120,126 @@ pub(super) async fn relay(
     let upgraded = hyper::upgrade::on(answer)
         .await
         .map_err(|e| unreachable_session(UpstreamError::Http(e)))?;
-    let (from_server, mut to_server) = tokio::io::split(TokioIo::new(upgraded));
-
-    // Browser → session.
-    let inbound_route = route.clone();
-    let to_session = metrics.messages_to_session;
-    actix_web::rt::spawn(async move {
-        let mut frames = Frames::default();
-        while let Some(Ok(chunk)) = body.next().await {
-            let messages = frames.feed(&chunk);
-            if messages > 0 {
-                inbound_route.touch();
-                to_session.inc_by(messages);
+    // The connection itself, with what was read past the server's answer: no layer
+    // between the two sockets but this one.
+    let parts = upgraded
+        .downcast::<TokioIo<Connection>>()
+        .map_err(|_| ApiError::internal("the upgraded connection is not the one opened"))?;
+    let (from_server, to_server): (Box<dyn AsyncRead + Unpin>, Box<dyn AsyncWrite + Unpin>) =
+        match parts.io.into_inner() {
+            Either::Left(unix) => {
+                let (r, w) = unix.into_split();
+                (Box::new(r), Box::new(w))
             }
-            if to_server.write_all(&chunk).await.is_err() {
-                break;
+            Either::Right(tcp) => {
+                let (r, w) = tcp.into_split();
+                (Box::new(r), Box::new(w))
             }
-        }
-        let _ = to_server.shutdown().await;
-    });
+        };
+    let relay = Relay {
+        from_browser: body,
+        to_server,
+        unsent: Bytes::new(),
+        browser_done: false,
+        from_server,
+        received: (!parts.read_buf.is_empty()).then_some(parts.read_buf),
+        buffer: BytesMut::new(),
+        to_session: Frames::default(),
+        to_browser: Frames::default(),
+        route,
+        metrics,
+    };
+    Ok(response.streaming(relay))
+}
 
-    // Session → browser: the response's body.
-    let to_browser = metrics.messages_to_browser;
-    let mut frames = Frames::default();
-    let outbound =
-        tokio_util::io::ReaderStream::with_capacity(from_server, READ_BUFFER).map(move |chunk| {
-            if let Ok(bytes) = &chunk {
-                let messages = frames.feed(bytes);
-                if messages > 0 {
-                    route.touch();
-                    to_browser.inc_by(messages);
+/// Both directions of an upgraded connection, driven by the response's body, which
+/// the HTTP server polls whenever either side can move: what the browser sent is
+/// written to the session's server, and what the server sends is the body. One task
+/// for the two directions, so a message costs no wake-up of another task.
+struct Relay {
+    from_browser: web::Payload,
+    to_server: Box<dyn AsyncWrite + Unpin>,
+    /// What the browser sent that the server has not taken yet.
+    unsent: Bytes,
+    browser_done: bool,
+    from_server: Box<dyn AsyncRead + Unpin>,
+    /// What the server sent before the connection was handed over.
+    received: Option<Bytes>,
+    buffer: BytesMut,
+    to_session: Frames,
+    to_browser: Frames,
+    route: Arc<Route>,
+    metrics: crate::metrics::ProxyMetrics,
+}
+
+impl Relay {
+    /// Move what the browser sent to the server, as far as both allow now.
+    fn browser_to_server(&mut self, cx: &mut Context<'_>) {
+        loop {
+            while !self.unsent.is_empty() {
+                match Pin::new(&mut self.to_server).poll_write(cx, &self.unsent) {
+                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
+                        self.unsent.clear();
+                        self.browser_done = true;
+                        return;
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        let _ = self.unsent.split_to(n);
+                    }
+                    Poll::Pending => return,
                 }
             }
-            chunk
-        });
-    Ok(response.streaming(outbound))
+            if self.browser_done {
+                let _ = Pin::new(&mut self.to_server).poll_shutdown(cx);
+                return;
+            }
+            match Pin::new(&mut self.from_browser).poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    let messages = self.to_session.feed(&chunk);
+                    if messages > 0 {
+                        self.route.touch();
+                        self.metrics.messages_to_session.inc_by(messages);
+                    }
+                    self.unsent = chunk;
+                }
+                Poll::Ready(Some(Err(_)) | None) => self.browser_done = true,
+                Poll::Pending => return,
+            }
+        }
+    }
+
+    fn counted(&mut self, chunk: Bytes) -> Bytes {
+        let messages = self.to_browser.feed(&chunk);
+        if messages > 0 {
+            self.route.touch();
+            self.metrics.messages_to_browser.inc_by(messages);
+        }
+        chunk
+    }
+}
+
+impl Stream for Relay {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        this.browser_to_server(cx);
+        if let Some(early) = this.received.take() {
+            return Poll::Ready(Some(Ok(this.counted(early))));
+        }
+        if this.buffer.capacity() < READ_BUFFER / 4 {
+            this.buffer.reserve(READ_BUFFER);
+        }
+        match tokio_util::io::poll_read_buf(Pin::new(&mut this.from_server), cx, &mut this.buffer) {
+            Poll::Ready(Ok(0)) => Poll::Ready(None),
+            Poll::Ready(Ok(_)) => {
+                let chunk = this.buffer.split().freeze();
+                Poll::Ready(Some(Ok(this.counted(chunk))))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 /// Reads the frame headers (RFC 6455 §5.2) of a byte stream as it passes, to count

@@ -144,6 +144,7 @@ impl Actor {
         let mut stopping = None;
         while stopping.is_none() {
             let mut batch = Batch::default();
+            self.decider.wall_ms = Some(crate::util::now_ms());
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     Some(cmd) => stopping = self.handle(cmd, &mut batch),
@@ -166,8 +167,10 @@ impl Actor {
                 taken += 1;
             }
             if batch.touched {
+                let wall_ms = crate::util::now_ms();
+                self.decider.wall_ms = Some(wall_ms);
                 let started = Instant::now();
-                self.decider.pass(&mut batch, now_secs());
+                self.decider.pass(&mut batch, wall_ms.div_euclid(1000));
                 self.metrics.pass(started.elapsed().as_secs_f64());
             }
             self.commit(batch).await;
@@ -235,6 +238,8 @@ impl Actor {
                 self.notifier.send(notice);
             }
             self.runner.remove(batch.ended_steps);
+            // Signals that change nothing in the queue (`scancel --signal`).
+            self.relay(batch.signals);
             return;
         }
         let started = Instant::now();
@@ -286,7 +291,12 @@ impl Actor {
             let tx = self.runner.launch(job, allocation, start, user);
             self.steps.insert(job, tx);
         }
-        for (job, signal) in batch.signals {
+        self.relay(batch.signals);
+    }
+
+    /// Hand each signal to its step's watcher.
+    fn relay(&self, signals: Vec<(JobId, StepSignal)>) {
+        for (job, signal) in signals {
             match self.steps.get(&job) {
                 Some(tx) => {
                     let _ = tx.send(signal);

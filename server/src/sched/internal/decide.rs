@@ -28,7 +28,7 @@ use crate::store::{JobChange, JobRecord, JobStart};
 
 /// Ended jobs stay in the scheduler's memory this long (Slurm's default `MinJobAge`);
 /// the database keeps them for good, and the API reads ended jobs from there.
-pub(super) const MIN_JOB_AGE_SECS: i64 = 300;
+pub const MIN_JOB_AGE_SECS: i64 = 300;
 
 /// What the actor keeps of a job that is not over: what its steps need. Jobs that
 /// share all of it share one (`Decider::shared_meta`), and a snapshot keeps it.
@@ -99,6 +99,10 @@ pub(super) struct Decider {
     /// `--mail-type=TIME_LIMIT*`: when each running job reaches a share of its limit
     /// (kept in memory only: a restart forgets the marks of running jobs).
     pub time_marks: std::collections::BTreeSet<(Time, JobId, u8)>,
+    /// The wall clock in milliseconds when the actor took its batch: a start's time
+    /// to the millisecond (two runs of one job id never share it, and a job token
+    /// names its run by it); `None` (tests): the decision's second.
+    pub wall_ms: Option<i64>,
 }
 
 impl Decider {
@@ -110,6 +114,7 @@ impl Decider {
             meta: HashMap::new(),
             last_meta: None,
             time_marks: Default::default(),
+            wall_ms: None,
         }
     }
 
@@ -383,8 +388,90 @@ impl Decider {
         reply: Reply<()>,
         now: Time,
     ) {
-        if let Err(e) = self.visible(who, job, now) {
-            let _ = reply.send(Err(e));
+        let view = match self.visible(who, job, now) {
+            Ok(view) => view,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        if let Control::Signal { signal, whom } = action {
+            // Nothing changes in the queue: the running job's supervisor is told.
+            let answer = match view.state {
+                JobState::Running => {
+                    batch.signals.push((job, StepSignal::Send { signal, whom }));
+                    Ok(())
+                }
+                JobState::Pending => Err(SchedError::Conflict("Job is pending execution".into())),
+                _ => Err(SchedError::Conflict(
+                    "Job/step already completing or completed".into(),
+                )),
+            };
+            let _ = reply.send(answer);
+            return;
+        }
+        if let Control::Update(changes) = &action {
+            let Some(asked) = view.request.as_deref() else {
+                let _ = reply.send(Err(SchedError::Conflict(
+                    "the job's request is not known".into(),
+                )));
+                return;
+            };
+            if view.state != JobState::Pending {
+                let _ = reply.send(Err(SchedError::Conflict(
+                    "Job is no longer pending execution".into(),
+                )));
+                return;
+            }
+            // A user may shorten a job's time limit, not lengthen it (as Slurm).
+            let longer = match (changes.time_limit, view.time_limit) {
+                (Some(scheduler::TimeLimit::Unlimited), scheduler::TimeLimit::Seconds(_)) => true,
+                (Some(scheduler::TimeLimit::Seconds(new)), scheduler::TimeLimit::Seconds(old)) => {
+                    new > old
+                }
+                _ => false,
+            };
+            if longer && !who.admin {
+                let _ = reply.send(Err(SchedError::Forbidden(
+                    "Access/permission denied: only an administrator may lengthen a time limit"
+                        .into(),
+                )));
+                return;
+            }
+            let request = changes.applied_to(asked);
+            let event = Event::Update {
+                job,
+                request: Box::new(request.clone()),
+                now,
+            };
+            match self.record(batch, &event) {
+                Ok(_) => {
+                    if let Some(v) = self.cluster.job(job, now) {
+                        batch.changes.push(JobChange::Updated {
+                            id: job.job as i64,
+                            task: job.task.map_or(-1, i64::from),
+                            name: v.name.clone(),
+                            partition: v.partition.clone(),
+                            time_limit: match v.time_limit {
+                                scheduler::TimeLimit::Seconds(s) => Some(s as i64),
+                                scheduler::TimeLimit::Unlimited => None,
+                            },
+                            request: serde_json::to_string(&request).unwrap_or_default(),
+                        });
+                    }
+                    batch.touched = true;
+                    batch.replies.push(Box::new(move |ok| {
+                        let _ = reply.send(if ok {
+                            Ok(())
+                        } else {
+                            Err(SchedError::Unavailable)
+                        });
+                    }));
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(SchedError::Rejected(e.to_string())));
+                }
+            }
             return;
         }
         let event = match action {
@@ -400,6 +487,8 @@ impl Decider {
                 now,
             },
             Control::Requeue => Event::Requeue { job, now },
+            Control::Top => Event::Top { job, now },
+            Control::Signal { .. } | Control::Update(_) => return,
         };
         match self.record(batch, &event) {
             Ok(applied) => {
@@ -570,7 +659,11 @@ impl Decider {
         for d in decisions {
             match d {
                 Decision::Start { job, allocation } => {
-                    let start = self.job_start(job, &allocation, now * 1000, now);
+                    let start_ms = self
+                        .wall_ms
+                        .filter(|ms| ms.div_euclid(1000) == now)
+                        .unwrap_or(now * 1000);
+                    let start = self.job_start(job, &allocation, start_ms, now);
                     batch
                         .changes
                         .push(JobChange::Started(Box::new(start.clone())));

@@ -46,6 +46,17 @@ pub enum Event {
         job: JobId,
         now: Time,
     },
+    /// A pending job asks for something else (`scontrol update`): its whole new request.
+    Update {
+        job: JobId,
+        request: Box<JobRequest>,
+        now: Time,
+    },
+    /// A pending job goes first among its owner's (`scontrol top`).
+    Top {
+        job: JobId,
+        now: Time,
+    },
     /// Forget jobs that ended at or before this time (their rows stay in the database).
     Purge {
         ended_before: Time,
@@ -80,6 +91,8 @@ pub enum ApplyError {
     Submit(#[from] SubmitError),
     #[error(transparent)]
     Op(#[from] OpError),
+    #[error(transparent)]
+    Update(#[from] scheduler::UpdateError),
 }
 
 impl Event {
@@ -110,6 +123,14 @@ impl Event {
             }
             Event::Requeue { job, now } => {
                 cluster.requeue(*job, *now)?;
+                Applied::Done
+            }
+            Event::Update { job, request, now } => {
+                cluster.update_pending(*job, request.as_ref().clone(), *now)?;
+                Applied::Done
+            }
+            Event::Top { job, now } => {
+                cluster.top(*job, *now)?;
                 Applied::Done
             }
             Event::Purge { ended_before } => {

@@ -28,6 +28,7 @@ mod steps;
 use scheduler::ClusterConfig;
 use tokio::sync::{mpsc, watch};
 
+pub use decide::MIN_JOB_AGE_SECS;
 pub use steps::{JobPortal, LaunchSettings};
 
 use super::handle::{OptionJudge, Scheduler};

@@ -55,6 +55,11 @@ pub struct JobPortal {
 pub enum StepSignal {
     Cancel,
     TimeLimit,
+    /// `scancel --signal`: to the job's processes; the job goes on.
+    Send {
+        signal: i32,
+        whom: launch::SignalWhom,
+    },
 }
 
 pub(super) struct StepRunner {
@@ -390,8 +395,11 @@ async fn watch(
                     let sig = match s {
                         StepSignal::Cancel => launch::StepSignal::Cancel,
                         StepSignal::TimeLimit => launch::StepSignal::TimeLimit,
+                        StepSignal::Send { signal, whom } => {
+                            launch::StepSignal::Send { signal, whom }
+                        }
                     };
-                    if let Err(e) = launch::signal(&state, sig) {
+                    if let Err(e) = launch::signal(&dir, &state, sig) {
                         tracing::warn!(%job, error = %e, "signalling the step failed");
                     }
                 }

@@ -262,6 +262,42 @@ impl Backend {
             Control::Hold => ("scontrol", vec!["hold".into(), target]),
             Control::Release => ("scontrol", vec!["release".into(), target]),
             Control::Requeue => ("scontrol", vec!["requeue".into(), target]),
+            Control::Signal { signal, whom } => {
+                let mut args = vec![format!("--signal={signal}")];
+                match whom {
+                    crate::launch::SignalWhom::Batch => args.push("--batch".into()),
+                    crate::launch::SignalWhom::Full => args.push("--full".into()),
+                    crate::launch::SignalWhom::Steps => {}
+                }
+                args.push(target);
+                ("scancel", args)
+            }
+            Control::Top => ("scontrol", vec!["top".into(), target]),
+            Control::Update(changes) => {
+                let mut args = vec!["update".into(), format!("JobId={target}")];
+                if let Some(t) = changes.time_limit {
+                    args.push(format!("TimeLimit={t}"));
+                }
+                if let Some(p) = &changes.partition {
+                    args.push(format!("Partition={p}"));
+                }
+                if let Some(d) = &changes.dependency {
+                    args.push(format!(
+                        "Dependency={}",
+                        d.as_ref().map(ToString::to_string).unwrap_or_default()
+                    ));
+                }
+                if let Some(n) = &changes.nodes {
+                    args.push(format!("NumNodes={n}"));
+                }
+                if let Some(n) = &changes.name {
+                    args.push(format!("JobName={n}"));
+                }
+                if let Some(c) = &changes.comment {
+                    args.push(format!("Comment={c}"));
+                }
+                ("scontrol", args)
+            }
         };
         let user = self.identity(&entry.record.user_name).await?;
         self.settings

@@ -305,6 +305,7 @@ fn apply_row(
         allocation: None,
         exit,
         restarts: 0,
+        request: None,
     };
     let mut writes = Vec::new();
     if !row.account.is_empty()
@@ -416,6 +417,18 @@ fn update_record(record: &mut JobRecord, change: &JobChange) {
             record.state = state.clone();
             record.reason = reason.clone();
         }
+        JobChange::Updated {
+            name,
+            partition,
+            time_limit,
+            request,
+            ..
+        } => {
+            record.name = name.clone();
+            record.partition = partition.clone();
+            record.time_limit = *time_limit;
+            record.request = request.clone();
+        }
     }
 }
 
@@ -471,6 +484,7 @@ pub(super) fn view_of_record(r: &JobRecord, now: i64) -> JobView {
             _ => None,
         },
         restarts: 0,
+        request: None,
     }
 }
 

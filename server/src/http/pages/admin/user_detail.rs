@@ -131,10 +131,8 @@ pub async fn show(
     let jobs = |state: Option<&str>, per_page: u64| JobQuery {
         user: Some(name.clone()),
         state: state.map(str::to_string),
-        partition: None,
-        since: None,
-        page: None,
         per_page: Some(per_page),
+        ..JobQuery::default()
     };
     let active = state.jobs.list(&admin, jobs(None, 100)).await?.jobs;
     let recent = state

@@ -440,6 +440,7 @@ mod tests {
                 reason: "nodes are described by their CPUs".into(),
             }],
             steps: Vec::new(),
+            ..JobInfo::default()
         }
     }
 

@@ -347,7 +347,7 @@ fn holding_a_running_job_or_requeueing_a_pending_one_is_a_conflict() {
     pass(&mut d, T0 + 1);
     let pending = submit(&mut d, "ada", SLEEP, T0 + 1);
     for (job, action) in [(running, Control::Hold), (pending, Control::Requeue)] {
-        let (batch, answer) = control(&mut d, user("ada"), job, action, T0 + 2);
+        let (batch, answer) = control(&mut d, user("ada"), job, action.clone(), T0 + 2);
         assert!(
             matches!(answer, Some(Err(SchedError::Conflict(_)))),
             "{action:?} of {job}"
@@ -387,7 +387,7 @@ fn another_users_job_is_not_found_and_an_administrator_sees_it() {
         Control::Release,
         Control::Requeue,
     ] {
-        let (batch, got) = control(&mut d, user("bob"), job, action, T0 + 1);
+        let (batch, got) = control(&mut d, user("bob"), job, action.clone(), T0 + 1);
         assert!(matches!(got, Some(Err(SchedError::NotFound))), "{action:?}");
         assert!(batch.log.is_empty() && batch.changes.is_empty());
     }
