@@ -9,11 +9,14 @@
 # exits 1.
 #
 # To add a dependency, append the Debian package name to PACKAGES below; Python
-# packages of the session servers (JupyterLab, TensorBoard) go to JUPYTER_PINS.
+# packages of the session servers (JupyterLab, TensorBoard) go to JUPYTER_PINS, the programs
+# that drive Slurm's commands to SLURM_TOOLS_PINS.
 #
 # Environment:
 #   ATRIUM_TEST_JUPYTER  the Python virtual environment holding JupyterLab and
 #                        TensorBoard for the session tests (default /opt/atrium-test/jupyter)
+#   ATRIUM_TEST_SLURM_TOOLS  the Python environment holding submitit and snakemake (with its
+#                        Slurm executor) for the Slurm tools' tests (default /opt/atrium-test/slurm-tools)
 #   ATRIUM_TEST_CODE_SERVER  where code-server (VS Code in the browser, from npm) is
 #                        installed for the apps tests (default /opt/atrium-test/code-server)
 #   ATRIUM_TEST_AXE_PREFIX  where npm installs axe-core for the page tests
@@ -65,6 +68,16 @@ JUPYTER_PINS=(
     # With it importable, jsonschema (through Jupyter Server's event schemas) skips
     # building its own IRI grammar at import: Jupyter Server starts in half the time.
     rfc3987==1.3.8
+)
+
+# Programs that drive Slurm's commands, which tests/tests/api/slurm_tools.rs runs unchanged
+# against atrium's: submitit and snakemake with its Slurm executor, exactly these versions.
+SLURM_TOOLS_VENV="${ATRIUM_TEST_SLURM_TOOLS:-/opt/atrium-test/slurm-tools}"
+SLURM_TOOLS_PINS=(
+    submitit==1.5.4
+    snakemake==9.27.1
+    snakemake-executor-plugin-slurm==2.8.0
+    snakemake-executor-plugin-slurm-jobstep==0.6.1
 )
 
 # Cargo tools required by the test runner: "binary-name crate-name" (crate@version pins one).
@@ -148,23 +161,28 @@ if is_installed slurmdbd; then keep_system_service_off slurmdbd slurmdbd '-D -v'
 if is_installed prometheus; then keep_system_service_off prometheus prometheus 'atrium-prometheus-'; fi
 if is_installed mariadb-server; then keep_system_service_off mariadb mariadbd 'atrium-slurm-'; fi
 
-# ensure_jupyter_venv: create $JUPYTER_VENV with $JUPYTER_PINS unless its stamp says it holds
-# exactly them, built on the same interpreter. The stamp is written only after pip succeeded,
-# so an interrupted install is redone from scratch (`venv --clear`) on the next run.
-ensure_jupyter_venv() {
-    local venv=$JUPYTER_VENV python want dir sudo=()
+# ensure_venv VENV ENV_NAME BINARY... -- PIN...: create the Python environment VENV with exactly
+# the PINs unless its stamp says it holds them, built on the same interpreter, and has every
+# BINARY in bin/. The stamp is written only after pip succeeded, so an interrupted install is
+# redone from scratch (`venv --clear`) on the next run. ENV_NAME is the variable that moves it.
+ensure_venv() {
+    local venv=$1 env_name=$2 python want dir sudo=() binaries=() pins=() ok=1
+    shift 2
+    while [[ $# -gt 0 && $1 != -- ]]; do binaries+=("$1"); shift; done
+    shift
+    pins=("$@")
     python="$(command -v /usr/bin/python3 || command -v python3 || true)"
     if [[ -z "$python" ]]; then
         echo "install-deps: python3 not found; cannot create $venv" >&2
         exit 1
     fi
-    want="$("$python" -c 'import sys; print(sys.executable, sys.version.split()[0])') ${JUPYTER_PINS[*]}"
-    if [[ -x "$venv/bin/python" && -x "$venv/bin/jupyter-lab" && -x "$venv/bin/tensorboard" \
-        && "$(cat "$venv/.atrium-stamp" 2>/dev/null || true)" == "$want" ]]; then
+    want="$("$python" -c 'import sys; print(sys.executable, sys.version.split()[0])') ${pins[*]}"
+    for b in python "${binaries[@]}"; do [[ -x "$venv/bin/$b" ]] || ok=0; done
+    if [[ $ok == 1 && "$(cat "$venv/.atrium-stamp" 2>/dev/null || true)" == "$want" ]]; then
         return
     fi
     if [[ -e "$venv" && ! -e "$venv/pyvenv.cfg" ]] && [[ -n "$(ls -A "$venv" 2>/dev/null)" ]]; then
-        echo "install-deps: $venv exists and is not a Python virtual environment; set ATRIUM_TEST_JUPYTER elsewhere or remove it" >&2
+        echo "install-deps: $venv exists and is not a Python virtual environment; set $env_name elsewhere or remove it" >&2
         exit 1
     fi
     # sudo only where the nearest existing directory is not ours to write.
@@ -174,22 +192,23 @@ ensure_jupyter_venv() {
         if [[ "$(id -u)" -ne 0 ]] && command -v sudo >/dev/null 2>&1; then
             sudo=(sudo)
         else
-            echo "install-deps: cannot write $dir; run as root or set ATRIUM_TEST_JUPYTER to a writable path" >&2
+            echo "install-deps: cannot write $dir; run as root or set $env_name to a writable path" >&2
             exit 1
         fi
     fi
-    echo "install-deps: creating the Python environment $venv (${JUPYTER_PINS[*]})"
+    echo "install-deps: creating the Python environment $venv (${pins[*]})"
     # umask 022: the environment must be readable by every test user, whatever ours is.
     (
         umask 022
         "${sudo[@]}" mkdir -p "$venv"
         "${sudo[@]}" "$python" -m venv --clear "$venv"
         "${sudo[@]}" "$venv/bin/python" -m pip install --quiet --no-input --disable-pip-version-check \
-            "${JUPYTER_PINS[@]}"
+            "${pins[@]}"
         printf '%s\n' "$want" | "${sudo[@]}" tee "$venv/.atrium-stamp" >/dev/null
     )
 }
-ensure_jupyter_venv
+ensure_venv "$JUPYTER_VENV" ATRIUM_TEST_JUPYTER jupyter-lab tensorboard -- "${JUPYTER_PINS[@]}"
+ensure_venv "$SLURM_TOOLS_VENV" ATRIUM_TEST_SLURM_TOOLS snakemake -- "${SLURM_TOOLS_PINS[@]}"
 
 # ensure_r_kernel: register Debian's IRkernel as the kernelspec `ir` in the Jupyter
 # environment, so that JupyterLab there offers R beside Python.
@@ -293,4 +312,4 @@ if [[ -z "$pg_bin" || ! -x "$pg_bin/initdb" ]]; then
     exit 1
 fi
 
-echo "install-deps: all test dependencies present (postgres: $pg_bin, jupyter: $JUPYTER_VENV, code-server: $CODE_SERVER)"
+echo "install-deps: all test dependencies present (postgres: $pg_bin, jupyter: $JUPYTER_VENV, slurm tools: $SLURM_TOOLS_VENV, code-server: $CODE_SERVER)"

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -353,7 +353,9 @@ fn read_script(cl: &CommandLine) -> Result<Option<String>, SlurmError> {
     if cl.wrap.is_some() {
         return Ok(None);
     }
-    let script = match &cl.script {
+    // `/dev/stdin` (snakemake's form) is this process's input, read as it is: reopening
+    // it by name fails for a pipe another user made.
+    let script = match cl.script.as_ref().filter(|p| *p != Path::new("/dev/stdin")) {
         Some(path) => std::fs::read_to_string(path).map_err(|e| {
             SlurmError::new(CMD, format!("Unable to open file {}: {e}", path.display()))
         })?,

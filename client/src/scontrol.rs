@@ -515,7 +515,7 @@ pub struct Request {
 }
 
 pub fn read(args: &[String]) -> Result<Request, CommandExit> {
-    let parsed = Parser::in_order(OPTIONS).parse(args).map_err(|e| {
+    let parsed = Parser::new(OPTIONS).parse(args).map_err(|e| {
         failure(vec![
             e.line(&super::invoked_as(CMD)),
             format!("Try \"{CMD} --help\" for more information"),
@@ -572,8 +572,13 @@ async fn act(action: &str, words: &[String]) -> anyhow::Result<()> {
             }
             let portal = connect(CMD)?;
             if let Err(e) = portal.act(&id, portal_action).await {
+                // Slurm's own words for what its controller answers.
                 let reason = match e.status {
                     Some(404) => "Invalid job id specified".to_string(),
+                    Some(403) => "Access/permission denied".to_string(),
+                    Some(409) if action != "requeue" => {
+                        "Job is no longer pending execution".to_string()
+                    }
                     _ => e.message,
                 };
                 errors.push(format!("{reason} for job {id}"));

@@ -799,6 +799,23 @@ pub fn tres_alloc(job: &JobInfo) -> String {
     parts.join(",")
 }
 
+/// The batch step of `job` (`N.batch`, named `batch`), as long as it runs.
+fn batch_step(job: &JobInfo) -> StepInfo {
+    StepInfo {
+        id: format!("{}.batch", job.display_id),
+        step_id: u32::MAX,
+        name: "batch".into(),
+        state: job.state.clone(),
+        ntasks: 1,
+        gpus: String::new(),
+        exit_code: None,
+        signal: None,
+        start_time: job.start_time.clone().unwrap_or_default(),
+        end_time: None,
+        time_used: job.time_used,
+    }
+}
+
 fn step_value(job: &JobInfo, step: &StepInfo, letter: char, clock: &Clock) -> (String, bool) {
     let v = match letter {
         'A' => step.ntasks.max(1).to_string(),
@@ -947,9 +964,15 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         return Err(SlurmError::new(CMD, e).into());
     }
     if r.steps {
+        // A running job's batch script is its step `N.batch`, as Slurm lists it.
+        let batches: Vec<StepInfo> = jobs.iter().map(batch_step).collect();
         let mut steps: Vec<(&JobInfo, &StepInfo)> = jobs
             .iter()
-            .flat_map(|j| j.steps.iter().map(move |s| (j, s)))
+            .zip(&batches)
+            .flat_map(|(j, b)| {
+                let batch = (j.state == "RUNNING").then_some((j, b));
+                j.steps.iter().map(move |s| (j, s)).chain(batch)
+            })
             .filter(|(_, s)| s.end_time.is_none())
             .filter(|(j, s)| {
                 r.ids.is_empty()

@@ -177,6 +177,7 @@ impl Application {
             exe,
             runtime,
             kill_grace_secs: config.jobs.kill_grace_seconds,
+            output_folder_wait_secs: config.jobs.output_folder_wait_seconds,
             drop_privileges: as_root,
             cluster_name: config.jobs.cluster_name.clone(),
             mounts: crate::launch::storage_mounts(&config.storage),

@@ -19,7 +19,7 @@ use super::options::SrunOptions;
 use super::plan::Plan;
 
 /// The longest output path (`PATH_MAX`), checked as it is expanded.
-const PATH_MAX: usize = 4096;
+use scheduler::parse::limits::PATH_MAX;
 
 /// Starts a task with `SLURM_TASK_PID` (its own pid, known only once it runs) and
 /// then execs the command.
@@ -77,40 +77,41 @@ pub fn resolve(command: &str, chdir: Option<&str>) -> Option<PathBuf> {
         .find(|p| executable(p))
 }
 
-/// Expand srun's `%` output pattern for task `t`: `%t` task, `%j` job, `%J`
-/// job.step, `%s` step, `%n` node index, `%N` node, `%u` user, `%x` job name, `%%`.
+/// Expand srun's `%` output pattern for task `t`: `%t` task, `%j` job (`12_3` for an
+/// array task), `%A` the array's job, `%a` the task of the array, `%J` job.step, `%s`
+/// step, `%n` node index, `%N` node, `%u` user, `%x` job name, `%%`; a width
+/// (`%3t`) pads a number with zeros, a backslash turns expansion off (Slurm's rules).
 fn expand(pattern: &str, job: &str, step: u32, t: u32, node: &str) -> Result<String, String> {
-    let var = |k: &str| std::env::var(k).unwrap_or_default();
-    let mut out = String::new();
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-        } else {
-            match chars.next() {
-                Some('t') => out.push_str(&t.to_string()),
-                Some('j') => out.push_str(job),
-                Some('J') => out.push_str(&format!("{job}.{step}")),
-                Some('s') => out.push_str(&step.to_string()),
-                Some('n') => out.push('0'),
-                Some('N') => out.push_str(node),
-                Some('u') => out.push_str(&var("USER")),
-                Some('x') => out.push_str(&var("SLURM_JOB_NAME")),
-                Some('%') => out.push('%'),
-                Some(other) => {
-                    out.push('%');
-                    out.push(other);
-                }
-                None => out.push('%'),
-            }
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let array_job = var("SLURM_ARRAY_JOB_ID");
+    let array_task = var("SLURM_ARRAY_TASK_ID");
+    let value = |c: char| {
+        Some(match c {
+            't' => t.to_string(),
+            'j' => job.to_string(),
+            'A' => array_job
+                .clone()
+                .unwrap_or_else(|| job.split('_').next().unwrap_or(job).to_string()),
+            'a' => array_task
+                .clone()
+                .unwrap_or_else(|| scheduler::parse::NO_TASK.to_string()),
+            'J' => format!("{job}.{step}"),
+            's' => step.to_string(),
+            'n' => "0".into(),
+            'N' => node.to_string(),
+            'u' => var("USER").unwrap_or_default(),
+            'x' => var("SLURM_JOB_NAME").unwrap_or_default(),
+            _ => return None,
+        })
+    };
+    scheduler::parse::expand_filename(pattern, PATH_MAX, true, value).map_err(|e| match e {
+        scheduler::parse::PatternError::TooLong => {
+            format!("the output pattern {pattern:?} expands to more than {PATH_MAX} bytes")
         }
-        if out.len() > PATH_MAX {
-            return Err(format!(
-                "the output pattern {pattern:?} expands to more than {PATH_MAX} bytes"
-            ));
+        scheduler::parse::PatternError::Malformed => {
+            format!("the output pattern {pattern:?}: a width is at most 10")
         }
-    }
-    Ok(out)
+    })
 }
 
 /// Where one of a task's streams goes.
@@ -413,6 +414,17 @@ mod tests {
             "12_4.0.log"
         );
         assert!(expand(&"%N".repeat(3000), "1", 0, 0, "head").is_err());
+        // submitit's array logs: `%A_%a_%t`, with widths and a backslash as Slurm's.
+        // (Outside an array the environment names none: `%A` is the job, `%a` NO_VAL.)
+        assert_eq!(
+            expand("%A_%a_%3t_log.out", "12_4", 0, 2, "h").expect("fits"),
+            "12_4294967294_002_log.out"
+        );
+        assert_eq!(
+            expand("\\%j-%t.out", "12", 0, 2, "h").expect("fits"),
+            "%j-%t.out"
+        );
+        assert!(expand("%11t", "12", 0, 2, "h").is_err());
     }
 
     #[test]

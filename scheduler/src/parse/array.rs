@@ -120,6 +120,26 @@ impl ArraySpec {
         Some((first, last))
     }
 
+    /// The tasks of this spec that are not in `taken`, with no `%` limit; `None` when
+    /// none is left. Work bounded by the largest index and the length of `taken`.
+    pub fn without(&self, taken: impl IntoIterator<Item = u32>) -> Option<ArraySpec> {
+        let (_, top) = self.bounds()?;
+        let mut set = IndexSet::new(top);
+        for &(a, b, st) in &self.ranges {
+            set.insert(a, b, st.max(1));
+        }
+        for t in taken {
+            if t <= top {
+                set.0[t as usize / 64] &= !(1 << (t % 64));
+            }
+        }
+        let ranges = set.progressions();
+        (!ranges.is_empty()).then_some(ArraySpec {
+            ranges,
+            max_running: None,
+        })
+    }
+
     /// The task indices in increasing order.
     pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
         self.ranges

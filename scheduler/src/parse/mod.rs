@@ -15,7 +15,9 @@ mod values;
 pub use hostlist::{compress_hostlist, expand_hostlist, hostlist_count};
 pub use limits::{MaxArraySize, ParseLimits};
 pub use time::format_duration;
-pub use values::{expand_pattern, signal_name, PatternContext, MAIL_TYPES};
+pub use values::{
+    expand_filename, expand_pattern, signal_name, PatternContext, PatternError, MAIL_TYPES, NO_TASK,
+};
 
 #[allow(unused_imports)]
 pub(crate) use time::{civil_from_days, days_from_civil};

@@ -364,13 +364,71 @@ pub(crate) fn check_pattern(p: &str) -> Result<(), String> {
 /// refused, and the expansion stops there.
 pub fn expand_pattern(p: &str, cx: &PatternContext<'_>) -> Result<String, String> {
     at_most("the pattern", p, PATH_MAX)?;
+    let value = |c: char| match c {
+        'j' | 'J' => Some(cx.job.to_string()),
+        // The batch step is on the job's first node (0), task 0.
+        'n' | 't' => Some("0".into()),
+        's' => Some("batch".into()),
+        'A' => Some(cx.job.job.to_string()),
+        'a' => Some(
+            cx.job
+                .task
+                .map_or_else(|| NO_TASK.into(), |t| t.to_string()),
+        ),
+        'u' => Some(cx.user.to_string()),
+        'x' => Some(cx.name.to_string()),
+        'N' => Some(cx.node.to_string()),
+        _ => None,
+    };
+    expand_filename(p, PATH_MAX, false, value).map_err(|e| match e {
+        PatternError::TooLong => {
+            format!("the pattern expands to more than {PATH_MAX} bytes (PATH_MAX)")
+        }
+        PatternError::Malformed => format!("expected {PATTERN_EXPECTED}, got \"{p}\""),
+    })
+}
+
+/// `%a` of a job that is not an array task (Slurm's NO_VAL - 1).
+pub const NO_TASK: &str = "4294967294";
+
+/// Why a filename pattern did not expand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    #[error("the path expands to more than the bytes allowed")]
+    TooLong,
+    /// A width over 10, or (unless lenient) a `%` that ends the pattern.
+    #[error("a malformed % escape")]
+    Malformed,
+}
+
+/// The letters whose values are numbers a width (`%4t`) pads with zeros.
+const NUMERIC_LETTERS: &str = "AajJnst";
+
+/// Slurm's filename patterns (`-o`, `-e`, `-i` of sbatch and srun): `value` gives each
+/// letter's text (`None`: the escape stays as written); `%%` is a `%`; a width of up
+/// to 10 between `%` and the letter pads a number with zeros. A pattern holding a
+/// backslash is not expanded: the backslashes are removed, as Slurm does. `lenient`:
+/// a trailing `%` stays (else it is [`PatternError::Malformed`]). The result is at
+/// most `max` bytes, checked as it grows.
+pub fn expand_filename(
+    p: &str,
+    max: usize,
+    lenient: bool,
+    value: impl Fn(char) -> Option<String>,
+) -> Result<String, PatternError> {
+    if p.contains('\\') {
+        let plain: String = p.chars().filter(|&c| c != '\\').collect();
+        return if plain.len() > max {
+            Err(PatternError::TooLong)
+        } else {
+            Ok(plain)
+        };
+    }
     let mut out = String::with_capacity(p.len() + 16);
     let mut chars = p.chars().peekable();
     while let Some(c) = chars.next() {
-        if out.len() > PATH_MAX {
-            return Err(format!(
-                "the pattern expands to more than {PATH_MAX} bytes (PATH_MAX)"
-            ));
+        if out.len() > max {
+            return Err(PatternError::TooLong);
         }
         if c != '%' {
             out.push(c);
@@ -388,36 +446,36 @@ pub fn expand_pattern(p: &str, cx: &PatternContext<'_>) -> Result<String, String
                 .parse()
                 .ok()
                 .filter(|w| *w <= 10)
-                .ok_or_else(|| format!("expected {PATTERN_EXPECTED}, got \"{p}\""))?
+                .ok_or(PatternError::Malformed)?
         };
-        let pad = |v: String| format!("{v:0>w$}");
         match chars.next() {
             Some('%') => out.push('%'),
-            Some('j' | 'J') => out.push_str(&pad(cx.job.to_string())),
-            // The batch step is on the job's first node (0), task 0.
-            Some('n' | 't') => out.push_str(&pad("0".into())),
-            Some('s') => out.push_str("batch"),
-            Some('A') => out.push_str(&pad(cx.job.job.to_string())),
-            Some('a') => out.push_str(&pad(cx
-                .job
-                .task
-                .map_or_else(|| "4294967294".into(), |t| t.to_string()))),
-            Some('u') => out.push_str(cx.user),
-            Some('x') => out.push_str(cx.name),
-            Some('N') => out.push_str(cx.node),
-            // An unknown letter stays as written, as Slurm leaves it.
-            Some(other) => {
+            Some(letter) => match value(letter) {
+                Some(v) if NUMERIC_LETTERS.contains(letter) => {
+                    // The leading number is padded (`%4j` of `42_7` is `0042_7`).
+                    let digits = v.chars().take_while(char::is_ascii_digit).count();
+                    for _ in digits..w {
+                        out.push('0');
+                    }
+                    out.push_str(&v);
+                }
+                Some(v) => out.push_str(&v),
+                // An unknown letter stays as written, as Slurm leaves it.
+                None => {
+                    out.push('%');
+                    out.push_str(&width);
+                    out.push(letter);
+                }
+            },
+            None if lenient => {
                 out.push('%');
                 out.push_str(&width);
-                out.push(other);
             }
-            None => return Err(format!("expected {PATTERN_EXPECTED}, got \"{p}\"")),
+            None => return Err(PatternError::Malformed),
         }
     }
-    if out.len() > PATH_MAX {
-        return Err(format!(
-            "the pattern expands to more than {PATH_MAX} bytes (PATH_MAX)"
-        ));
+    if out.len() > max {
+        return Err(PatternError::TooLong);
     }
     Ok(out)
 }

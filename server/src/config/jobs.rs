@@ -44,6 +44,10 @@ pub struct JobsConfig {
     /// Seconds between two samples of a running job's CPU time, memory and GPUs (as
     /// Slurm's `JobAcctGatherFrequency`); 0: totals at the end only.
     pub usage_interval_seconds: u64,
+    /// Seconds a starting job waits for the folder of its output file (`-o logs/%j.out`
+    /// with no `logs/` yet): a program that makes it just after `sbatch` returns has
+    /// that long; after it the job fails, as Slurm's does at once. 0: no wait.
+    pub output_folder_wait_seconds: u64,
 }
 
 impl Default for JobsConfig {
@@ -58,12 +62,15 @@ impl Default for JobsConfig {
             max_job_count: DEFAULT_MAX_JOB_COUNT,
             max_submitted_jobs_per_user: DEFAULT_MAX_SUBMITTED_JOBS_PER_USER,
             usage_interval_seconds: DEFAULT_USAGE_INTERVAL_SECONDS,
+            output_folder_wait_seconds: DEFAULT_OUTPUT_FOLDER_WAIT_SECONDS,
         }
     }
 }
 
 /// Slurm's default `JobAcctGatherFrequency`.
 pub const DEFAULT_USAGE_INTERVAL_SECONDS: u64 = 30;
+/// Default of `[jobs] output_folder_wait_seconds`.
+pub const DEFAULT_OUTPUT_FOLDER_WAIT_SECONDS: u64 = 10;
 /// Slurm's default `MaxJobCount`.
 pub const DEFAULT_MAX_JOB_COUNT: u64 = 10_000;
 /// Half of it: one user cannot fill the queue alone.
@@ -108,6 +115,12 @@ impl JobsConfig {
             self.max_script_bytes,
             1024,
         );
+        if self.output_folder_wait_seconds > 300 {
+            problem(
+                "jobs.output_folder_wait_seconds",
+                "must be at most 300: the job holds its resources while it waits".into(),
+            );
+        }
         if self.usage_interval_seconds > 86_400 {
             problem(
                 "jobs.usage_interval_seconds",

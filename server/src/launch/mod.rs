@@ -87,6 +87,9 @@ pub struct StepSpec {
     /// The script's arguments (`sbatch script ARGS`).
     #[serde(default)]
     pub args: Vec<String>,
+    /// Seconds to wait for a missing folder of the output files before failing.
+    #[serde(default)]
+    pub output_folder_wait_secs: u64,
     /// Seconds between two samples of the job's use of its CPUs, memory and GPUs
     /// (`usage.json`); 0: none (the totals at the end only).
     #[serde(default = "default_usage_interval")]
@@ -156,6 +159,7 @@ impl StepSpec {
             signal: None,
             append_output: false,
             args: Vec::new(),
+            output_folder_wait_secs: 0,
             usage_interval_secs: 0,
             sampled_gpus: Vec::new(),
             sampled_migs: Vec::new(),

@@ -25,6 +25,8 @@ use crate::privilege;
 
 /// Exit code of the trampoline when the job could not be set up.
 const SETUP_FAILED: i32 = 121;
+/// How often a starting step looks for the missing folder of its output.
+const OUTPUT_FOLDER_POLL: Duration = Duration::from_millis(20);
 const MEMORY_POLL: Duration = Duration::from_millis(250);
 /// Tells the trampoline which cgroup to join.
 const CGROUP_ENV: &str = "ATRIUM_STEP_CGROUP";
@@ -624,13 +626,28 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
     if !spec.append_output {
         flags |= nix::fcntl::OFlag::O_TRUNC;
     }
-    let open = |p: &PathBuf| {
+    let open_now = |p: &PathBuf| {
         std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
             .custom_flags(flags.bits())
             .open(p)
+    };
+    // A folder the submitting program makes just after `sbatch` returns may not be
+    // there yet: wait for it a while (as the user, who must be able to see it).
+    let folder_deadline =
+        std::time::Instant::now() + Duration::from_secs(spec.output_folder_wait_secs);
+    let open = |p: &PathBuf| loop {
+        match open_now(p) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && std::time::Instant::now() < folder_deadline =>
+            {
+                std::thread::sleep(OUTPUT_FOLDER_POLL);
+            }
+            other => break other,
+        }
     };
     let stdout = open(&spec.stdout).unwrap_or_else(|e| {
         fail(format!(

@@ -62,8 +62,7 @@ pub fn output_path(
     Ok(workdir.join(out))
 }
 
-/// `%a` of a job that is not an array task (Slurm's NO_VAL - 1).
-pub const NO_TASK: &str = "4294967294";
+pub use scheduler::parse::NO_TASK;
 
 /// Expand Slurm's `%X` filename pattern: `value` gives each letter's text; `%%` is a
 /// `%`; an unknown letter and a trailing `%` stay as written. At most `PATH_MAX`
@@ -82,29 +81,7 @@ fn expand_pattern_within(
     max: usize,
     value: impl Fn(char) -> Option<String>,
 ) -> Result<String, PathTooLong> {
-    let mut out = String::new();
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-        } else {
-            match chars.next() {
-                Some('%') => out.push('%'),
-                Some(letter) => match value(letter) {
-                    Some(text) => out.push_str(&text),
-                    None => {
-                        out.push('%');
-                        out.push(letter);
-                    }
-                },
-                None => out.push('%'),
-            }
-        }
-        if out.len() > max {
-            return Err(PathTooLong);
-        }
-    }
-    Ok(out)
+    scheduler::parse::expand_filename(pattern, max, true, value).map_err(|_| PathTooLong)
 }
 
 /// Everything a job's environment is made of, besides the user's own variables.

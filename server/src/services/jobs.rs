@@ -670,6 +670,7 @@ impl Jobs {
                 until: q.to.map(|s| s.saturating_mul(1000)),
                 limit: per_page as i64,
                 offset: ((page - 1) * per_page) as i64,
+                array_rows: true,
                 ..JobFilter::default()
             };
             let (rows, total) = self.store.list_jobs(&filter).await?;
@@ -687,13 +688,14 @@ impl Jobs {
                     info
                 })
                 .collect();
+            let dropped = self.pending_remainders(caller, &mut jobs).await?;
             self.attach_steps(&mut jobs).await?;
             if detail {
                 self.attach_usage(&mut jobs).await?;
             }
             JobList {
                 jobs,
-                total: total as u64,
+                total: (total as u64).saturating_sub(dropped),
                 page,
                 per_page,
             }
@@ -754,6 +756,61 @@ impl Jobs {
             .squeue_page(filter, start, per_page as usize)
             .await?;
         Ok((views.into_iter().map(from_view).collect(), total))
+    }
+
+    /// An array's own row names the tasks it was submitted with; what is still
+    /// pending of it is the scheduler's, and what of an ended array never started is
+    /// what has no row of its own. Each such row becomes that remainder (`7_[4-9]`), or
+    /// goes when every task has started. Returns how many went.
+    async fn pending_remainders(
+        &self,
+        caller: &Principal,
+        jobs: &mut Vec<JobInfo>,
+    ) -> Result<u64, ServiceError> {
+        let before = jobs.len();
+        let mut kept = Vec::with_capacity(before);
+        for mut job in std::mem::take(jobs) {
+            let spec = job
+                .array_spec
+                .clone()
+                .filter(|_| job.array_task_id.is_none());
+            let Some(spec) = spec else {
+                kept.push(job);
+                continue;
+            };
+            if job.end_time.is_some() {
+                let Ok(spec) = spec.parse::<scheduler::ArraySpec>() else {
+                    continue;
+                };
+                let started = self.store.array_tasks(job.job_id as i64).await?;
+                let started = started.into_iter().filter_map(|t| u32::try_from(t).ok());
+                let Some(rest) = spec.without(started) else {
+                    continue;
+                };
+                job.display_id = format!("{}_[{rest}]", job.job_id);
+                job.array_spec = Some(rest.to_string());
+            } else {
+                let id = JobId::new(job.job_id);
+                match self.scheduler.job(&requester(caller), id).await {
+                    Ok(view) => {
+                        let now = from_view(view);
+                        match now.array_spec.filter(|s| !s.is_empty()) {
+                            Some(spec) => {
+                                job.display_id = now.display_id;
+                                job.array_spec = Some(spec);
+                                job.reason = now.reason.or(job.reason);
+                            }
+                            _ => continue,
+                        }
+                    }
+                    Err(SchedError::NotFound) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            kept.push(job);
+        }
+        *jobs = kept;
+        Ok((before - jobs.len()) as u64)
     }
 
     /// Each job's CPU time and largest memory, where it was sampled.
@@ -1279,12 +1336,19 @@ pub fn from_view(v: JobView) -> JobInfo {
     let array_spec = v
         .display_id
         .split_once("_[")
-        .map(|(_, spec)| spec.trim_end_matches(']').to_string());
+        .map(|(_, spec)| spec.trim_end_matches(']').to_string())
+        .filter(|spec| !spec.is_empty());
+    // An array none of whose tasks is pending any more is named by its number.
+    let display_id = if array_spec.is_none() && v.display_id.ends_with("_[]") {
+        v.id.to_string()
+    } else {
+        v.display_id
+    };
     let mut info = JobInfo {
         id: v.id.to_string(),
         job_id: v.id.job,
         array_task_id: v.id.task,
-        display_id: v.display_id,
+        display_id,
         name: v.name,
         user: v.user,
         account: v.account,

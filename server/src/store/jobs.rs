@@ -151,6 +151,9 @@ pub struct JobFilter {
     /// Whose name or partition holds this text (any case); `%`, `_` and a backslash are
     /// matched as themselves.
     pub search: Option<String>,
+    /// Also the rows of arrays that are over (their tasks have rows of their own; what
+    /// never started is only in the array's row).
+    pub array_rows: bool,
     pub limit: i64,
     pub offset: i64,
 }
@@ -611,6 +614,16 @@ impl Store {
         .collect()
     }
 
+    /// The tasks of array `id` that have rows of their own (those that started).
+    #[tracing::instrument(skip_all, fields(id), err)]
+    pub async fn array_tasks(&self, id: i64) -> Result<Vec<i64>> {
+        let rows = sqlx::query("SELECT task FROM jobs WHERE id = $1 AND task >= 0")
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
+    }
+
     /// The `limit` jobs (of `user`, or everyone's) that ended last, latest first:
     /// what the queue pages show under "Recent jobs". An index range
     /// (`jobs_user_end`, `jobs_end`), whatever the size of the queue.
@@ -641,8 +654,11 @@ impl Store {
     /// of an array that has started tasks is left out (its tasks are listed).
     #[tracing::instrument(skip_all, err)]
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<(Vec<JobRecord>, i64)> {
-        let mut clauses =
-            vec!["NOT (task = -1 AND array_spec IS NOT NULL AND state <> 'PENDING')".to_string()];
+        let mut clauses = Vec::new();
+        if !filter.array_rows {
+            clauses
+                .push("NOT (task = -1 AND array_spec IS NOT NULL AND state <> 'PENDING')".into());
+        }
         let mut n = 0;
         let mut next = || {
             n += 1;
@@ -683,6 +699,9 @@ impl Store {
         if !filter.states.is_empty() {
             let marks: Vec<String> = filter.states.iter().map(|_| next()).collect();
             clauses.push(format!("state IN ({})", marks.join(", ")));
+        }
+        if clauses.is_empty() {
+            clauses.push("TRUE".into());
         }
         let filter_sql = clauses.join(" AND ");
         let limit = next();

@@ -41,6 +41,7 @@ mod sessions;
 mod slurm;
 mod slurm_cli;
 mod slurm_nodes;
+mod slurm_tools;
 mod srun;
 mod tls;
 mod tokens;

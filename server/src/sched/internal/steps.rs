@@ -28,6 +28,8 @@ pub struct LaunchSettings {
     pub exe: PathBuf,
     pub runtime: RuntimeKind,
     pub kill_grace_secs: u64,
+    /// `[jobs] output_folder_wait_seconds`.
+    pub output_folder_wait_secs: u64,
     /// Whether steps switch to the user's uid (the portal runs as root).
     pub drop_privileges: bool,
     pub cluster_name: String,
@@ -347,6 +349,7 @@ async fn start_step(
         time_limit_secs: start.time_limit.map(|t| t as u64),
         memory_limit_mb: Some(node.memory_mb),
         kill_grace_secs: settings.kill_grace_secs,
+        output_folder_wait_secs: settings.output_folder_wait_secs,
         gpu_indices: step_env::gpu_indices(node),
         usage_interval_secs: settings.usage_interval_secs,
         sampled_gpus: step_env::sampled_gpus(node),
