@@ -45,6 +45,10 @@ pub struct JobInfo {
     pub steps: Vec<StepInfo>,
     /// A pending job's planned start (RFC 3339).
     pub expected_start: Option<String>,
+    /// When it became eligible to start (RFC 3339); absent while held or waiting on a
+    /// dependency.
+    #[serde(default)]
+    pub eligible_time: Option<String>,
     pub priority: Option<i64>,
     /// The remaining tasks of an array's pending record (`5-9%2`).
     pub array_spec: Option<String>,
@@ -451,6 +455,15 @@ impl Portal {
         self.call(self.http.get(self.url(path))).await
     }
 
+    /// `GET path` (below `/api/v1`) with `query`, read as `T`.
+    pub async fn get_query<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T, CallError> {
+        self.call(self.http.get(self.url(path)).query(query)).await
+    }
+
     /// `POST path` with a JSON body; the answer as JSON.
     pub async fn post_json(
         &self,
@@ -580,7 +593,13 @@ impl Portal {
 
     /// `GET /nodes`: the nodes and the partitions.
     pub async fn cluster(&self) -> Result<crate::sinfo::Cluster, CallError> {
-        self.call(self.http.get(self.url("/nodes"))).await
+        let mut cluster: crate::sinfo::Cluster =
+            self.call(self.http.get(self.url("/nodes"))).await?;
+        let host = cluster.host.clone();
+        for node in &mut cluster.nodes {
+            node.host = host.clone().filter(|h| h.node == node.name);
+        }
+        Ok(cluster)
     }
 
     /// `GET /partitions`.

@@ -405,9 +405,18 @@ pub fn query(r: &Request) -> Vec<(&'static str, String)> {
     q
 }
 
-/// Whether `job` is selected by what the query could not say.
+/// Whether `job` is selected by what the query could not say. Without `-j`, a job is
+/// in the window only once eligible (Slurm's selection by `EligibleTime`): not while
+/// held or waiting on a dependency, nor before its begin time.
 fn keeps(r: &Request, job: &JobInfo) -> bool {
-    (r.accounts.is_empty() || r.accounts.contains(&job.account.to_lowercase()))
+    let eligible = || {
+        job.eligible_time
+            .as_deref()
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .is_some_and(|t| t <= r.to)
+    };
+    (!r.jobs.is_empty() || eligible())
+        && (r.accounts.is_empty() || r.accounts.contains(&job.account.to_lowercase()))
         && (r.partitions.is_empty() || r.partitions.contains(&job.partition.to_lowercase()))
         && (r.names.is_empty() || r.names.contains(&job.name.to_lowercase()))
         && (r.jobs.is_empty() || r.jobs.iter().any(|s| s.matches_job(job)))
@@ -444,6 +453,16 @@ fn rows<'a>(r: &Request, job: &'a JobInfo) -> Vec<Row<'a>> {
         if shown(&step.step_id.to_string()) {
             out.push(Row::Step(job, step));
         }
+    }
+    // `-s` selects steps by their own state too.
+    if !r.states.is_empty() {
+        out.retain(|row| match row {
+            Row::Job(_) => true,
+            Row::Batch(j) => r
+                .states
+                .contains(&super::sacct_fields::batch_state(j).as_str()),
+            Row::Step(_, s) => r.states.contains(&s.state.as_str()),
+        });
     }
     out
 }

@@ -155,16 +155,8 @@ impl Field {
     }
 }
 
-/// How lines are laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Columns of fixed width, each followed by a space.
-    Fixed,
-    /// `--parsable`: every field followed by the delimiter.
-    Parsable,
-    /// `--parsable2`: fields separated by the delimiter, none after the last.
-    Parsable2,
-}
+pub use super::print_fields::Layout;
+use super::print_fields::{self, Cut};
 
 /// Why a `--format` list was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,84 +236,21 @@ pub fn help_lines() -> Vec<String> {
         .collect()
 }
 
-fn cell(text: &str, width: i32, kind: Kind) -> String {
-    let w = width.unsigned_abs() as usize;
-    let len = text.chars().count();
-    let shown: String = if len > w {
-        match kind {
-            Kind::Text => {
-                let mut cut: String = text.chars().take(w.saturating_sub(1)).collect();
-                if w > 0 {
-                    cut.push('+');
-                }
-                cut
-            }
-            Kind::Date => text.chars().take(w).collect(),
-            Kind::Number | Kind::Duration => text.to_string(),
+impl Kind {
+    /// How the print engine cuts a value of this kind.
+    fn cut(self) -> Cut {
+        match self {
+            Kind::Text => Cut::Plus,
+            Kind::Date => Cut::Silent,
+            Kind::Number | Kind::Duration => Cut::Never,
         }
-    } else {
-        text.to_string()
-    };
-    if width < 0 {
-        format!("{shown:<w$}")
-    } else {
-        format!("{shown:>w$}")
-    }
-}
-
-fn join(cells: Vec<String>, layout: Layout, delimiter: &str) -> String {
-    match layout {
-        Layout::Fixed => {
-            let mut line = String::new();
-            for c in cells {
-                line.push_str(&c);
-                line.push(' ');
-            }
-            line
-        }
-        Layout::Parsable => {
-            let mut line = String::new();
-            for c in cells {
-                line.push_str(&c);
-                line.push_str(delimiter);
-            }
-            line
-        }
-        Layout::Parsable2 => cells.join(delimiter),
     }
 }
 
 /// The header: names (and in fixed width a line of dashes).
 pub fn header(fields: &[Field], layout: Layout, delimiter: &str) -> Vec<String> {
-    match layout {
-        Layout::Fixed => {
-            let names = fields
-                .iter()
-                .map(|f| {
-                    let w = f.width.unsigned_abs() as usize;
-                    let name: String = f.name().chars().take(w).collect();
-                    if f.width < 0 {
-                        format!("{name:<w$}")
-                    } else {
-                        format!("{name:>w$}")
-                    }
-                })
-                .collect();
-            let dashes = fields
-                .iter()
-                .map(|f| "-".repeat(f.width.unsigned_abs() as usize))
-                .collect();
-            vec![
-                join(names, layout, delimiter),
-                join(dashes, layout, delimiter),
-            ]
-        }
-        _ => vec![join(
-            fields.iter().map(|f| f.name().to_string()).collect(),
-            layout,
-            delimiter,
-        )],
-    }
+    let columns: Vec<(&str, i32)> = fields.iter().map(|f| (f.name(), f.width)).collect();
+    print_fields::header(&columns, layout, delimiter)
 }
 
 /// One row's line.
@@ -332,17 +261,13 @@ pub fn line(
     layout: Layout,
     delimiter: &str,
 ) -> String {
-    join(
+    print_fields::join(
         fields
             .iter()
             .map(|f| {
                 let (_, _, kind) = FIELDS[f.index];
                 let text = value(f.name(), row, clock);
-                match (layout, kind) {
-                    (Layout::Fixed, _) => cell(&text, f.width, kind),
-                    (_, Kind::Date) => text.chars().take(f.width.unsigned_abs() as usize).collect(),
-                    _ => text,
-                }
+                print_fields::value(&text, f.width, kind.cut(), layout)
             })
             .collect(),
         layout,
@@ -379,10 +304,15 @@ fn value(name: &str, row: Row<'_>, clock: &Clock) -> String {
         "Account" => job.account.clone(),
         "AllocCPUS" | "NCPUS" => match row {
             Row::Step(_, s) => s.ntasks.max(1).to_string(),
+            // Not started: what it asks for, as Slurm's accounting records it.
+            Row::Job(j) if !started => j.min_cpus.unwrap_or(1).to_string(),
             _ => cpus.to_string(),
         },
         "AllocNodes" => (if started { job.nodes.max(1) } else { 0 }).to_string(),
-        "AllocTRES" if started => super::squeue::tres_alloc(job),
+        "AllocTRES" if started => match row {
+            Row::Job(_) => sorted_tres(job),
+            _ => format!("cpu={cpus},mem=0,node={}", job.nodes.max(1)),
+        },
         "Cluster" => job.cluster.clone().unwrap_or_default(),
         "Comment" if is_job => job.comment.clone().unwrap_or_default(),
         "Constraints" if is_job => job.features.clone().unwrap_or_default(),
@@ -391,13 +321,27 @@ fn value(name: &str, row: Row<'_>, clock: &Clock) -> String {
         "DerivedExitCode" if is_job => "0:0".into(),
         "Elapsed" => secs2time(step_used),
         "ElapsedRaw" => step_used.to_string(),
-        "Eligible" => stamp(Some(&job.submit_time)),
+        // A step is eligible when it starts.
+        // Tasks of a step are laid out cyclically (srun's default); a batch step's
+        // layout is not recorded.
+        "Layout" => match row {
+            Row::Job(_) => String::new(),
+            Row::Batch(_) => "Unknown".into(),
+            Row::Step(..) => "Cyclic".into(),
+        },
+        "Eligible" => match row {
+            Row::Job(_) => stamp(job.eligible_time.as_deref()),
+            _ => stamp(step_start),
+        },
         "End" => match row {
             Row::Step(_, s) => stamp(s.end_time.as_deref()),
             _ => stamp(step_end),
         },
         "ExitCode" => match row {
             Row::Step(_, s) => format!("{}:{}", s.exit_code.unwrap_or(0), s.signal.unwrap_or(0)),
+            // Ended from outside (scancel, the time limit): the job itself exited with
+            // nothing; the signal is its batch step's.
+            Row::Job(j) if matches!(j.state.as_str(), "CANCELLED" | "TIMEOUT") => "0:0".into(),
             _ => exit_code(job),
         },
         "GID" if is_job => job.gid.map(|g| g.to_string()).unwrap_or_default(),
@@ -441,7 +385,7 @@ fn value(name: &str, row: Row<'_>, clock: &Clock) -> String {
             .or_else(|| job.memory_mb.map(memory))
             .unwrap_or_default(),
         "ReqNodes" => job.nodes.max(1).to_string(),
-        "ReqTRES" if is_job => super::squeue::tres_alloc(job),
+        "ReqTRES" if is_job => sorted_tres(job),
         "Start" => stamp(step_start.or(if is_job {
             None
         } else {
@@ -478,12 +422,20 @@ fn first_node(job: &JobInfo) -> String {
 }
 
 /// The batch step's state: the job's, but a script killed by a signal was CANCELLED.
-fn batch_state(job: &JobInfo) -> String {
+pub fn batch_state(job: &JobInfo) -> String {
     match (job.state.as_str(), job.signal) {
         ("FAILED", Some(s)) if s > 0 => "CANCELLED".into(),
         ("PENDING", _) => "PENDING".into(),
         (state, _) => state.to_string(),
     }
+}
+
+/// A job's trackable resources as sacct prints them: in name order.
+fn sorted_tres(job: &JobInfo) -> String {
+    let tres = super::squeue::tres_alloc(job);
+    let mut items: Vec<&str> = tres.split(',').collect();
+    items.sort_unstable();
+    items.join(",")
 }
 
 /// `ExitCode` as `sacct` prints it: `code:signal`.

@@ -256,7 +256,7 @@ pub fn job_record(j: &JobInfo, clock: &Clock) -> Vec<Vec<String>> {
                 "Reason={}",
                 j.reason.clone().unwrap_or_else(|| "None".into())
             ),
-            format!("Dependency={}", or_null(j.dependency.as_deref())),
+            format!("Dependency={}", super::squeue::dependency_shown(j)),
         ],
         vec![
             "Requeue=1".into(),
@@ -276,22 +276,16 @@ pub fn job_record(j: &JobInfo, clock: &Clock) -> Vec<Vec<String>> {
         ],
         vec![
             format!("SubmitTime={}", stamp(Some(&j.submit_time))),
-            format!(
-                "EligibleTime={}",
-                if held {
-                    "Unknown".into()
-                } else {
-                    stamp(Some(&j.submit_time))
-                }
-            ),
+            format!("EligibleTime={}", stamp(j.eligible_time.as_deref())),
         ],
+        // Priority accrues from eligibility: not before it, nor before the begin time.
         vec![format!(
             "AccrueTime={}",
-            if held {
-                "Unknown".into()
-            } else {
-                stamp(Some(&j.submit_time))
-            }
+            stamp(
+                j.eligible_time
+                    .as_deref()
+                    .filter(|t| { t.parse::<jiff::Timestamp>().is_ok_and(|t| t <= clock.now) })
+            )
         )],
         vec![
             format!(
@@ -373,29 +367,77 @@ pub fn job_record(j: &JobInfo, clock: &Clock) -> Vec<Vec<String>> {
     lines
 }
 
-/// `scontrol show node`'s record.
-pub fn node_record(n: &NodeInfo) -> Vec<Vec<String>> {
+/// A partition's trackable resources, as Slurm sums its nodes': CPUs, memory, nodes,
+/// billing (its CPUs), GPUs in all and by type.
+fn partition_tres(p: &PartitionInfo, nodes: &[NodeInfo]) -> String {
+    let mine: Vec<&NodeInfo> = nodes
+        .iter()
+        .filter(|n| n.partitions.contains(&p.name))
+        .collect();
+    let cpus: u64 = mine.iter().map(|n| u64::from(n.cpus_total)).sum();
+    let mem: u64 = mine.iter().map(|n| n.memory_mb_total).sum();
+    let mut typed: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
+    for s in mine.iter().flat_map(|n| &n.slices) {
+        *typed.entry(s.r#type.as_str()).or_default() += s.total;
+    }
+    let mut tres = format!("cpu={cpus},mem={mem}M,node={},billing={cpus}", mine.len());
+    let gpus: u32 = typed.values().sum();
+    if gpus > 0 {
+        tres.push_str(&format!(",gres/gpu={gpus}"));
+        for (t, count) in typed {
+            tres.push_str(&format!(",gres/gpu:{t}={count}"));
+        }
+    }
+    tres
+}
+
+/// `scontrol show node`'s record. A node described by its CPUs alone has, as in
+/// Slurm, a socket per CPU. The machine's facts (OS, boot, load, free memory) are
+/// there where the portal runs on the node; power and sensors are not measured.
+pub fn node_record(n: &NodeInfo, clock: &Clock) -> Vec<Vec<String>> {
     let alloc_mem = n.memory_mb_total - n.memory_mb_free;
     let gres: Vec<String> = n
         .slices
         .iter()
         .map(|s| format!("gpu:{}:{}", s.r#type, s.total))
         .collect();
+    let gpus: u32 = n.slices.iter().map(|s| s.total).sum();
+    let mut tres = format!(
+        "cpu={},mem={}M,billing={}",
+        n.cpus_total, n.memory_mb_total, n.cpus_total
+    );
+    if gpus > 0 {
+        tres.push_str(&format!(",gres/gpu={gpus}"));
+        let mut typed: Vec<(String, u32)> = n
+            .slices
+            .iter()
+            .map(|s| (s.r#type.clone(), s.total))
+            .collect();
+        typed.sort();
+        for (t, count) in typed {
+            tres.push_str(&format!(",gres/gpu:{t}={count}"));
+        }
+    }
     let state = match n.state.state.as_str() {
         "DRAIN" if n.cpus_free < n.cpus_total => "MIXED+DRAIN".to_string(),
         other => other.to_string(),
+    };
+    let host = n.host.as_ref();
+    let stamp = |t: Option<i64>| {
+        t.and_then(|s| jiff::Timestamp::from_second(s).ok())
+            .map_or_else(|| "None".into(), |t| clock.stamp(t))
     };
     let mut lines = vec![
         vec![
             format!("NodeName={}", n.name),
             "Arch=x86_64".into(),
-            format!("CoresPerSocket={} ", n.cpus_total),
+            "CoresPerSocket=1 ".into(),
         ],
         vec![
             format!("CPUAlloc={}", n.cpus_total - n.cpus_free),
             format!("CPUEfctv={}", n.cpus_total),
             format!("CPUTot={}", n.cpus_total),
-            "CPULoad=N/A".into(),
+            format!("CPULoad={}", n.cpu_load()),
         ],
         vec![format!(
             "AvailableFeatures={}",
@@ -411,11 +453,16 @@ pub fn node_record(n: &NodeInfo) -> Vec<Vec<String>> {
             format!("NodeHostName={}", n.name),
             format!("Version={}", env!("CARGO_PKG_VERSION")),
         ],
+    ];
+    if let Some(h) = host.filter(|h| !h.os.is_empty()) {
+        lines.push(vec![format!("OS={} ", h.os)]);
+    }
+    lines.extend([
         vec![
             format!("RealMemory={}", n.memory_mb_total),
             format!("AllocMem={alloc_mem}"),
-            format!("FreeMem={}", n.memory_mb_free),
-            "Sockets=1".into(),
+            format!("FreeMem={}", n.free_memory()),
+            format!("Sockets={}", n.cpus_total),
             "Boards=1".into(),
         ],
         vec![
@@ -427,12 +474,24 @@ pub fn node_record(n: &NodeInfo) -> Vec<Vec<String>> {
             "MCS_label=N/A".into(),
         ],
         vec![format!("Partitions={} ", n.partitions.join(","))],
-        vec![format!(
-            "CfgTRES=cpu={},mem={}M",
-            n.cpus_total, n.memory_mb_total
-        )],
+    ]);
+    if let Some(h) = host {
+        lines.push(vec![
+            format!("BootTime={}", stamp(h.boot_time)),
+            format!("SlurmdStartTime={}", stamp(h.started)),
+        ]);
+    }
+    lines.extend([
+        vec![format!("CfgTRES={tres}")],
         vec![format!("AllocTRES=cpu={}", n.cpus_total - n.cpus_free)],
-    ];
+        vec!["CapWatts=n/a".into()],
+        vec!["CurrentWatts=0".into(), "AveWatts=0".into()],
+        vec![
+            "ExtSensorsJoules=n/s".into(),
+            "ExtSensorsWatts=0".into(),
+            "ExtSensorsTemp=n/s".into(),
+        ],
+    ]);
     if let Some(reason) = n.state.reason.as_deref().filter(|r| !r.is_empty()) {
         lines.push(vec![format!("Reason={reason}")]);
     }
@@ -501,6 +560,7 @@ pub fn partition_record(p: &PartitionInfo, nodes: &[NodeInfo]) -> Vec<Vec<String
             "DefMemPerNode=UNLIMITED".into(),
             "MaxMemPerNode=UNLIMITED".into(),
         ],
+        vec![format!("TRES={}", partition_tres(p, nodes))],
     ]
 }
 
@@ -808,14 +868,13 @@ async fn show(r: &Request, words: &[String]) -> anyhow::Result<()> {
                     })
                     .collect();
                 if nodes.is_empty() {
-                    return Err(failure(vec![format!(
-                        "Node {} not found",
-                        id.unwrap_or_default()
-                    )])
-                    .into());
+                    // On standard output, as Slurm's.
+                    return Err(CommandExit::new(Vec::new(), 1)
+                        .with_stdout(vec![format!("Node {} not found", id.unwrap_or_default())])
+                        .into());
                 }
                 for n in nodes {
-                    out.extend(record(&node_record(n), r.oneliner, false));
+                    out.extend(record(&node_record(n, &clock), r.oneliner, false));
                 }
             } else {
                 let parts: Vec<&PartitionInfo> = cluster
@@ -824,11 +883,12 @@ async fn show(r: &Request, words: &[String]) -> anyhow::Result<()> {
                     .filter(|p| id.as_ref().is_none_or(|i| *i == p.name))
                     .collect();
                 if parts.is_empty() {
-                    return Err(failure(vec![format!(
-                        "Partition {} not found",
-                        id.unwrap_or_default()
-                    )])
-                    .into());
+                    return Err(CommandExit::new(Vec::new(), 1)
+                        .with_stdout(vec![format!(
+                            "Partition {} not found",
+                            id.unwrap_or_default()
+                        )])
+                        .into());
                 }
                 for p in parts {
                     out.extend(record(

@@ -102,6 +102,7 @@ const LETTERS: &[(char, &str)] = &[
     ('0', "ALLOCMEM"),
     ('1', "GRES_USED"),
     ('2', "STATECOMPLETE"),
+    ('3', "PORT"),
 ];
 
 const NAMES: &[(&str, char)] = &[
@@ -151,10 +152,11 @@ const NAMES: &[(&str, char)] = &[
     ("allocmem", '0'),
     ("gresused", '1'),
     ("statecomplete", '2'),
+    ("port", '3'),
 ];
 
 const DEFAULT: &str = "%#P %.5a %.10l %.6D %.6t %N";
-const SUMMARIZE: &str = "%#P %.5a %.10l %.16F  %N";
+const SUMMARIZE: &str = "%#P %.5a %.10l %.16F %N";
 const LONG: &str = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
 const NODE: &str = "%#N %.6D %#P %6t";
 const NODE_LONG: &str = "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E";
@@ -174,6 +176,9 @@ pub struct NodeInfo {
     pub memory_mb_free: u64,
     pub features: Vec<String>,
     pub slices: Vec<SliceInfo>,
+    /// Its machine's facts, where the portal runs on it.
+    #[serde(skip)]
+    pub host: Option<HostInfo>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -197,6 +202,38 @@ pub struct SliceInfo {
 pub struct Cluster {
     pub nodes: Vec<NodeInfo>,
     pub partitions: Vec<PartitionInfo>,
+    /// The machine the portal runs on, when it is the node.
+    pub host: Option<HostInfo>,
+}
+
+/// What the portal reads of its own machine, the node of its internal scheduler.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct HostInfo {
+    pub node: String,
+    pub os: String,
+    pub boot_time: Option<i64>,
+    pub started: Option<i64>,
+    pub cpu_load: Option<f64>,
+    pub free_memory_mb: Option<u64>,
+}
+
+impl NodeInfo {
+    /// `FreeMem`/`FREE_MEM`: what the machine has available, where known.
+    pub fn free_memory(&self) -> String {
+        self.host
+            .as_ref()
+            .and_then(|h| h.free_memory_mb)
+            .map_or_else(|| "N/A".into(), |m| m.to_string())
+    }
+
+    /// `CPULoad`/`CPU_LOAD`: the one-minute load average, where known.
+    pub fn cpu_load(&self) -> String {
+        self.host
+            .as_ref()
+            .and_then(|h| h.cpu_load)
+            .map_or_else(|| "N/A".into(), |l| format!("{l:.2}"))
+    }
 }
 
 impl NodeInfo {
@@ -258,7 +295,11 @@ impl NodeInfo {
         let items: Vec<String> = self
             .slices
             .iter()
-            .map(|s| format!("{}:{}", gres_name(&s.r#type), s.used))
+            // Which GPUs are in use is not known here: Slurm's `IDX:N/A` when none is.
+            .map(|s| match s.used {
+                0 => format!("{}:0(IDX:N/A)", gres_name(&s.r#type)),
+                used => format!("{}:{used}", gres_name(&s.r#type)),
+            })
             .collect();
         if items.is_empty() {
             "(null)".into()
@@ -495,7 +536,7 @@ fn value(line: &Line<'_>, letter: char, clock: &Clock) -> String {
         }
         'd' => "0".into(),
         'D' => line.nodes.len().to_string(),
-        'e' => node(&|n| n.memory_mb_free.to_string()),
+        'e' => node(&NodeInfo::free_memory),
         'E' => node(&NodeInfo::reason),
         'F' => {
             let alloc = count(&|n| n.allocated());
@@ -516,7 +557,7 @@ fn value(line: &Line<'_>, letter: char, clock: &Clock) -> String {
         'm' => node(&|n| n.memory_mb_total.to_string()),
         'M' => "OFF".into(),
         'n' | 'N' | 'o' => scheduler_hostlist(&names),
-        'O' => "N/A".into(),
+        'O' => node(&NodeInfo::cpu_load),
         'P' => line.partition.map_or_else(String::new, |p| {
             if p.default {
                 format!("{}*", p.name)
@@ -532,11 +573,14 @@ fn value(line: &Line<'_>, letter: char, clock: &Clock) -> String {
         'T' | '2' => node(&|n| n.long().to_string()),
         'v' => env!("CARGO_PKG_VERSION").into(),
         'V' => "N/A".into(),
-        'X' | 'Z' => "1".into(),
-        'Y' => node(&|n| n.cpus_total.to_string()),
-        'z' => node(&|n| format!("1:{}:1", n.cpus_total)),
+        // A node described by its CPUs alone has, as in Slurm, a socket per CPU.
+        'X' => node(&|n| n.cpus_total.to_string()),
+        'Y' | 'Z' => "1".into(),
+        'z' => node(&|n| format!("{}:1:1", n.cpus_total)),
         '0' => node(&|n| (n.memory_mb_total - n.memory_mb_free).to_string()),
         '1' => node(&NodeInfo::gres_used),
+        // No node daemon listens for the portal's own node.
+        '3' => "N/A".into(),
         _ => {
             let _ = clock;
             String::new()
@@ -641,6 +685,30 @@ fn lines<'a>(r: &Request, cluster: &'a Cluster, clock: &Clock) -> Vec<Line<'a>> 
                 nodes: groups.remove(&key).unwrap_or_default(),
             });
         }
+    }
+    // Without the partition's name shown, partitions' lines that show the same merge
+    // (their nodes counted once), as sinfo's do.
+    let named = r
+        .format
+        .pieces
+        .iter()
+        .any(|p| matches!(p, columns::Piece::Column(c) if matches!(c.letter, 'P' | 'R')));
+    if shows_partition && !named && !r.per_node {
+        let mut merged: Vec<(Vec<String>, Line<'a>)> = Vec::new();
+        for line in out {
+            let key: Vec<String> = grouped.iter().map(|&l| value(&line, l, clock)).collect();
+            match merged.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, into)) => {
+                    for n in line.nodes {
+                        if !into.nodes.iter().any(|m| m.name == n.name) {
+                            into.nodes.push(n);
+                        }
+                    }
+                }
+                None => merged.push((key, line)),
+            }
+        }
+        return merged.into_iter().map(|(_, l)| l).collect();
     }
     out
 }
@@ -816,7 +884,7 @@ mod tests {
         assert_eq!(output(&["-N", "-h"]).len(), 4);
         assert_eq!(
             output(&["-s"])[0],
-            "gpu*         up   infinite          1/2/0/3  head,n[1-2]"
+            "gpu*         up   infinite          1/2/0/3 head,n[1-2]"
         );
         assert_eq!(
             output(&["-t", "idle"]),

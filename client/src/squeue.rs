@@ -172,6 +172,55 @@ const JOB_LETTERS: &[(char, &str)] = &[
     ('"', "REQUEUE"),
     ('#', "TIME_MIN"),
     ('$', "DEADLINE"),
+    // `-O` names of what atrium does not have (burst buffers, federation, switches,
+    // power …): Slurm's values when those are not configured.
+    ('\u{100}', "CONTAINER"),
+    ('\u{101}', "BURST_BUFFER"),
+    ('\u{102}', "BURST_BUFFER_STATE"),
+    ('\u{103}', "DELAY_BOOT"),
+    ('\u{104}', "CLUSTER_FEATURES"),
+    ('\u{105}', "PREFER"),
+    ('\u{106}', "ADMIN_COMMENT"),
+    ('\u{107}', "SYSTEM_COMMENT"),
+    ('\u{108}', "LAST_SCHED_EVAL"),
+    ('\u{109}', "ACCRUE_TIME"),
+    ('\u{10a}', "ALLOC_NODES"),
+    ('\u{10b}', "ALLOC_SID"),
+    ('\u{10c}', "ASSOC_ID"),
+    ('\u{10d}', "BATCH_FLAG"),
+    ('\u{10e}', "BOARDS_PER_NODE"),
+    ('\u{10f}', "DERIVED_EC"),
+    ('\u{110}', "ORIGIN"),
+    ('\u{111}', "ORIGIN_RAW"),
+    ('\u{112}', "ACTIVE_SIBLINGS"),
+    ('\u{113}', "ACTIVE_SIBLINGS_RAW"),
+    ('\u{114}', "VIABLE_SIBLINGS"),
+    ('\u{115}', "VIALBLE_SIBLINGS_RAW"),
+    ('\u{116}', "MAX_CPUS"),
+    ('\u{117}', "MAX_NODES"),
+    ('\u{118}', "NETWORK"),
+    ('\u{119}', "NTASKS_PER_CORE"),
+    ('\u{11a}', "NTASKS_PER_NODE"),
+    ('\u{11b}', "NTASKS_PER_SOCKET"),
+    ('\u{11c}', "NTASKS_PER_BOARD"),
+    ('\u{11d}', "PREEMPT_TIME"),
+    ('\u{11e}', "PROFILE"),
+    ('\u{11f}', "REBOOT"),
+    ('\u{120}', "REQ_SWITCH"),
+    ('\u{121}', "RESIZE_TIME"),
+    ('\u{122}', "SOCKETS_PER_BOARD"),
+    ('\u{123}', "WAIT4SWITCH"),
+    ('\u{124}', "CPUS_PER_TRES"),
+    ('\u{125}', "MEM_PER_TRES"),
+    ('\u{126}', "TRES_BIND"),
+    ('\u{127}', "TRES_FREQ"),
+    ('\u{128}', "TRES_PER_JOB"),
+    ('\u{129}', "TRES_PER_SOCKET"),
+    ('\u{12a}', "TRES_PER_TASK"),
+    ('\u{12b}', "MCSLABEL"),
+    ('\u{12c}', "HET_JOB_ID"),
+    ('\u{12d}', "HET_JOB_OFFSET"),
+    ('\u{12e}', "HET_JOB_ID_SET"),
 ];
 
 /// `-O` names of jobs and their keys.
@@ -224,7 +273,6 @@ const JOB_NAMES: &[(&str, char)] = &[
     ("submittime", 'V'),
     ("wckey", 'w'),
     ("licenses", 'W'),
-    ("excnodes", 'x'),
     ("corespec", 'X'),
     ("nice", 'y'),
     ("schednodes", 'Y'),
@@ -246,6 +294,56 @@ const JOB_NAMES: &[(&str, char)] = &[
     ("requeue", '"'),
     ("mintime", '#'),
     ("deadline", '$'),
+    ("container", '\u{100}'),
+    ("burstbuffer", '\u{101}'),
+    ("burstbufferstate", '\u{102}'),
+    ("delayboot", '\u{103}'),
+    ("clusterfeature", '\u{104}'),
+    ("prefer", '\u{105}'),
+    ("admin_comment", '\u{106}'),
+    ("system_comment", '\u{107}'),
+    ("lastschedeval", '\u{108}'),
+    ("accruetime", '\u{109}'),
+    ("allocnodes", '\u{10a}'),
+    ("allocsid", '\u{10b}'),
+    ("associd", '\u{10c}'),
+    ("batchflag", '\u{10d}'),
+    ("boardspernode", '\u{10e}'),
+    ("derivedec", '\u{10f}'),
+    ("origin", '\u{110}'),
+    ("originraw", '\u{111}'),
+    ("siblingsactive", '\u{112}'),
+    ("siblingsactiveraw", '\u{113}'),
+    ("siblingsviable", '\u{114}'),
+    ("siblingsviableraw", '\u{115}'),
+    ("maxcpus", '\u{116}'),
+    ("maxnodes", '\u{117}'),
+    ("network", '\u{118}'),
+    ("ntpercore", '\u{119}'),
+    ("ntpernode", '\u{11a}'),
+    ("ntpersocket", '\u{11b}'),
+    ("ntperboard", '\u{11c}'),
+    ("preempttime", '\u{11d}'),
+    ("profile", '\u{11e}'),
+    ("reboot", '\u{11f}'),
+    ("reqswitch", '\u{120}'),
+    ("resizetime", '\u{121}'),
+    ("sperboard", '\u{122}'),
+    ("wait4switch", '\u{123}'),
+    ("cpus-per-tres", '\u{124}'),
+    ("mem-per-tres", '\u{125}'),
+    ("tres-bind", '\u{126}'),
+    ("tres-freq", '\u{127}'),
+    ("tres-per-job", '\u{128}'),
+    ("tres-per-socket", '\u{129}'),
+    ("tres-per-task", '\u{12a}'),
+    ("mcslabel", '\u{12b}'),
+    ("hetjobid", '\u{12c}'),
+    ("hetjoboffset", '\u{12d}'),
+    ("hetjobidset", '\u{12e}'),
+    ("packjobid", '\u{12c}'),
+    ("packjoboffset", '\u{12d}'),
+    ("packjobidset", '\u{12e}'),
 ];
 
 /// The `%` letters of steps (`-s`), each with its header.
@@ -545,6 +643,44 @@ pub fn job_matches(job: &JobInfo, ids: &[String]) -> bool {
     })
 }
 
+/// An array's pending tasks one per line where Slurm shows them so: all with `-r`,
+/// those `-j A_T` names (and not `-j A`) without.
+fn pending_tasks(jobs: Vec<JobInfo>, r: &Request) -> Vec<JobInfo> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let spec = job
+            .array_spec
+            .as_deref()
+            .filter(|_| job.array_task_id.is_none() && job.state == "PENDING")
+            .and_then(|s| s.parse::<scheduler::ArraySpec>().ok());
+        let Some(spec) = spec else {
+            out.push(job);
+            continue;
+        };
+        let whole = r.ids.is_empty()
+            || r.ids
+                .iter()
+                .any(|i| *i == job.display_id || *i == job.job_id.to_string());
+        if whole && !r.array {
+            out.push(job);
+            continue;
+        }
+        for t in spec.indices() {
+            let id = format!("{}_{t}", job.job_id);
+            if !whole && !r.ids.contains(&id) {
+                continue;
+            }
+            let mut task = job.clone();
+            task.id.clone_from(&id);
+            task.display_id = id;
+            task.array_task_id = Some(t);
+            task.array_spec = None;
+            out.push(task);
+        }
+    }
+    out
+}
+
 /// Whether an array's task list (`1-5`, `1,3,7-9:2%2`) holds task `task`.
 fn spec_holds(spec: &str, task: &str) -> bool {
     let Ok(t) = task.parse::<u32>() else {
@@ -598,6 +734,14 @@ fn is_this_host(name: &str) -> bool {
 /// The query the portal filters on: users, states, partitions (lists), the job ids.
 pub fn query(r: &Request, me: bool) -> Vec<(&'static str, String)> {
     let mut q = Vec::new();
+    // The working directory is read only for the formats that show it.
+    if r.format
+        .pieces
+        .iter()
+        .any(|p| matches!(p, super::columns::Piece::Column(c) if c.letter == 'Z'))
+    {
+        q.push(("detail", "true".to_string()));
+    }
     if me {
         q.push(("me", "true".to_string()));
     } else if !r.users.is_empty() {
@@ -645,30 +789,27 @@ fn job_value(job: &JobInfo, letter: char, clock: &Clock) -> (String, bool) {
         'C' => job.cpus.or(job.min_cpus).unwrap_or(1).to_string(),
         'd' => "0".into(),
         'D' => job.nodes.max(1).to_string(),
+        // A pending job planned to start with no time limit ends never.
+        'e' if pending && job.expected_start.is_some() && job.time_limit.is_none() => "NONE".into(),
         'e' => time(
             job.end_time
                 .clone()
                 .or_else(|| job.expected_end())
                 .as_deref(),
         ),
-        'E' => null(job.dependency.as_deref()),
+        'E' => dependency_shown(job),
         'f' => null(job.features.as_deref()),
         'F' => job.job_id.to_string(),
         'g' => job.group.clone().unwrap_or_else(|| job.user.clone()),
         'G' => job.gid.map_or_else(|| "N/A".into(), |g| g.to_string()),
         'h' => "OK".into(),
         'H' | 'I' | 'J' => "*".into(),
-        'i' => {
-            return (
-                job.display_id.clone(),
-                !(pending && job.array_spec.is_some()),
-            )
-        }
+        'i' => job.display_id.clone(),
         'j' => job.name.clone(),
         'k' => null(job.comment.as_deref()),
         'K' => match (job.array_task_id, &job.array_spec) {
             (Some(t), _) => t.to_string(),
-            (None, Some(spec)) => spec.split('%').next().unwrap_or(spec).to_string(),
+            (None, Some(spec)) => spec.clone(),
             (None, None) => "N/A".into(),
         },
         'l' => return (limit(), job.time_limit.is_none()),
@@ -757,6 +898,53 @@ fn job_value(job: &JobInfo, letter: char, clock: &Clock) -> (String, bool) {
         '"' => "1".into(),
         '#' => "0:00".into(),
         '$' => "N/A".into(),
+        '\u{100}' => null(None),
+        '\u{101}' => null(None),
+        '\u{102}' => null(None),
+        '\u{103}' => "0:00".into(),
+        '\u{104}' => null(None),
+        '\u{105}' => null(None),
+        '\u{106}' => null(None),
+        '\u{107}' => null(None),
+        '\u{108}' => time(Some(&job.submit_time)),
+        '\u{109}' => time(job.eligible_time.as_deref()),
+        '\u{10a}' => null(None),
+        '\u{10b}' => "0".into(),
+        '\u{10c}' => "0".into(),
+        '\u{10d}' => "1".into(),
+        '\u{10e}' => "0".into(),
+        '\u{10f}' => "0".into(),
+        '\u{110}' => "NA".into(),
+        '\u{111}' => "NA".into(),
+        '\u{112}' => "NA".into(),
+        '\u{113}' => "NA".into(),
+        '\u{114}' => "NA".into(),
+        '\u{115}' => "NA".into(),
+        '\u{116}' => job.cpus.or(job.min_cpus).unwrap_or(1).to_string(),
+        '\u{117}' => job.nodes.max(1).to_string(),
+        '\u{118}' => null(None),
+        '\u{119}' => "N/A".into(),
+        '\u{11a}' => "0".into(),
+        '\u{11b}' => "N/A".into(),
+        '\u{11c}' => "0".into(),
+        '\u{11d}' => "N/A".into(),
+        '\u{11e}' => "NotSet".into(),
+        '\u{11f}' => "0".into(),
+        '\u{120}' => "0".into(),
+        '\u{121}' => "N/A".into(),
+        '\u{122}' => "0".into(),
+        '\u{123}' => "0:00".into(),
+        '\u{124}' => "N/A".into(),
+        '\u{125}' => "N/A".into(),
+        '\u{126}' => "N/A".into(),
+        '\u{127}' => "N/A".into(),
+        '\u{128}' => "N/A".into(),
+        '\u{129}' => "N/A".into(),
+        '\u{12a}' => "N/A".into(),
+        '\u{12b}' => null(None),
+        '\u{12c}' => "N/A".into(),
+        '\u{12d}' => "N/A".into(),
+        '\u{12e}' => "N/A".into(),
         _ => String::new(),
     };
     (v, true)
@@ -784,6 +972,11 @@ pub fn tres_alloc(job: &JobInfo) -> String {
         parts.push(format!("mem={}", super::sacct_fields::memory(mb)));
     }
     parts.push(format!("node={}", job.nodes.max(1)));
+    // Billing: the CPUs, where no weights say otherwise (Slurm's default).
+    parts.push(format!(
+        "billing={}",
+        job.cpus.or(job.min_cpus).unwrap_or(1)
+    ));
     for item in job.gres.split(',').filter(|g| !g.is_empty()) {
         let mut words: Vec<&str> = item.split(':').collect();
         let per_node = match words.last().and_then(|c| c.parse::<u64>().ok()) {
@@ -797,6 +990,31 @@ pub fn tres_alloc(job: &JobInfo) -> String {
         parts.push(format!("gres/{}={count}", words.join(":")));
     }
     parts.join(",")
+}
+
+/// What is left of a job's dependency as Slurm shows it: each item of a pending job
+/// that waits on it marked `(unfulfilled)` (`(failed)` when it never will be);
+/// `(null)` once it is met.
+pub fn dependency_shown(job: &JobInfo) -> String {
+    let Some(dep) = job.dependency.as_deref().filter(|d| !d.is_empty()) else {
+        return "(null)".into();
+    };
+    let mark = match job.reason.as_deref() {
+        _ if job.state != "PENDING" => return "(null)".into(),
+        Some("Dependency") => "(unfulfilled)",
+        Some("DependencyNeverSatisfied") => "(failed)",
+        _ => return "(null)".into(),
+    };
+    let mut out = String::new();
+    for (i, item) in dep.split([',', '?']).enumerate() {
+        if i > 0 {
+            // The separator as written (`,` all, `?` any: one kind per dependency).
+            out.push(if dep.contains('?') { '?' } else { ',' });
+        }
+        out.push_str(item);
+        out.push_str(mark);
+    }
+    out
 }
 
 /// The batch step of `job` (`N.batch`, named `batch`), as long as it runs.
@@ -924,6 +1142,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let portal = connect(CMD)?;
     let mut jobs = portal.jobs(&query(&r, r.me)).await.map_err(failed(CMD))?;
     jobs.retain(|j| passes(&r, j));
+    let mut jobs = pending_tasks(jobs, &r);
     // squeue asked for one job that is not there: an error, as Slurm's.
     if r.ids.len() == 1 && !r.steps && jobs.is_empty() {
         return Err(CommandExit::new(
@@ -976,9 +1195,12 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             .filter(|(_, s)| s.end_time.is_none())
             .filter(|(j, s)| {
                 r.ids.is_empty()
-                    || r.ids
-                        .iter()
-                        .any(|id| *id == s.id || *id == format!("{}.{}", j.id, s.step_id))
+                    || r.ids.iter().any(|id| {
+                        *id == s.id
+                            || *id == j.id
+                            || *id == j.display_id
+                            || *id == format!("{}.{}", j.id, s.step_id)
+                    })
             })
             .collect();
         steps.sort_by(|a, b| {

@@ -34,5 +34,9 @@ pub use parse::{
     parse_script_with, parse_submission, read_submission, MaxArraySize, ParseError, ParseLimits,
 };
 pub use policy::limits::LimitUsage;
+pub use policy::priority::{
+    AccountShares, Factors, PriorityFactors, PriorityFilter, PriorityList, PriorityView,
+    SharesView, UserShares,
+};
 pub use snapshot::Snapshot;
 pub use views::{JobView, NodeView, PartitionView, QueueCounts, SliceUsage, SqueueFilter};

@@ -65,6 +65,10 @@ pub struct JobView {
     /// reservation was made for it, or it is not pending).
     #[serde(default)]
     pub expected_start: Option<Time>,
+    /// When it became eligible to start (Slurm's `EligibleTime`): `None` while it waits
+    /// on a hold or a dependency; a `--begin` time yet to come for one that waits on it.
+    #[serde(default)]
+    pub eligible_time: Option<Time>,
     pub end_time: Option<Time>,
     pub time_limit: TimeLimit,
     /// Seconds run so far.
@@ -181,6 +185,13 @@ impl Cluster {
             submit_time: j.submit_time,
             start_time: j.start_time,
             expected_start: self.expected_start_of(j),
+            eligible_time: match (j.state, j.queued) {
+                (JobState::Pending, false) => match reason {
+                    Some(PendingReason::BeginTime) => j.begin,
+                    _ => None,
+                },
+                _ => Some(j.eligible_time),
+            },
             end_time: j.end_time,
             // A running job's own limit (`--time-min` may have shortened it).
             time_limit: match (j.state, j.start_time, j.end_time) {

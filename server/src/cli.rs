@@ -108,6 +108,17 @@ pub enum Command {
     Sacct(atrium_client::RawArgs),
     /// What a job used of what it was given (like Slurm's seff, with its GPUs).
     Seff(atrium_client::seff::SeffArgs),
+    /// The factors of the pending jobs' priorities (like Slurm's sprio; `--help`
+    /// lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Sprio(atrium_client::RawArgs),
+    /// The fair-share tree: shares, usage and factors (like Slurm's sshare; `--help`
+    /// lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Sshare(atrium_client::RawArgs),
+    /// What running job steps use (like Slurm's sstat; `--help` lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Sstat(atrium_client::RawArgs),
     /// Benchmark campaigns: templates, submit a matrix, list, show, export a report.
     Campaign(atrium_client::campaign::CampaignArgs),
     /// Inside a job: run tasks of a job step (like Slurm's srun).
@@ -280,6 +291,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scancel(args) => atrium_client::scancel::run(args.args).await,
         Command::Sacct(args) => atrium_client::sacct::run(args.args).await,
         Command::Seff(args) => atrium_client::seff::run(args).await,
+        Command::Sprio(args) => atrium_client::sprio::run(args.args).await,
+        Command::Sshare(args) => atrium_client::sshare::run(args.args).await,
+        Command::Sstat(args) => atrium_client::sstat::run(args.args).await,
         Command::Campaign(args) => atrium_client::campaign::run(args).await,
         Command::Srun(args) => atrium_client::srun::run(args).await,
         Command::Scontrol(args) => atrium_client::scontrol::run(args.args).await,
@@ -704,5 +718,17 @@ mod tests {
         let cli =
             Cli::try_parse_from(dispatch_argv0(args(&["sacct", "-X", "-j", "17"]))).expect("sacct");
         assert!(matches!(cli.command, Command::Sacct(a) if a.args == ["-X", "-j", "17"]));
+    }
+
+    #[test]
+    fn sprio_sshare_and_sstat_get_their_words_as_typed() {
+        let cli = Cli::try_parse_from(dispatch_argv0(args(&["/usr/bin/sprio", "-h", "-V"])))
+            .expect("sprio");
+        assert!(matches!(cli.command, Command::Sprio(a) if a.args == ["-h", "-V"]));
+        let cli =
+            Cli::try_parse_from(dispatch_argv0(args(&["sshare", "--help", "-a"]))).expect("sshare");
+        assert!(matches!(cli.command, Command::Sshare(a) if a.args == ["--help", "-a"]));
+        let cli = Cli::try_parse_from(args(&["atrium", "sstat", "-h", "12"])).expect("sstat");
+        assert!(matches!(cli.command, Command::Sstat(a) if a.args == ["-h", "12"]));
     }
 }

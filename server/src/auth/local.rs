@@ -173,9 +173,17 @@ fn posix_id(what: &str, n: i64) -> anyhow::Result<u32> {
 /// `n` as a uid or gid. A lookup error counts as known: better skip a number than
 /// hand out one that may be someone's.
 pub fn system_knows_id(n: u32) -> bool {
+    use nix::errno::Errno;
     use nix::unistd::{Gid, Group, Uid, User as SystemUser};
-    !matches!(SystemUser::from_uid(Uid::from_raw(n)), Ok(None))
-        || !matches!(Group::from_gid(Gid::from_raw(n)), Ok(None))
+    // getpwuid_r(3): these errors also mean "not found" (NSS modules differ in which
+    // they give); any other error keeps the number, as held.
+    let known = |r: nix::Result<bool>| match r {
+        Ok(found) => found,
+        Err(Errno::ENOENT | Errno::ESRCH | Errno::EBADF | Errno::EPERM) => false,
+        Err(_) => true,
+    };
+    known(SystemUser::from_uid(Uid::from_raw(n)).map(|u| u.is_some()))
+        || known(Group::from_gid(Gid::from_raw(n)).map(|g| g.is_some()))
 }
 
 /// On first start with no administrator, create `admin` with a random password, in

@@ -71,6 +71,10 @@ pub enum ApiError {
     /// A session's server did not answer the proxy.
     #[error("{0}")]
     BadGateway(String),
+    /// Not available on this portal (its scheduler backend does not answer it): 501,
+    /// saying what to use instead.
+    #[error("{0}")]
+    NotImplemented(String),
     /// The LDAP directory does not answer: logins cannot be checked.
     #[error("the directory is unavailable; try again shortly")]
     DirectoryUnavailable,
@@ -132,6 +136,7 @@ impl ApiError {
             Self::Busy { .. } => "busy",
             Self::Restoring { .. } => "restoring",
             Self::BadGateway(_) => "bad_gateway",
+            Self::NotImplemented(_) => "not_implemented",
             Self::Internal(_) => "internal",
         }
     }
@@ -156,6 +161,7 @@ impl ResponseError for ApiError {
             | Self::Busy { .. }
             | Self::Restoring { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            Self::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             Self::LoginRequired { .. } => StatusCode::SEE_OTHER,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -255,6 +261,7 @@ impl From<crate::services::ServiceError> for ApiError {
                 retry_after: Duration::from_secs(2),
             },
             E::Restoring => Self::restoring(),
+            E::NotSupported(m) => Self::NotImplemented(m),
             E::Store(e) => e.into(),
             E::Internal(cause) => Self::Internal(cause),
         }
@@ -309,6 +316,21 @@ impl From<crate::sched::SchedError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_backend_does_not_answer_is_501_saying_what_to_use() {
+        let error = ApiError::from(crate::sched::SchedError::NotSupported(
+            "not available with the Slurm backend: use Slurm's own sprio".into(),
+        ));
+        assert_eq!(error.code(), "not_implemented");
+        let response = error.error_response();
+        assert_eq!(response.status().as_u16(), 501);
+        let body = actix_web::body::to_bytes(response.into_body());
+        let body = futures_util::FutureExt::now_or_never(body)
+            .and_then(Result::ok)
+            .expect("a JSON body at once");
+        assert!(String::from_utf8_lossy(&body).contains("Slurm's own sprio"));
+    }
 
     #[test]
     fn an_unavailable_service_and_an_internal_error_tell_their_cause_to_the_log_only() {

@@ -83,6 +83,7 @@ pub fn job(id: u64, user: &str, name: &str, slices: Vec<SliceId>) -> JobView {
         submit_time: 0,
         start_time: None,
         expected_start: None,
+        eligible_time: None,
         end_time: None,
         time_limit: TimeLimit::Unlimited,
         time_used: 0,

@@ -75,6 +75,9 @@ pub enum SchedError {
     /// The queue is at its limit (`MaxJobCount`): try again later.
     #[error("{0}")]
     Full(String),
+    /// This backend does not answer this request (a message for the user).
+    #[error("{0}")]
+    NotSupported(String),
 }
 
 /// How long a request waits for a scheduler that is restoring its queue before it
@@ -126,6 +129,13 @@ pub(in crate::sched) enum Command {
     },
     /// The lines `squeue` lists, counted by partition, state and pending reason.
     QueueCounts { reply: Reply<QueueCounts> },
+    /// The factors of the pending jobs' priorities (`sprio`).
+    Priority {
+        filter: scheduler::PriorityFilter,
+        reply: Reply<scheduler::PriorityList>,
+    },
+    /// The fair-share figures of the accounts and their users (`sshare`).
+    Shares { reply: Reply<scheduler::SharesView> },
     /// What a job used, where the backend's own accounting knows it (Slurm's
     /// `sacct`); atrium's supervisors write theirs to the store, and the internal
     /// backend answers `None`.
@@ -441,6 +451,21 @@ impl Scheduler {
     /// How many jobs are pending and running, by partition, state and reason.
     pub async fn queue_counts(&self) -> Result<QueueCounts, SchedError> {
         self.ask(|reply| Command::QueueCounts { reply }).await
+    }
+
+    /// The weights and the factors of the pending jobs' priorities that match
+    /// `filter` (`sprio`); the caller applies who may see which.
+    pub async fn priority(
+        &self,
+        filter: scheduler::PriorityFilter,
+    ) -> Result<scheduler::PriorityList, SchedError> {
+        self.ask(|reply| Command::Priority { filter, reply }).await
+    }
+
+    /// The fair-share figures of every account and its users (`sshare`); the caller
+    /// applies who may see which.
+    pub async fn shares(&self) -> Result<scheduler::SharesView, SchedError> {
+        self.ask(|reply| Command::Shares { reply }).await
     }
 
     /// What `job` used, as the backend's own accounting knows it (`None`: it keeps

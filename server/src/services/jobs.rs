@@ -78,6 +78,10 @@ pub struct JobInfo {
     /// A pending job's planned start (the internal scheduler's backfill plan, or
     /// Slurm's `squeue --start`); null when unknown.
     pub expected_start: Option<String>,
+    /// When it became eligible to start (Slurm's `EligibleTime`); absent while it
+    /// waits on a hold or a dependency, a time to come for `--begin`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eligible_time: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_time: Option<String>,
     /// Seconds; absent: unlimited.
@@ -642,7 +646,10 @@ impl Jobs {
             let jobs = jobs
                 .into_iter()
                 .filter(|j| names.is_empty() || names.contains(&j.name));
-            let jobs: Vec<JobInfo> = jobs.collect();
+            let mut jobs: Vec<JobInfo> = jobs.collect();
+            if q.detail == Some(true) {
+                self.attach_workdirs(&mut jobs).await?;
+            }
             JobList {
                 total: if names.is_empty() {
                     total
@@ -688,7 +695,7 @@ impl Jobs {
                     info
                 })
                 .collect();
-            let dropped = self.pending_remainders(caller, &mut jobs).await?;
+            let dropped = self.pending_from_scheduler(caller, &mut jobs).await?;
             self.attach_steps(&mut jobs).await?;
             if detail {
                 self.attach_usage(&mut jobs).await?;
@@ -758,11 +765,12 @@ impl Jobs {
         Ok((views.into_iter().map(from_view).collect(), total))
     }
 
-    /// An array's own row names the tasks it was submitted with; what is still
-    /// pending of it is the scheduler's, and what of an ended array never started is
-    /// what has no row of its own. Each such row becomes that remainder (`7_[4-9]`), or
-    /// goes when every task has started. Returns how many went.
-    async fn pending_remainders(
+    /// What the rows do not hold of jobs not started, from the scheduler: a pending
+    /// job's reason and when it became eligible; of an array, what is still pending (an
+    /// array's row names the tasks it was submitted with), and of an ended array what
+    /// never started (what has no row of its own). Such an array row becomes that
+    /// remainder (`7_[4-9]`), or goes when every task has started. Returns how many went.
+    async fn pending_from_scheduler(
         &self,
         caller: &Principal,
         jobs: &mut Vec<JobInfo>,
@@ -774,11 +782,7 @@ impl Jobs {
                 .array_spec
                 .clone()
                 .filter(|_| job.array_task_id.is_none());
-            let Some(spec) = spec else {
-                kept.push(job);
-                continue;
-            };
-            if job.end_time.is_some() {
+            if let (Some(spec), Some(_)) = (&spec, &job.end_time) {
                 let Ok(spec) = spec.parse::<scheduler::ArraySpec>() else {
                     continue;
                 };
@@ -789,19 +793,20 @@ impl Jobs {
                 };
                 job.display_id = format!("{}_[{rest}]", job.job_id);
                 job.array_spec = Some(rest.to_string());
-            } else {
+            } else if job.state == "PENDING" {
                 let id = JobId::new(job.job_id);
                 match self.scheduler.job(&requester(caller), id).await {
                     Ok(view) => {
                         let now = from_view(view);
-                        match now.array_spec.filter(|s| !s.is_empty()) {
-                            Some(spec) => {
-                                job.display_id = now.display_id;
-                                job.array_spec = Some(spec);
-                                job.reason = now.reason.or(job.reason);
-                            }
-                            _ => continue,
+                        if spec.is_some() {
+                            let Some(rest) = now.array_spec.filter(|s| !s.is_empty()) else {
+                                continue;
+                            };
+                            job.display_id = now.display_id;
+                            job.array_spec = Some(rest);
                         }
+                        job.reason = now.reason.or(job.reason);
+                        job.eligible_time = now.eligible_time;
                     }
                     Err(SchedError::NotFound) => {}
                     Err(e) => return Err(e.into()),
@@ -811,6 +816,21 @@ impl Jobs {
         }
         *jobs = kept;
         Ok((before - jobs.len()) as u64)
+    }
+
+    /// Each job's working directory (the scheduler's views do not hold it).
+    async fn attach_workdirs(&self, jobs: &mut [JobInfo]) -> Result<(), ServiceError> {
+        let mut ids: Vec<i64> = jobs.iter().map(|j| j.job_id as i64).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let dirs: std::collections::HashMap<i64, String> =
+            self.store.workdirs(&ids).await?.into_iter().collect();
+        for job in jobs.iter_mut() {
+            if let Some(dir) = dirs.get(&(job.job_id as i64)) {
+                job.workdir = Some(dir.clone());
+            }
+        }
+        Ok(())
     }
 
     /// Each job's CPU time and largest memory, where it was sampled.
@@ -993,11 +1013,15 @@ impl Jobs {
         let record = self.visible_record(caller, job).await?;
         match (view, record) {
             (Some(v), Some(r)) => {
+                let asked = v.request.clone();
                 let mut info = from_view(v);
                 let rec = from_record(&r);
                 info.workdir = rec.workdir;
                 info.stdout = rec.stdout;
                 info.stderr = rec.stderr;
+                if let Some(asked) = asked {
+                    expected_output(&mut info, &asked);
+                }
                 info.message = rec.message;
                 info.benchmark = rec.benchmark;
                 info.benchmark_note = rec.benchmark_note;
@@ -1222,8 +1246,9 @@ pub struct SignalJob {
     pub whom: Option<String>,
 }
 
-/// The signals a job may be sent by name, as scancel takes them.
-const SIGNAL_NAMES: &[(&str, i32)] = &[
+/// The signals a job may be sent by name, as scancel takes them (the job page offers
+/// them in this order).
+pub const SIGNAL_NAMES: &[(&str, i32)] = &[
     ("HUP", 1),
     ("INT", 2),
     ("QUIT", 3),
@@ -1359,7 +1384,14 @@ pub fn from_view(v: JobView) -> JobInfo {
         priority: Some(v.priority),
         submit_time: secs(v.submit_time),
         start_time: v.start_time.map(secs),
-        expected_start: v.expected_start.map(secs),
+        // One waiting for its begin time is planned for then, at the earliest.
+        expected_start: v
+            .expected_start
+            .or(v
+                .eligible_time
+                .filter(|_| v.reason == Some(scheduler::PendingReason::BeginTime)))
+            .map(secs),
+        eligible_time: v.eligible_time.map(secs),
         end_time: v.end_time.map(secs),
         time_limit: match v.time_limit {
             scheduler::TimeLimit::Seconds(s) => Some(s),
@@ -1420,6 +1452,35 @@ pub fn with_request(info: &mut JobInfo, asked: &scheduler::JobRequest) {
     if info.workdir.is_none() {
         info.workdir = asked.chdir.clone();
     }
+    expected_output(info, asked);
+}
+
+/// Before a job starts, where its output will go as far as is known now (`%N`, the
+/// node, stays as written).
+fn expected_output(info: &mut JobInfo, asked: &scheduler::JobRequest) {
+    if info.stdout.is_none() {
+        if let Some(dir) = info.workdir.clone() {
+            let job = match info.array_task_id {
+                Some(t) => JobId::task(info.job_id, t),
+                None => JobId::new(info.job_id),
+            };
+            let values = crate::sched::step_env::PatternValues {
+                job,
+                user: &info.user,
+                name: &info.name,
+                node: "%N",
+            };
+            let path = |p: Option<&str>| {
+                crate::sched::step_env::output_path(p, &values, std::path::Path::new(&dir))
+                    .ok()
+                    .map(|p| p.display().to_string())
+            };
+            info.stdout = path(asked.output.as_deref());
+            if asked.error.is_some() {
+                info.stderr = path(asked.error.as_deref());
+            }
+        }
+    }
 }
 
 /// Megabytes as Slurm prints a size: `512M`, `4G`, `1.50T`.
@@ -1472,6 +1533,9 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         submit_time: rfc3339(r.submit_time),
         start_time: r.start_time.map(rfc3339),
         expected_start: None,
+        // Started: eligible by then, as far as the row tells (from its submission); a
+        // pending row's comes from the scheduler.
+        eligible_time: r.start_time.map(|_| rfc3339(r.submit_time)),
         end_time: r.end_time.map(rfc3339),
         time_limit: r.time_limit.map(|t| t.max(0) as u64),
         time_used: (used_ms.max(0) / 1000) as u64,

@@ -17,6 +17,7 @@ pub mod audit;
 pub mod benchmarks;
 pub mod campaigns;
 pub mod efficiency;
+pub mod fairshare;
 pub mod files;
 pub mod job_steps;
 pub mod jobs;
@@ -86,6 +87,9 @@ pub enum ServiceError {
     /// The scheduler is rebuilding its queue after a restart: try again shortly.
     #[error("the scheduler is restoring its queue after a restart")]
     Restoring,
+    /// Not available here (with this scheduler backend): says what to use instead.
+    #[error("{0}")]
+    NotSupported(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Something that should not happen; the cause goes to the log only.
@@ -109,6 +113,7 @@ impl From<SchedError> for ServiceError {
             SchedError::Unavailable => Self::Unavailable("the scheduler is not available".into()),
             SchedError::Restoring => Self::Restoring,
             SchedError::Full(m) => Self::Full(m),
+            SchedError::NotSupported(m) => Self::NotSupported(m),
         }
     }
 }

@@ -614,6 +614,27 @@ impl Store {
         .collect()
     }
 
+    /// The working directories of jobs `ids` (their own rows, not their tasks').
+    #[tracing::instrument(skip_all, err)]
+    pub async fn workdirs(&self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT id, workdir FROM jobs WHERE task = -1 AND id IN ({})",
+                marks.join(", ")
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            for row in q.fetch_all(&self.pool).await? {
+                out.push((row.try_get(0)?, row.try_get(1)?));
+            }
+        }
+        Ok(out)
+    }
+
     /// The tasks of array `id` that have rows of their own (those that started).
     #[tracing::instrument(skip_all, fields(id), err)]
     pub async fn array_tasks(&self, id: i64) -> Result<Vec<i64>> {

@@ -416,16 +416,16 @@ fn render(options: &[(&str, Option<&str>)]) -> String {
         .join(" ")
 }
 
-/// atrium configured like the fixture's node: its CPUs and memory, two A100s and
-/// two 1g.10gb MIG instances, partitions `gpu` (default) and `debug` (1 hour).
-fn fixture_like_config(root: &Path, cpus: u32, memory_mb: u64) -> String {
+/// atrium configured like the fixture's node: its name, CPUs and memory, two A100s
+/// and two 1g.10gb MIG instances, partitions `gpu` (default) and `debug` (1 hour).
+pub fn fixture_like_config(root: &Path, node: &str, cpus: u32, memory_mb: u64) -> String {
     format!(
         "[jobs]\nspool_dir = \"{}\"\n\
-         [cluster]\nnode_name = \"head\"\ncpus = {cpus}\nmemory_mb = {memory_mb}\ndiscover_gpus = false\n\
+         [cluster]\nnode_name = \"{node}\"\ncpus = {cpus}\nmemory_mb = {memory_mb}\ndiscover_gpus = false\n\
          [accounts]\nhome_root = \"{}\"\n\
-         [[cluster.gpus]]\nindex = 0\nmodel = \"A100-80GB\"\nmemory_mb = 81920\n\
-         [[cluster.gpus]]\nindex = 1\nmodel = \"A100-80GB\"\nmemory_mb = 81920\n\
-         [[cluster.gpus]]\nindex = 2\nmodel = \"A100-80GB\"\nmemory_mb = 81920\n\
+         [[cluster.gpus]]\nindex = 0\nmodel = \"A100\"\nmemory_mb = 81920\n\
+         [[cluster.gpus]]\nindex = 1\nmodel = \"A100\"\nmemory_mb = 81920\n\
+         [[cluster.gpus]]\nindex = 2\nmodel = \"A100\"\nmemory_mb = 81920\n\
          mig = [{{ profile = \"1g.10gb\" }}, {{ profile = \"1g.10gb\" }}]\n\
          [[cluster.partitions]]\nname = \"gpu\"\ndefault = true\ncpus_per_gpu = 1\nmem_per_gpu_mb = 1024\n\
          [[cluster.partitions]]\nname = \"debug\"\nmax_time = \"1:00:00\"\ncpus_per_gpu = 1\nmem_per_gpu_mb = 1024\n",
@@ -471,7 +471,7 @@ async fn atrium_dry_run(c: &JobCluster, user: &JobUser, case: &Case) -> (u16, Va
 
 /// Why the differential test cannot run here, if it cannot: what the Slurm
 /// fixture needs (root, slurm-wlm).
-fn cannot_run() -> Option<String> {
+pub fn cannot_run() -> Option<String> {
     if !is_root() {
         return Some("the Slurm fixture needs root".into());
     }
@@ -482,7 +482,7 @@ fn cannot_run() -> Option<String> {
 }
 
 /// The node's CPUs and memory (MB), as Slurm reports them.
-async fn fixture_node(slurm: &Slurm) -> (u32, u64) {
+pub async fn fixture_node(slurm: &Slurm) -> (u32, u64) {
     let out = slurm
         .run("sinfo", &["-h", "-N", "-o", "%c %m"])
         .await
@@ -504,7 +504,7 @@ async fn differential_scripts_written_for_slurm_are_judged_as_slurm_judges_them(
     let (cpus, memory_mb) = fixture_node(&slurm).await;
     let root = private_root();
     let app = spawn_with(Options {
-        extra_config: fixture_like_config(root.path(), cpus, memory_mb),
+        extra_config: fixture_like_config(root.path(), "head", cpus, memory_mb),
         database_url: None,
     })
     .await;

@@ -440,3 +440,81 @@ async fn chromium_the_forms_fields_write_the_directives_and_errors_mark_their_li
     assert_eq!(first.text().await.expect("text"), "Line 2");
     b.close().await.expect("close");
 }
+
+/// The page's signal form (issue 37): a running job's processes get the signal and
+/// go on (a trap writes it down), the page says what was sent; a signal the page
+/// does not offer, another user, or a job that is over get a refusal, not a signal.
+#[tokio::test]
+async fn the_job_page_sends_a_signal_to_a_running_job_without_ending_it() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20807).await;
+    let _bob = c.user("bob", 20808).await;
+    let id = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\n#SBATCH -J trapper -t 5\n\
+             trap 'echo got USR1' USR1\n\
+             for i in $(seq 600); do sleep 0.1; done\n",
+        )
+        .await;
+    c.wait_for(&alice, &id, &["RUNNING"], Duration::from_secs(30))
+        .await;
+    let web = c.app.login("alice", PASSWORD).await;
+    let (_, show) = page(&c, &web, &format!("/jobs/{id}")).await;
+    assert!(
+        show.contains(&format!("action=\"/jobs/{id}/signal\"")),
+        "{show}"
+    );
+    let token = csrf(&c, &web).await;
+    let post = |form: Vec<(&'static str, String)>| {
+        let (web, url) = (web.clone(), c.app.url(&format!("/jobs/{id}/signal")));
+        async move { web.post(url).form(&form).send().await.expect("post") }
+    };
+    // Unknown signal: refused, named.
+    let res = post(vec![("csrf", token.clone()), ("signal", "BOGUS".into())]).await;
+    assert_eq!(res.status(), 400);
+    assert!(res.text().await.expect("body").contains("BOGUS"));
+    // To the script's shell, which traps it.
+    let res = post(vec![
+        ("csrf", token.clone()),
+        ("signal", "USR1".into()),
+        ("whom", "batch".into()),
+    ])
+    .await;
+    assert_eq!(res.status(), 303);
+    let location = res.headers()["location"].to_str().expect("location");
+    assert_eq!(location, format!("/jobs/{id}?sent=USR1"));
+    let (_, shown) = page(&c, &web, location).await;
+    assert!(shown.contains("Sent SIGUSR1 to the job."), "{shown}");
+    until("the trap to run", Duration::from_secs(30), || async {
+        c.output(&alice, &id).contains("got USR1").then_some(())
+    })
+    .await
+    .expect("trapped");
+    assert_eq!(c.job(&alice, &id).await["state"], "RUNNING");
+    // Another user's job does not exist for them.
+    let bob = c.app.login("bob", PASSWORD).await;
+    let bob_token = csrf(&c, &bob).await;
+    let res = bob
+        .post(c.app.url(&format!("/jobs/{id}/signal")))
+        .form(&[("csrf", bob_token.as_str()), ("signal", "TERM")])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(res.status(), 404);
+    assert_eq!(c.job(&alice, &id).await["state"], "RUNNING");
+    // Over: nothing to signal, said on the page.
+    let mut cancel = reqwest::Client::new()
+        .delete(c.app.url(&format!("/api/v1/jobs/{id}")))
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .expect("cancel")
+        .status();
+    assert!(cancel.is_success(), "{cancel}");
+    c.wait_ended(&alice, &id, Duration::from_secs(30)).await;
+    let res = post(vec![("csrf", token.clone()), ("signal", "USR1".into())]).await;
+    cancel = res.status();
+    assert_eq!(cancel, 409);
+    assert!(res.text().await.expect("body").contains("Not sent"));
+}

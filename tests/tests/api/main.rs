@@ -41,6 +41,8 @@ mod sessions;
 mod slurm;
 mod slurm_cli;
 mod slurm_nodes;
+mod slurm_query;
+mod slurm_stats;
 mod slurm_tools;
 mod srun;
 mod tls;

@@ -6,6 +6,7 @@ pub mod benchmark_charts;
 pub mod benchmarks;
 pub mod campaigns;
 mod cluster;
+pub mod fairshare;
 pub mod files;
 pub mod groups;
 pub mod job_steps;
@@ -80,6 +81,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/nodes", web::get().to(cluster::nodes))
         .route("/config", web::get().to(cluster::config))
         .route("/cluster/gpus", web::get().to(crate::http::gpu_map::json))
+        .route("/priority", web::get().to(fairshare::priority))
+        .route("/shares", web::get().to(fairshare::shares))
         .route("/accounting", web::get().to(accounting::get))
         .route("/accounting/chart.svg", web::get().to(accounting::chart))
         .route("/benchmarks", web::post().to(benchmarks::create))
@@ -126,6 +129,7 @@ pub use crate::util::rfc3339;
     info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes, usage accounting, benchmark runs and sizing advice of an atrium portal."),
     paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, jobs::signal, jobs::update, output::get,
           jobs::efficiency, jobs::idle_gpus,
+          fairshare::priority, fairshare::shares,
           job_steps::start, job_steps::end, job_steps::requeue_itself,
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
           sessions::environments, sessions::apps, cluster::partitions, cluster::nodes, cluster::config, quotas::me_usage,
@@ -140,6 +144,8 @@ pub use crate::util::rfc3339;
           campaigns::get, campaigns::report_html, campaigns::report_csv),
     components(schemas(jobs::SubmitJob, jobs::Submitted, jobs::DryRun, jobs::JobInfo, jobs::JobList, jobs::Done, jobs::SignalJob, jobs::UpdateJob,
                        jobs::Efficiency, jobs::GpuEfficiency, jobs::Series, jobs::SeriesPoint, jobs::IdleGpus,
+                       fairshare::PriorityAnswer, fairshare::PriorityWeights, fairshare::JobPriority,
+                       fairshare::FactorValues, fairshare::SharesAnswer, fairshare::ShareLine,
                        job_steps::StartStep, job_steps::EndStep, job_steps::StepInfo,
                        sessions::StartSession, sessions::SessionInfo, sessions::SessionList,
                        sessions::EnvironmentList, sessions::EnvironmentInfo,

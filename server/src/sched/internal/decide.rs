@@ -293,6 +293,12 @@ impl Decider {
             Command::QueueCounts { reply } => {
                 let _ = reply.send(Ok(self.cluster.queue_counts()));
             }
+            Command::Priority { filter, reply } => {
+                let _ = reply.send(Ok(self.cluster.priority_factors_list(&filter, now)));
+            }
+            Command::Shares { reply } => {
+                let _ = reply.send(Ok(self.cluster.shares(now)));
+            }
             // Its supervisors' samples are in the store.
             Command::Usage { reply, .. } => {
                 let _ = reply.send(Ok(None));

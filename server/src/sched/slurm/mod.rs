@@ -46,7 +46,7 @@ use tokio::sync::{mpsc, Notify};
 use self::backend::Backend;
 use self::cli::SlurmCli;
 use self::reconcile::{job_id, live_jobs, view_of_record, Entry, Jobs};
-use super::handle::{Command, OptionJudge, Scheduler};
+use super::handle::{Command, OptionJudge, SchedError, Scheduler};
 use crate::store::Store;
 use crate::util::now_secs;
 
@@ -241,6 +241,19 @@ async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
                     counts.add(&view);
                 }
                 let _ = reply.send(Ok(counts));
+            }
+            // Slurm's controller computes these; atrium does not mirror them.
+            Command::Priority { reply, .. } => {
+                let _ = reply.send(Err(SchedError::NotSupported(
+                    "priority factors are not available with the Slurm backend: use Slurm's own sprio"
+                        .into(),
+                )));
+            }
+            Command::Shares { reply } => {
+                let _ = reply.send(Err(SchedError::NotSupported(
+                    "fair-share figures are not available with the Slurm backend: use Slurm's own sshare"
+                        .into(),
+                )));
             }
             Command::Nodes { reply } => {
                 let s = lock(&backend.state);

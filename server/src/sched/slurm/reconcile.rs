@@ -291,6 +291,11 @@ fn apply_row(
         start_time: row.start_time,
         // A pending job's StartTime is Slurm's expected start (`squeue --start`).
         expected_start: row.start_time.filter(|_| state == JobState::Pending),
+        eligible_time: eligible(
+            state,
+            reason.as_deref(),
+            row.submit_time.unwrap_or(base.view.submit_time),
+        ),
         end_time: if state.is_terminal() {
             row.end_time
         } else {
@@ -446,6 +451,16 @@ pub(super) fn followed_users(jobs: &Jobs) -> std::collections::BTreeSet<String> 
         .collect()
 }
 
+/// When a job became eligible, as far as its state and reason tell: not while it is
+/// held or waits on a dependency or a begin time; else from its submission.
+fn eligible(state: JobState, reason: Option<&str>, submit: i64) -> Option<i64> {
+    let waiting = state == JobState::Pending
+        && reason.is_some_and(|r| {
+            r.starts_with("JobHeld") || r.starts_with("Dependency") || r == "BeginTime"
+        });
+    (!waiting).then_some(submit)
+}
+
 /// The view of a row, before Slurm has said anything about it in this process.
 pub(super) fn view_of_record(r: &JobRecord, now: i64) -> JobView {
     let state = JobState::parse(&r.state).unwrap_or(JobState::Unknown);
@@ -466,6 +481,7 @@ pub(super) fn view_of_record(r: &JobRecord, now: i64) -> JobView {
         submit_time: r.submit_time / 1000,
         start_time: r.start_time.map(|t| t / 1000),
         expected_start: None,
+        eligible_time: eligible(state, r.reason.as_deref(), r.submit_time / 1000),
         end_time: r.end_time.map(|t| t / 1000),
         time_limit: r.time_limit.map_or(TimeLimit::Unlimited, |s| {
             TimeLimit::Seconds(s.max(0) as u64)

@@ -108,8 +108,8 @@ const CLIENT_COMMANDS: [&str; 9] = [
     "sbatch", "squeue", "scontrol", "scancel", "sinfo", "sacct", "sacctmgr", "srun", "salloc",
 ];
 
-/// Name of the cluster in `slurm.conf`.
-const CLUSTER_NAME: &str = "atriumtest";
+/// The cluster's name (`ClusterName`), as accounting records it.
+pub const CLUSTER_NAME: &str = "atriumtest";
 /// With accounting: the Slurm account every added user belongs to.
 pub const ACCOUNT: &str = "research";
 /// With accounting: slurmdbd's database user and its password (MariaDB on loopback only).

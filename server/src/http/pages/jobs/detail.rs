@@ -2,7 +2,8 @@
 //! (time left while it runs, the real end after), its actions (cancel with a
 //! confirmation, resubmit, edit as new, open its folder, download its output), its
 //! efficiency charts, and the last part of its output (followed live by
-//! `frontend/js/job-output.js`); `POST /jobs/{id}/cancel` and
+//! `frontend/js/job-output.js`); `POST /jobs/{id}/cancel`, `POST /jobs/{id}/signal`
+//! (a signal to a running job's processes, as `scancel --signal`) and
 //! `POST /jobs/{id}/resubmit`.
 //!
 //! Who may see, cancel or resubmit a job is the jobs service's and the scheduler's
@@ -22,7 +23,7 @@ use crate::http::pages::when::{filters, span};
 use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::efficiency::Efficiency;
-use crate::services::jobs::{JobAction, JobInfo};
+use crate::services::jobs::{JobAction, JobInfo, SignalJob, SIGNAL_NAMES};
 use crate::services::output::Tail;
 use crate::services::reasons::{self, plural, ClusterSlices, Explained, GpuAsk};
 
@@ -58,6 +59,10 @@ struct JobPage {
     output_error: Option<String>,
     /// The outcome of an action on this page (a refused cancel).
     notice: Option<String>,
+    /// The signal just sent to the job (`USR1`), once the page is shown again.
+    sent: Option<String>,
+    /// The signals the page offers (`USR1`, `TERM` …).
+    signals: Vec<&'static str>,
     /// What it used of what it was given, once sampled.
     usage: Option<UsageView>,
 }
@@ -257,21 +262,35 @@ fn page_for(me: &Principal, info: JobInfo, slices: &ClusterSlices, now_ms: i64) 
         output: None,
         output_error: None,
         notice: None,
+        sent: None,
+        signals: SIGNAL_NAMES.iter().map(|(n, _)| *n).collect(),
         usage: None,
     }
+}
+
+/// `GET /jobs/{id}`'s query: `sent=USR1` after a signal was sent from the page.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ShowQuery {
+    sent: Option<String>,
 }
 
 pub async fn show(
     state: web::Data<AppState>,
     user: PageUser,
     id: web::Path<String>,
+    query: web::Query<ShowQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Read)?;
     let Some(job) = parse_id(&id) else {
         return not_found_page();
     };
-    job_page(&state, &me, job, None, StatusCode::OK).await
+    // Only a signal's name is echoed (anything else in the address is ignored).
+    let sent = query
+        .into_inner()
+        .sent
+        .and_then(|s| SIGNAL_NAMES.iter().find(|(n, _)| *n == s).map(|(n, _)| *n));
+    page_with(&state, &me, job, None, sent, StatusCode::OK).await
 }
 
 async fn job_page(
@@ -279,6 +298,17 @@ async fn job_page(
     me: &Principal,
     job: JobId,
     notice: Option<String>,
+    status: StatusCode,
+) -> Result<HttpResponse, ApiError> {
+    page_with(state, me, job, notice, None, status).await
+}
+
+async fn page_with(
+    state: &AppState,
+    me: &Principal,
+    job: JobId,
+    notice: Option<String>,
+    sent: Option<&'static str>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let info = match state.jobs.show(me, job).await.map_err(ApiError::from) {
@@ -319,10 +349,60 @@ async fn job_page(
         output,
         output_error,
         notice,
+        sent: sent.map(str::to_string),
         usage: usage_view(&usage),
         ..page_for(me, info, &slices, crate::util::now_ms())
     };
     render(&page, status)
+}
+
+/// What a page's form handler answers instead of acting (boxed: it is large).
+type Answer = Box<Result<HttpResponse, ApiError>>;
+
+/// The job a form of its page acts on, once the form's token and the caller's scope
+/// are checked; `Err`: what to answer instead.
+fn form_job(me: &Principal, csrf: &str, id: &str) -> Result<JobId, Answer> {
+    if !me.csrf_ok(Some(csrf)) {
+        return Err(Box::new(csrf_refused()));
+    }
+    me.require(Scope::Jobs).map_err(|e| Box::new(Err(e)))?;
+    parse_id(id).ok_or_else(|| Box::new(not_found_page()))
+}
+
+/// After an action from the job's page: on to `done`, or the page again saying why
+/// not (`what`: `Not resubmitted`, `Not sent`).
+async fn after_action(
+    state: &AppState,
+    me: &Principal,
+    job: JobId,
+    outcome: Result<String, ApiError>,
+    what: &str,
+) -> Result<HttpResponse, ApiError> {
+    let refused = |m: &str| Some(format!("{what}: {}", reasons::refusal(m)));
+    match outcome {
+        Ok(done) => Ok(HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, done))
+            .finish()),
+        Err(ApiError::NotFound) => not_found_page(),
+        Err(
+            ApiError::Conflict(m)
+            | ApiError::BadRequest(m)
+            | ApiError::Forbidden(m)
+            | ApiError::QuotaExceeded(m)
+            | ApiError::QueueFull(m),
+        ) => job_page(state, me, job, refused(&m), StatusCode::CONFLICT).await,
+        Err(e @ ApiError::InvalidField { .. }) => {
+            job_page(
+                state,
+                me,
+                job,
+                refused(&e.to_string()),
+                StatusCode::BAD_REQUEST,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    }
 }
 
 pub async fn cancel(
@@ -333,12 +413,9 @@ pub async fn cancel(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
-    if !me.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
-    me.require(Scope::Jobs)?;
-    let Some(job) = parse_id(&id) else {
-        return not_found_page();
+    let job = match form_job(&me, &form.csrf, &id) {
+        Ok(job) => job,
+        Err(answer) => return *answer,
     };
     let cancelled = state
         .jobs
@@ -357,6 +434,50 @@ pub async fn cancel(
     }
 }
 
+/// The signal form: which signal, and to whom (`steps`: what the script started,
+/// `batch`: the script's shell, `full`: both).
+#[derive(Debug, serde::Deserialize)]
+pub struct SignalForm {
+    csrf: String,
+    signal: String,
+    whom: Option<String>,
+}
+
+/// `POST /jobs/{id}/signal`: send a running job's processes a signal without ending
+/// it (`scancel --signal`); back to the job's page, which says what was sent, or says
+/// why not.
+pub async fn signal(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<SignalForm>,
+) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    let job = match form_job(&me, &form.csrf, &id) {
+        Ok(job) => job,
+        Err(answer) => return *answer,
+    };
+    let Some(&(name, _)) = SIGNAL_NAMES.iter().find(|(n, _)| *n == form.signal) else {
+        let notice = format!(
+            "Not sent: {:?} is not a signal this page sends.",
+            form.signal
+        );
+        return job_page(&state, &me, job, Some(notice), StatusCode::BAD_REQUEST).await;
+    };
+    let body = SignalJob {
+        signal: serde_json::Value::String(name.to_string()),
+        whom: form.whom.clone(),
+    };
+    let sent = state
+        .jobs
+        .signal(&me, &state.client_addr(&req), job, &body)
+        .await
+        .map(|()| format!("/jobs/{job}?sent={name}"))
+        .map_err(ApiError::from);
+    after_action(&state, &me, job, sent, "Not sent").await
+}
+
 /// `POST /jobs/{id}/resubmit`: the same script and options as a new job (the
 /// owner's only); the new job's page, or this one with the refusal in plain words.
 pub async fn resubmit(
@@ -366,34 +487,17 @@ pub async fn resubmit(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
-    if !me.csrf_ok(Some(&form.csrf)) {
-        return csrf_refused();
-    }
-    me.require(Scope::Jobs)?;
-    let Some(job) = parse_id(&id) else {
-        return not_found_page();
+    let job = match form_job(&me, &form.csrf, &id) {
+        Ok(job) => job,
+        Err(answer) => return *answer,
     };
-    match state.jobs.resubmit(&me, job).await.map_err(ApiError::from) {
-        Ok(new) => Ok(HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, format!("/jobs/{new}")))
-            .finish()),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(
-            ApiError::Conflict(m)
-            | ApiError::BadRequest(m)
-            | ApiError::Forbidden(m)
-            | ApiError::QuotaExceeded(m)
-            | ApiError::QueueFull(m),
-        ) => {
-            let notice = format!("Not resubmitted: {}", reasons::refusal(&m));
-            job_page(&state, &me, job, Some(notice), StatusCode::CONFLICT).await
-        }
-        Err(e @ ApiError::InvalidField { .. }) => {
-            let notice = format!("Not resubmitted: {}", reasons::refusal(&e.to_string()));
-            job_page(&state, &me, job, Some(notice), StatusCode::BAD_REQUEST).await
-        }
-        Err(e) => Err(e),
-    }
+    let new = state
+        .jobs
+        .resubmit(&me, job)
+        .await
+        .map(|new| format!("/jobs/{new}"))
+        .map_err(ApiError::from);
+    after_action(&state, &me, job, new, "Not resubmitted").await
 }
 
 #[cfg(test)]
@@ -507,6 +611,12 @@ mod tests {
         assert!(html.contains("data-offset=\"12\""), "{html}");
         assert!(html.contains("data-follow=\"true\""), "{html}");
         assert!(html.contains("action=\"/jobs/42/cancel\""), "{html}");
+        // A running job may be sent a signal from the page.
+        assert!(html.contains("action=\"/jobs/42/signal\""), "{html}");
+        assert!(
+            html.contains("<option value=\"USR1\">SIGUSR1</option>"),
+            "{html}"
+        );
         assert!(html.contains("name=\"csrf\" value=\"tok\""), "{html}");
         assert!(html.contains("src=\"/static/js/job-output.js\""), "{html}");
         assert!(
@@ -621,6 +731,7 @@ mod tests {
         assert!(!html.contains("job-time-left"), "{html}");
         assert!(html.contains("over its whole run"), "{html}");
         assert!(!html.contains("/jobs/42/cancel"), "{html}");
+        assert!(!html.contains("/jobs/42/signal"), "{html}");
         assert!(html.contains("data-follow=\"false\""), "{html}");
         assert!(html.contains("id=\"job-exit-code\">3<"), "{html}");
         assert!(html.contains("exited &#60;3&#62;"), "{html}");

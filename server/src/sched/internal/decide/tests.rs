@@ -556,6 +556,41 @@ fn squeue_and_nodes_are_answered_at_once() {
 }
 
 #[test]
+fn priority_factors_and_shares_are_answered_at_once() {
+    let mut d = decider();
+    let whole = "#!/bin/bash\n#SBATCH -c 8\nsleep 60\n";
+    let first = submit(&mut d, "ada", whole, T0);
+    let second = submit(&mut d, "ada", whole, T0);
+    let mut batch = Batch::default();
+    let (reply, mut factors) = oneshot::channel();
+    d.handle(
+        Command::Priority {
+            filter: scheduler::PriorityFilter::default(),
+            reply,
+        },
+        &mut batch,
+        T0 + 10,
+    );
+    let (reply, mut shares) = oneshot::channel();
+    d.handle(Command::Shares { reply }, &mut batch, T0 + 10);
+    assert!(batch.log.is_empty() && batch.replies.is_empty() && !batch.touched);
+    let Some(Ok(list)) = answer(&mut factors) else {
+        panic!("no factors")
+    };
+    let ids: Vec<JobId> = list.jobs.iter().map(|v| v.id).collect();
+    assert!(
+        ids == [first, second] || ids == [second],
+        "the pending ones: {ids:?}"
+    );
+    assert_eq!(list.weights.fairshare, 10_000);
+    let Some(Ok(tree)) = answer(&mut shares) else {
+        panic!("no shares")
+    };
+    assert_eq!(tree.accounts.len(), 1);
+    assert_eq!(tree.accounts[0].users[0].name, "ada");
+}
+
+#[test]
 fn draining_a_node_is_logged_and_answered_once_durable() {
     let mut d = decider();
     let (reply, mut rx) = oneshot::channel();

@@ -1,0 +1,77 @@
+//! `/api/v1/priority` and `/api/v1/shares`: what the pending jobs' priorities are
+//! made of (`sprio`) and the fair-share tree (`sshare`). The rules are the jobs
+//! service's (`services::fairshare`); these handlers parse, call it and answer.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::de::DeserializeOwned;
+
+use crate::auth::{Principal, Scope};
+use crate::http::{ApiError, AppState};
+pub use crate::services::fairshare::{
+    FactorValues, JobPriority, PriorityAnswer, PriorityQuery, PriorityWeights, ShareLine,
+    SharesAnswer, SharesQuery,
+};
+
+/// The weights of the priority factors and each pending job's factors, normalized
+/// and weighted (as Slurm's `sprio`). A user sees their own jobs only.
+#[utoipa::path(get, path = "/api/v1/priority", params(PriorityQuery),
+    responses((status = 200, body = PriorityAnswer), (status = 400, description = "a list too long, or an id that is not a job number (`field` names it)"),
+              (status = 501, description = "the Slurm backend: use Slurm's own sprio")))]
+pub async fn priority(
+    req: HttpRequest,
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Read)?;
+    let query: PriorityQuery = query_of(&req)?;
+    Ok(HttpResponse::Ok().json(state.jobs.priority(&caller, query).await?))
+}
+
+/// The fair-share tree (as Slurm's `sshare`): the root, each account and its users,
+/// with shares, decayed usage and fair-share factors. A user sees the root, the
+/// accounts they charge and their own lines.
+#[utoipa::path(get, path = "/api/v1/shares", params(SharesQuery),
+    responses((status = 200, body = SharesAnswer), (status = 400, description = "a list too long (`field` names it)"),
+              (status = 501, description = "the Slurm backend: use Slurm's own sshare")))]
+pub async fn shares(
+    req: HttpRequest,
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Read)?;
+    let query: SharesQuery = query_of(&req)?;
+    Ok(HttpResponse::Ok().json(state.jobs.shares(&caller, query).await?))
+}
+
+/// The query string read as `T`; a 400 naming the field it could not take (an
+/// unknown or repeated one) when the error says which.
+fn query_of<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
+    web::Query::<T>::from_query(req.query_string())
+        .map(web::Query::into_inner)
+        .map_err(|e| {
+            let message = format!("query: {e}");
+            match named_field(&message) {
+                Some(field) => ApiError::InvalidPath { field, message },
+                None => ApiError::bad_request(message),
+            }
+        })
+}
+
+/// The field a deserializer's message names (`unknown field `x``).
+fn named_field(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("field `")?;
+    let (name, _) = rest.split_once('`')?;
+    Some(name.chars().take(64).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_query_error_names_its_field() {
+        assert_eq!(
+            super::named_field("query: unknown field `bogus`, expected one of `ids`"),
+            Some("bogus".into())
+        );
+        assert_eq!(super::named_field("query: invalid digit"), None);
+    }
+}
