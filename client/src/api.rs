@@ -330,6 +330,9 @@ pub struct StepInfo {
     pub time_used: u64,
 }
 
+/// The most a response's announced length makes the client reserve at once.
+const MAX_PREALLOCATED: u64 = 64 << 20;
+
 impl Portal {
     /// A client for `settings`, trusting the system's roots and `ca_file`. The roots are
     /// read only for an `https` portal: loading them costs more than a whole plain-HTTP
@@ -437,17 +440,25 @@ impl Portal {
             ))
         })?;
         let status = response.status();
-        let body = response
-            .bytes()
+        // Into one buffer of the announced size: a listing of thousands of jobs is
+        // hundreds of kilobytes, which growing by halves would copy several times.
+        let mut response = response;
+        let announced = response.content_length().unwrap_or(0).min(MAX_PREALLOCATED);
+        let mut body = Vec::with_capacity(announced as usize);
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|e| CallError::local(format!("reading the portal's answer: {e}")))?;
+            .map_err(|e| CallError::local(format!("reading the portal's answer: {e}")))?
+        {
+            body.extend_from_slice(&chunk);
+        }
         if !status.is_success() {
             return Err(CallError {
                 status: Some(status.as_u16()),
                 message: error_message(status.as_u16(), &String::from_utf8_lossy(&body)),
             });
         }
-        Ok(body.to_vec())
+        Ok(body)
     }
 
     /// `GET path` (below `/api/v1`), as JSON.

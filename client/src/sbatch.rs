@@ -443,7 +443,7 @@ pub async fn run(args: SbatchArgs) -> anyhow::Result<()> {
     let portal = connect(CMD)?;
     if cl.test_only {
         let answer = portal.dry_run(&body).await.map_err(failed(CMD))?;
-        let tz = jiff::tz::TimeZone::system();
+        let tz = crate::times::local_zone();
         for line in test_only_lines(&answer, &tz) {
             eprintln!("{line}");
         }

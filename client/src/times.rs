@@ -39,6 +39,33 @@ impl TimeFormat {
     }
 }
 
+/// This machine's time zone as the C library reads it: `TZ` (a zone name, a path, or
+/// a POSIX rule), else `/etc/localtime`, else UTC. Unlike jiff's `TimeZone::system`,
+/// it never walks the whole zone database to name the zone, which costs a command
+/// more than its whole call to the portal.
+pub fn local_zone() -> TimeZone {
+    let from_file = |path: &str| {
+        std::fs::read(path)
+            .ok()
+            .and_then(|bytes| TimeZone::tzif("Local", &bytes).ok())
+    };
+    match std::env::var("TZ").ok().filter(|t| !t.is_empty()) {
+        Some(tz) => {
+            let tz = tz.strip_prefix(':').unwrap_or(&tz);
+            if tz.starts_with('/') {
+                from_file(tz)
+            } else {
+                (!tz.contains(".."))
+                    .then(|| from_file(&format!("/usr/share/zoneinfo/{tz}")))
+                    .flatten()
+                    .or_else(|| TimeZone::posix(tz).ok())
+            }
+        }
+        None => from_file("/etc/localtime"),
+    }
+    .unwrap_or(TimeZone::UTC)
+}
+
 /// Prints time stamps in one time zone and format, relative to one "now".
 #[derive(Debug, Clone)]
 pub struct Clock {
@@ -54,7 +81,7 @@ impl Clock {
             TimeFormat::from_env(std::env::var("SLURM_TIME_FORMAT").ok().as_deref(), command);
         (
             Clock {
-                tz: TimeZone::system(),
+                tz: local_zone(),
                 now: Timestamp::now(),
                 format,
             },

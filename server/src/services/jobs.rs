@@ -853,24 +853,34 @@ impl Jobs {
 
     /// Each job's uid, gid and group, and the cluster's name: once per user listed.
     async fn with_identities(&self, jobs: &mut [JobInfo]) -> Result<(), ServiceError> {
-        let mut known: std::collections::HashMap<String, Option<(u32, u32)>> =
-            std::collections::HashMap::new();
+        // Looked up once per user listed: the identity, and its group's name (the
+        // system's group database may be remote).
+        type Known = Option<(u32, u32, Option<String>)>;
+        let mut known: std::collections::HashMap<String, Known> = std::collections::HashMap::new();
         for job in jobs.iter_mut() {
             if !known.contains_key(&job.user) {
-                let ids = self
-                    .identities
-                    .posix(&job.user)
-                    .await?
-                    .map(|p| (p.uid, p.gid));
+                let ids = match self.identities.posix(&job.user).await? {
+                    Some(p) => {
+                        let gid = p.gid;
+                        let group = tokio::task::spawn_blocking(move || {
+                            nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+                                .ok()
+                                .flatten()
+                                .map(|g| g.name)
+                        })
+                        .await
+                        .ok()
+                        .flatten();
+                        Some((p.uid, p.gid, group))
+                    }
+                    None => None,
+                };
                 known.insert(job.user.clone(), ids);
             }
-            if let Some(Some((uid, gid))) = known.get(&job.user) {
+            if let Some(Some((uid, gid, group))) = known.get(&job.user) {
                 job.uid = Some(*uid);
                 job.gid = Some(*gid);
-                job.group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(*gid))
-                    .ok()
-                    .flatten()
-                    .map(|g| g.name);
+                job.group.clone_from(group);
             }
             job.cluster = Some(self.config.jobs.cluster_name.clone());
         }
