@@ -300,6 +300,9 @@ pub fn error_message(status: u16, body: &str) -> String {
     }
 }
 
+/// A job's terminal ([`Portal::attach`]).
+pub type Terminal = tokio_tungstenite::WebSocketStream<reqwest::Upgraded>;
+
 /// A connection to the portal's `/api/v1`.
 pub struct Portal {
     http: reqwest::Client,
@@ -581,6 +584,57 @@ impl Portal {
             )
             .await?;
         Ok(())
+    }
+
+    /// `GET /jobs/{id}/attach`: the websocket of the job's terminal (an interactive
+    /// job of the caller's that runs). Binary messages carry bytes both ways; a text
+    /// message `{"rows": R, "cols": C}` sets the window's size.
+    pub async fn attach(&self, id: &str) -> Result<Terminal, CallError> {
+        use tokio_tungstenite::tungstenite::handshake::client::generate_key;
+        use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+        let key = generate_key();
+        let response = self
+            .http
+            .get(self.url(&format!("/jobs/{id}/attach")))
+            .header(reqwest::header::CONNECTION, "Upgrade")
+            .header(reqwest::header::UPGRADE, "websocket")
+            .header("Sec-WebSocket-Version", "13")
+            .header("Sec-WebSocket-Key", &key)
+            .bearer_auth(&self.token)
+            // The terminal stays as long as its job: no deadline once it is open.
+            .timeout(Duration::from_secs(u64::from(u32::MAX)))
+            .send()
+            .await
+            .map_err(|e| {
+                CallError::local(format!("cannot reach the portal at {}: {e}", self.origin))
+            })?;
+        let status = response.status();
+        if status != reqwest::StatusCode::SWITCHING_PROTOCOLS {
+            let body = response.text().await.unwrap_or_default();
+            return Err(CallError {
+                status: Some(status.as_u16()),
+                message: error_message(status.as_u16(), &body),
+            });
+        }
+        let accepted = response
+            .headers()
+            .get("sec-websocket-accept")
+            .is_some_and(|v| v.as_bytes() == derive_accept_key(key.as_bytes()).as_bytes());
+        if !accepted {
+            return Err(CallError::local(
+                "the portal's answer to the terminal's handshake is not a websocket's",
+            ));
+        }
+        let upgraded = response
+            .upgrade()
+            .await
+            .map_err(|e| CallError::local(format!("opening the job's terminal: {e}")))?;
+        Ok(tokio_tungstenite::WebSocketStream::from_raw_socket(
+            upgraded,
+            tokio_tungstenite::tungstenite::protocol::Role::Client,
+            None,
+        )
+        .await)
     }
 
     /// `POST /jobs/{id}/{action}`: `hold`, `release` or `requeue`.

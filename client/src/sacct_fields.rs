@@ -311,7 +311,12 @@ fn value(name: &str, row: Row<'_>, clock: &Clock) -> String {
         "AllocNodes" => (if started { job.nodes.max(1) } else { 0 }).to_string(),
         "AllocTRES" if started => match row {
             Row::Job(_) => sorted_tres(job),
-            _ => format!("cpu={cpus},mem=0,node={}", job.nodes.max(1)),
+            // A step has the job's memory (none where memory is not tracked).
+            _ => format!(
+                "cpu={cpus},mem={},node={}",
+                job.memory_mb.map_or_else(|| "0".into(), memory),
+                job.nodes.max(1)
+            ),
         },
         "Cluster" => job.cluster.clone().unwrap_or_default(),
         "Comment" if is_job => job.comment.clone().unwrap_or_default(),

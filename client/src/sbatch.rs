@@ -371,7 +371,7 @@ fn read_script(cl: &CommandLine) -> Result<Option<String>, SlurmError> {
 }
 
 /// The states a job does not leave.
-const ENDED: [&str; 9] = [
+pub(crate) const ENDED: [&str; 9] = [
     "COMPLETED",
     "FAILED",
     "CANCELLED",

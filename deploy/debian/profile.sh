@@ -1,5 +1,6 @@
 # /etc/profile.d/atrium.sh (the Debian package): atrium's Slurm-style commands
-# (sbatch, squeue, sinfo, scancel, sacct, seff: links to /usr/bin/atrium) on every login
+# (sbatch, salloc, srun, squeue, sinfo, scancel, sacct, scontrol, sprio, sshare, sstat,
+# seff: links to /usr/bin/atrium) on every login
 # shell's PATH. Last on it, so that a Slurm client installed on this machine keeps
 # its own commands; `atrium sbatch …` always works.
 case ":${PATH}:" in

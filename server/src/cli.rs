@@ -121,9 +121,14 @@ pub enum Command {
     Sstat(atrium_client::RawArgs),
     /// Benchmark campaigns: templates, submit a matrix, list, show, export a report.
     Campaign(atrium_client::campaign::CampaignArgs),
-    /// Inside a job: run tasks of a job step (like Slurm's srun).
+    /// Run tasks of a job step inside a job; outside one, run a command in a new
+    /// allocation, `--pty` on a terminal of its own (like Slurm's srun).
     #[command(disable_help_flag = true)]
     Srun(atrium_client::srun::SrunArgs),
+    /// Run a command (your shell by default) in a new allocation, on a terminal of its
+    /// own (like Slurm's salloc; `--help` lists its options).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Salloc(atrium_client::salloc::SallocArgs),
     /// `show hostnames`, `requeue|hold|release ID` (like Slurm's scontrol).
     #[command(disable_help_flag = true)]
     Scontrol(atrium_client::RawArgs),
@@ -296,6 +301,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sstat(args) => atrium_client::sstat::run(args.args).await,
         Command::Campaign(args) => atrium_client::campaign::run(args).await,
         Command::Srun(args) => atrium_client::srun::run(args).await,
+        Command::Salloc(args) => atrium_client::salloc::run(args).await,
         Command::Scontrol(args) => atrium_client::scontrol::run(args.args).await,
         Command::Step(StepCommand::Run { dir }) => crate::launch::run(&dir).await,
         Command::Step(StepCommand::Exec { dir }) => crate::launch::exec(&dir),

@@ -6,6 +6,10 @@
 //! the portal (for `sacct`: `JOBID.0`, `JOBID.1` …) with the job's own token
 //! (`ATRIUM_JOB_TOKEN`), never a user's; without one, the tasks still run.
 //!
+//! Outside a job, srun asks for an allocation first, as Slurm's does: an interactive
+//! job ([`crate::interactive`]) whose script runs the command, with `--pty` on the
+//! job's terminal, else as a step of the new job through an srun inside it.
+//!
 //! Runs as the user, inside the job's container: it starts the user's own
 //! processes and nothing else.
 //! Must not touch: anything of the server; other jobs.
@@ -68,22 +72,85 @@ pub(crate) fn job_portal(var: &dyn Fn(&str) -> Option<String>) -> Option<Result<
     Some(Portal::for_job(&settings).map_err(|e| e.message))
 }
 
+pub const HELP: &str = "Usage: srun [OPTIONS...] executable [args...]
+
+Inside a job (sbatch, salloc): runs --ntasks copies of the command in the job's
+allocation (-n, -c, --gpus-per-task, --gpu-bind, -l, -o/-e/-i, --export, -J, -D).
+Outside a job: asks for an allocation first, with sbatch's options (-t, -p, -A, -q,
+--gres, -G, --mem, -C, -w …), and runs the command in it; --pty runs it on a
+terminal of its own (srun --pty bash). srun exits with the command's exit code.
+";
+
+/// The request of an allocation for `options`' command (outside a job).
+pub fn allocation_request(
+    options: &SrunOptions,
+    environment: std::collections::BTreeMap<String, String>,
+    cwd: &str,
+) -> serde_json::Value {
+    let mut job_options = serde_json::Map::new();
+    for (name, value) in &options.allocation {
+        let v = value
+            .as_ref()
+            .map_or(serde_json::Value::Bool(true), |v| v.as_str().into());
+        job_options.insert((*name).to_string(), v);
+    }
+    if !job_options.contains_key("job-name") {
+        job_options.insert(
+            "job-name".into(),
+            crate::interactive::default_name(&options.command).into(),
+        );
+    }
+    // With --pty the command is the job's (on its terminal); else an srun in the job
+    // runs it as a step of the new allocation, with the options that shape the step.
+    let arguments: Vec<String> = if options.pty {
+        options.command.clone()
+    } else {
+        std::iter::once("srun".to_string())
+            .chain(options.step_words.iter().cloned())
+            .chain(std::iter::once("--".into()))
+            .chain(options.command.iter().cloned())
+            .collect()
+    };
+    serde_json::json!({
+        "script": crate::interactive::SCRIPT,
+        "arguments": arguments,
+        "options": job_options,
+        "environment": environment,
+        "working_directory": options.chdir.as_deref().unwrap_or(cwd),
+        "interactive": true,
+        "raw_terminal": !options.pty,
+    })
+}
+
 pub async fn run(args: SrunArgs) -> anyhow::Result<()> {
     let var = |k: &str| std::env::var(k).ok();
     let options = SrunOptions::parse(&args.args).map_err(|e| SlurmError::new(CMD, e))?;
+    if options.help {
+        print!("{HELP}");
+        return Ok(());
+    }
+    let Some(job) = job_id(&var) else {
+        if options.command.is_empty() {
+            return Err(SlurmError::new(CMD, "No command given to execute.").into());
+        }
+        let cwd = std::env::current_dir()
+            .map_err(|e| SlurmError::new(CMD, format!("cannot read the current directory: {e}")))?;
+        let body = allocation_request(
+            &options,
+            crate::sbatch::job_environment(std::env::vars_os()),
+            &cwd.to_string_lossy(),
+        );
+        let portal = crate::connect(CMD)?;
+        let (_, code) = crate::interactive::run(CMD, &portal, &body, options.pty).await?;
+        // Now: a read of standard input may still wait on a thread of the runtime.
+        std::process::exit(code);
+    };
     if !options.ignored.is_empty() {
         eprintln!(
             "srun: note: ignoring {} (not used inside an atrium job)",
             options.ignored.join(" ")
         );
     }
-    let Some(job) = job_id(&var) else {
-        return Err(SlurmError::new(
-            CMD,
-            "no job allocation: atrium's srun runs inside a batch job (submit one with sbatch)",
-        )
-        .into());
-    };
     if options.command.is_empty() {
         return Err(SlurmError::new(CMD, "No command given to execute.").into());
     }

@@ -63,6 +63,15 @@ pub struct SrunOptions {
     pub chdir: Option<String>,
     /// Options accepted and ignored, for the note on standard error.
     pub ignored: Vec<String>,
+    /// `--pty`: outside a job, the command runs on a terminal of its own.
+    pub pty: bool,
+    /// `-h`, `--help`, `--usage`.
+    pub help: bool,
+    /// Outside a job: the options that shape the allocation (sbatch's names), in order.
+    pub allocation: Vec<(&'static str, Option<String>)>,
+    /// The options that shape the step, as `--name[=value]` words: what an srun run
+    /// inside the new allocation is given.
+    pub step_words: Vec<String>,
     /// The command and its arguments.
     pub command: Vec<String>,
 }
@@ -152,6 +161,43 @@ const OPTIONS: &[(&str, Option<char>, Arity)] = &[
     ("relative", Some('r'), Arity::Value),
     ("disable-status", Some('X'), Arity::Flag),
     ("join", Some('j'), Arity::Flag),
+    ("help", Some('h'), Arity::Flag),
+    ("usage", None, Arity::Flag),
+];
+
+/// Options that ask for the allocation only (outside a job: sbatch's options of the
+/// same names; inside one: the allocation exists, they are noted and ignored).
+const ALLOCATION_ONLY: &[&str] = &[
+    "time",
+    "partition",
+    "account",
+    "qos",
+    "mem",
+    "mem-per-cpu",
+    "mem-per-gpu",
+    "cpus-per-gpu",
+    "gpus",
+    "gpus-per-node",
+    "gres",
+    "gres-flags",
+    "constraint",
+    "nodelist",
+    "exclude",
+    "dependency",
+    "reservation",
+    "comment",
+    "signal",
+    "exclusive",
+];
+
+/// Options that shape both the allocation and the step's tasks.
+const ALLOCATION_AND_STEP: &[&str] = &[
+    "ntasks",
+    "nodes",
+    "ntasks-per-node",
+    "cpus-per-task",
+    "gpus-per-task",
+    "job-name",
 ];
 
 /// A refusal, in srun's words (printed after `srun: error: `).
@@ -340,8 +386,22 @@ impl SrunOptions {
                 "--{name}: the value is longer than {MAX_VALUE_BYTES} bytes"
             ));
         }
+        let as_word = || match &value {
+            Some(v) => format!("--{name}={v}"),
+            None => format!("--{name}"),
+        };
+        if ALLOCATION_ONLY.contains(&name) {
+            self.allocation.push((name, value.clone()));
+        } else if ALLOCATION_AND_STEP.contains(&name) {
+            self.allocation.push((name, value.clone()));
+            self.step_words.push(as_word());
+        } else if !matches!(name, "pty" | "help" | "usage") {
+            self.step_words.push(as_word());
+        }
         let v = value.unwrap_or_default();
         match name {
+            "pty" => self.pty = true,
+            "help" | "usage" => self.help = true,
             "ntasks" => self.ntasks = Some(number(name, &v)?),
             "nodes" => {
                 // `-N 1` or `-N 1-1`: one node is all a job of the internal

@@ -104,6 +104,14 @@ pub struct JobRequest {
     /// with the request so that every run of the job gets them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<String>,
+    /// An interactive job (`salloc`, `srun --pty` outside a job): its command runs on
+    /// a terminal of its own, which its user attaches to; not an sbatch option.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pty: bool,
+    /// With `pty`: the terminal passes bytes as they are (no echo, no line editing, no
+    /// carriage return added): `srun` outside a job without `--pty`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pty_raw: bool,
 }
 
 /// `--signal`: which signal, to whom, how long before the time limit.

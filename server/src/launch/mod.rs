@@ -27,6 +27,7 @@
 mod early_signal;
 mod runtime;
 mod supervisor;
+pub mod terminal;
 pub mod usage;
 
 use std::io::Write;
@@ -90,6 +91,13 @@ pub struct StepSpec {
     /// Seconds to wait for a missing folder of the output files before failing.
     #[serde(default)]
     pub output_folder_wait_secs: u64,
+    /// An interactive job: it runs on a terminal of its own ([`terminal`]), not
+    /// into its output files.
+    #[serde(default)]
+    pub pty: bool,
+    /// With `pty`: a raw terminal (no echo, no line editing, no carriage returns added).
+    #[serde(default)]
+    pub pty_raw: bool,
     /// Seconds between two samples of the job's use of its CPUs, memory and GPUs
     /// (`usage.json`); 0: none (the totals at the end only).
     #[serde(default = "default_usage_interval")]
@@ -160,6 +168,8 @@ impl StepSpec {
             append_output: false,
             args: Vec::new(),
             output_folder_wait_secs: 0,
+            pty: false,
+            pty_raw: false,
             usage_interval_secs: 0,
             sampled_gpus: Vec::new(),
             sampled_migs: Vec::new(),

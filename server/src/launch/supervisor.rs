@@ -19,6 +19,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::early_signal;
 use super::runtime::{ContainerRuntime, Host, StepFiles};
+use super::terminal;
 use super::usage::{self, Usage};
 use super::{read_spec, write_private, write_state, ProcessIdentity, StepSpec, StepState};
 use crate::privilege;
@@ -36,6 +37,9 @@ const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// step with `--signal` (to remember it before the script can `exec` away).
 const SHELL_LOOK: Duration = Duration::from_millis(200);
 const SHELL_LOOKS: u32 = 150;
+/// How long the terminal of an interactive job that ended may take to pass on what
+/// it still holds.
+const TERMINAL_DRAIN: Duration = Duration::from_secs(5);
 
 /// Run the step in `dir` to its end and record how it ended.
 pub async fn run(dir: &Path) -> anyhow::Result<()> {
@@ -55,24 +59,66 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     let mut term = signal(SignalKind::terminate())?;
     let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut usr2 = signal(SignalKind::user_defined2())?;
+    // An interactive job's terminal, and its owner attached to it: the command starts
+    // once someone reads what it prints.
+    let mut pty = None;
+    if spec.pty {
+        let p = terminal::open(spec.uid, spec.gid).context("opening the job's terminal")?;
+        if spec.pty_raw {
+            terminal::make_raw(&p.master).context("making the job's terminal raw")?;
+        }
+        let socket = dir.join(terminal::SOCKET);
+        let attached = tokio::select! {
+            attached = terminal::await_attachment(&socket) => attached,
+            _ = term.recv() => Err(std::io::Error::other("cancelled before its owner attached")),
+        };
+        match attached {
+            Ok(connection) => pty = Some((p, connection)),
+            Err(e) => {
+                state.reason = Some("error".into());
+                state.error = Some(e.to_string());
+                state.outcome = Some(JobOutcome::Exited(1));
+                state.phase = "finished".into();
+                state.ended_at_ms = Some(crate::util::now_ms());
+                write_state(dir, &state)?;
+                return Ok(());
+            }
+        }
+    }
     let cgroup = spec.memory_limit_mb.and_then(|mb| cgroup_v2(&spec.job, mb));
     let exe = std::env::current_exe()?;
     let mut command = tokio::process::Command::new(exe);
     if let Some(cg) = &cgroup {
         command.env(CGROUP_ENV, cg);
     }
+    // An interactive job's terminal: its end is the job's standard input and output
+    // (the trampoline makes it the controlling terminal, and the error too).
+    let (stdin, stdout) = match &pty {
+        Some((p, _)) => (
+            std::process::Stdio::from(p.slave.try_clone()?),
+            std::process::Stdio::from(p.slave.try_clone()?),
+        ),
+        None => (std::process::Stdio::null(), std::process::Stdio::null()),
+    };
     let mut child = command
         .arg("step")
         .arg("exec")
         .arg(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
+        .stdin(stdin)
+        .stdout(stdout)
         .stderr(std::process::Stdio::piped())
         // No process group of its own here: the trampoline makes a session of its
         // own (and with it the group the signals below go to), which a group leader
         // could not.
         .spawn()?;
+    // The command holds what it gave the child (the terminal's end among them).
+    drop(command);
     let pid = child.id().context("the job exited at once")?;
+    // Only the job holds its end now: when its processes are gone, the relay sees it.
+    let relay = pty.map(|(p, connection)| {
+        drop(p.slave);
+        tokio::spawn(terminal::serve(p.master, connection, pid as i32))
+    });
     let mut setup_errors = child.stderr.take();
     let errors = tokio::spawn(async move {
         let mut text = String::new();
@@ -183,6 +229,16 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
             }
         }
     };
+    if let Some(mut relay) = relay {
+        // What the job printed last is relayed whole; a process of the job's that
+        // still holds the terminal is not waited for long.
+        if tokio::time::timeout(TERMINAL_DRAIN, &mut relay)
+            .await
+            .is_err()
+        {
+            relay.abort();
+        }
+    }
     // The kernel's account of every process the job waited for: the trampoline has
     // been reaped, nothing else was started yet.
     let (mut cpu_seconds, mut max_rss, mut storage_read) = usage::children_usage();
@@ -613,6 +669,13 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
         }
         None
     };
+    if spec.pty {
+        // The session just made takes the job's terminal (its standard input) as its
+        // controlling terminal: job control, ^C, the window's size.
+        if let Err(e) = rustix::process::ioctl_tiocsctty(std::io::stdin()) {
+            fail(format!("cannot take the job's terminal: {e}"));
+        }
+    }
     if let Err(e) = std::env::set_current_dir(&spec.workdir) {
         fail(format!(
             "cannot enter the working directory {}: {e}",
@@ -649,18 +712,38 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
             other => break other,
         }
     };
-    let stdout = open(&spec.stdout).unwrap_or_else(|e| {
-        fail(format!(
-            "cannot open the output file {}: {e}",
-            spec.stdout.display()
-        ))
-    });
-    let stderr = match &spec.stderr {
-        Some(p) => open(p)
-            .unwrap_or_else(|e| fail(format!("cannot open the error file {}: {e}", p.display()))),
-        None => stdout
-            .try_clone()
-            .unwrap_or_else(|e| fail(format!("cannot duplicate the output: {e}"))),
+    // An interactive job writes to its terminal (this process's standard output), not
+    // to files.
+    let terminal = |what: &str| -> std::fs::File {
+        use std::os::fd::AsFd;
+        std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map(std::fs::File::from)
+            .unwrap_or_else(|e| fail(format!("cannot give the job its terminal ({what}): {e}")))
+    };
+    let (stdin, stdout, stderr) = if spec.pty {
+        (
+            std::process::Stdio::from(terminal("input")),
+            terminal("output"),
+            terminal("errors"),
+        )
+    } else {
+        let stdout = open(&spec.stdout).unwrap_or_else(|e| {
+            fail(format!(
+                "cannot open the output file {}: {e}",
+                spec.stdout.display()
+            ))
+        });
+        let stderr = match &spec.stderr {
+            Some(p) => open(p).unwrap_or_else(|e| {
+                fail(format!("cannot open the error file {}: {e}", p.display()))
+            }),
+            None => stdout
+                .try_clone()
+                .unwrap_or_else(|e| fail(format!("cannot duplicate the output: {e}"))),
+        };
+        (std::process::Stdio::null(), stdout, stderr)
     };
     if let Some(groups) = saved_groups {
         // The daemon binds the working directory as root: give it the path the user
@@ -685,7 +768,7 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
         .args(args)
         .env_clear()
         .envs(runtime.env(&spec, &host))
-        .stdin(std::process::Stdio::null())
+        .stdin(stdin)
         .stdout(stdout)
         .stderr(stderr)
         .exec();

@@ -372,6 +372,8 @@ impl Campaigns {
                     environment,
                     working_directory: None,
                     arguments: Vec::new(),
+                    interactive: false,
+                    raw_terminal: false,
                 },
             )
             .await?;

@@ -46,6 +46,15 @@ pub struct SubmitJob {
     /// The script's arguments (`sbatch script ARGS`: `$1`, `$2` … in the script).
     #[serde(default)]
     pub arguments: Vec<String>,
+    /// An interactive job (`salloc`, `srun --pty`): the script runs on a terminal of
+    /// its own, which its owner attaches to (`GET /api/v1/jobs/{id}/attach`); ending
+    /// the terminal's program ends the job. Not for arrays.
+    #[serde(default)]
+    pub interactive: bool,
+    /// With `interactive`: the terminal passes bytes as they are, no echo, no line
+    /// editing, no carriage return added (`srun` outside a job without `--pty`).
+    #[serde(default)]
+    pub raw_terminal: bool,
 }
 
 /// A job or array task. Fields without a value are left out.
@@ -581,6 +590,21 @@ impl Jobs {
         )
         .map_err(refused)?;
         submission::set_arguments(&mut sub, body.arguments).map_err(refused)?;
+        if body.interactive {
+            if sub.request.array.is_some() {
+                return Err(ServiceError::Invalid {
+                    field: "interactive",
+                    message: "interactive: an array's tasks cannot share one terminal".into(),
+                });
+            }
+            sub.request.pty = true;
+            sub.request.pty_raw = body.raw_terminal;
+        } else if body.raw_terminal {
+            return Err(ServiceError::Invalid {
+                field: "raw_terminal",
+                message: "raw_terminal: only an interactive job has a terminal".into(),
+            });
+        }
         let facts = self
             .identities
             .owner_facts(caller.user_id, &caller.username)
@@ -1139,6 +1163,43 @@ impl Jobs {
                 .await?;
         }
         Ok(info)
+    }
+
+    /// Attach to `caller`'s own running interactive job's terminal
+    /// (`launch::terminal`); nobody else's, an administrator's neither (the terminal is
+    /// the user's session). The job takes one attachment.
+    pub async fn attach(
+        &self,
+        caller: &Principal,
+        job: JobId,
+    ) -> Result<crate::launch::terminal::Attachment, ServiceError> {
+        let info = self.show_job(caller, job).await?;
+        if info.user != caller.username {
+            return Err(ServiceError::NotFound);
+        }
+        if info.state != "RUNNING" {
+            return Err(ServiceError::Conflict(format!(
+                "job {job} is {}: its terminal opens once it runs",
+                info.state
+            )));
+        }
+        let as_root = nix::unistd::geteuid().is_root();
+        let socket = self
+            .config
+            .spool_dir(as_root)
+            .join(job.to_string())
+            .join(crate::launch::terminal::SOCKET);
+        if !socket.exists() {
+            return Err(ServiceError::Conflict(format!(
+                "job {job} has no terminal to attach to: it is not interactive, or its \
+                 terminal was taken or has closed"
+            )));
+        }
+        crate::launch::terminal::Attachment::connect(&socket)
+            .await
+            .map_err(|_| {
+                ServiceError::Conflict(format!("job {job}'s terminal was taken or has closed"))
+            })
     }
 
     /// Send a signal to `caller`'s running job (an administrator's: anyone's, audited)

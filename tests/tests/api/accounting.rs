@@ -71,7 +71,10 @@ async fn accounting_totals_match_the_jobs_that_ran() {
     let bob = c.user_in("bob", 20702, &["cv"]).await;
     c.app.add_user("boss", "password-of-some-length", true);
     let boss_web = c.app.login("boss", "password-of-some-length").await;
-    let boss = c.app.create_token(&boss_web, "acct", &["read"]).await;
+    let boss = c
+        .app
+        .create_token(&boss_web, "acct", &["read", "admin"])
+        .await;
     let range = format!(
         "from={}&to={}",
         atrium::accounting::time_text(now_ms() - 3_600_000),
@@ -297,8 +300,10 @@ async fn accounting_totals_match_the_jobs_that_ran() {
         out.lines().collect::<Vec<_>>(),
         [
             "JobID|JobName|State|AllocTRES|NNodes|ReqMem|ExitCode".to_string(),
-            format!("{one}|one|COMPLETED|cpu=2,mem=2G,node=1,billing=2,gres/gpu=1|1|2G|0:0"),
-            format!("{two}|two|COMPLETED|cpu=4,mem=4G,node=1,billing=4,gres/gpu=2|1|4G|0:0"),
+            format!("{one}|one|COMPLETED|billing=2,cpu=2,gres/gpu=1,mem=2G,node=1|1|2G|0:0"),
+            format!("{one}.batch|batch|COMPLETED|cpu=2,mem=2G,node=1|1||0:0"),
+            format!("{two}|two|COMPLETED|billing=4,cpu=4,gres/gpu=2,mem=4G,node=1|1|4G|0:0"),
+            format!("{two}.batch|batch|COMPLETED|cpu=4,mem=4G,node=1|1||0:0"),
         ]
     );
     let (ok, out, err) = sacct(&[
@@ -324,7 +329,7 @@ async fn accounting_totals_match_the_jobs_that_ran() {
     );
     assert!(lines[2].ends_with("   head "), "{out}");
     let (ok, out, err) = sacct(&[
-        "-j", &ids, "-A", "alice", "-r", "gpu", "-s", "CD", "-n", "-o", "JobID",
+        "-j", &ids, "-X", "-A", "alice", "-r", "gpu", "-s", "CD", "-n", "-o", "JobID",
     ]);
     assert!(ok, "{err}");
     assert_eq!(

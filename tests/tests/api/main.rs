@@ -36,6 +36,7 @@ mod postgres;
 mod privilege;
 mod proxy_security;
 mod quotas;
+mod salloc;
 mod scheduler_restore;
 mod sessions;
 mod slurm;

@@ -16,7 +16,10 @@ use crate::helpers::{atrium_bin, spawn_program};
 /// The configuration the unit, the package and the image use.
 const CONFIG: &str = "/etc/atrium/atrium.toml";
 /// The Slurm-style commands the package links to the binary, in /usr/lib/atrium/bin.
-const COMMANDS: [&str; 6] = ["sbatch", "squeue", "sinfo", "scancel", "sacct", "seff"];
+const COMMANDS: [&str; 12] = [
+    "sbatch", "squeue", "sinfo", "scancel", "sacct", "seff", "salloc", "srun", "scontrol", "sprio",
+    "sshare", "sstat",
+];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -236,9 +239,14 @@ async fn the_debian_package_installs_and_serves_the_login_page() {
     for command in COMMANDS {
         let out = run(Command::new(root.join("usr/lib/atrium/bin").join(command)).arg("--help"));
         let help = String::from_utf8_lossy(&out.stdout);
+        // The usage line, in the command's own words (`Usage: squeue …`, Slurm's
+        // `sacct [<OPTION>]`).
         assert!(
-            help.lines()
-                .any(|l| l.starts_with("Usage:") && l.contains(command)),
+            help.lines().any(|l| l
+                .trim_start_matches("Usage:")
+                .split_whitespace()
+                .take(2)
+                .any(|w| w == command)),
             "{command}: {help}"
         );
     }

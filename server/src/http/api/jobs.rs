@@ -72,6 +72,100 @@ pub async fn list(
         .body(body))
 }
 
+/// The window's size, as a text message on a terminal's websocket.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WindowSize {
+    rows: u16,
+    cols: u16,
+}
+
+/// Attach to the terminal of an interactive job of the caller's (`salloc`,
+/// `srun --pty`), once it runs: a websocket on which binary messages carry bytes,
+/// what the terminal prints one way and what is typed the other, and a text message
+/// `{"rows": R, "cols": C}` tells the window's size. The job closes it (code 1000)
+/// when its terminal closes; closing it hangs the terminal up (SIGHUP), as closing a
+/// terminal window does. One attachment per job.
+#[utoipa::path(get, path = "/api/v1/jobs/{id}/attach",
+    responses((status = 101), (status = 400), (status = 404), (status = 409)))]
+pub async fn attach(
+    req: HttpRequest,
+    body: web::Payload,
+    caller: Principal,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Jobs)?;
+    let job = parse_id(&id)?;
+    let (response, session, messages) = actix_ws::handle(&req, body)
+        .map_err(|e| ApiError::bad_request(format!("attach: not a websocket handshake: {e}")))?;
+    let attachment = state.jobs.attach(&caller, job).await?;
+    let messages = messages
+        .max_frame_size(TERMINAL_MESSAGE)
+        .aggregate_continuations()
+        .max_continuation_size(TERMINAL_MESSAGE);
+    actix_web::rt::spawn(relay_terminal(attachment, session, messages));
+    Ok(response)
+}
+
+/// The largest message a terminal's websocket takes (a paste of 1 MiB).
+const TERMINAL_MESSAGE: usize = 1 << 20;
+
+/// Carry a terminal's bytes between its job and the websocket until either ends.
+async fn relay_terminal(
+    attachment: crate::launch::terminal::Attachment,
+    mut session: actix_ws::Session,
+    mut messages: actix_ws::AggregatedMessageStream,
+) {
+    use actix_ws::AggregatedMessage as Message;
+    use futures_util::StreamExt;
+    use tokio::io::AsyncReadExt;
+    let (mut output, mut keys) = attachment.split();
+    let mut buffer = vec![0u8; 16 << 10];
+    let close = loop {
+        tokio::select! {
+            read = output.read(&mut buffer) => match read {
+                Ok(0) | Err(_) => break Some(actix_ws::CloseCode::Normal.into()),
+                Ok(n) => {
+                    if session.binary(bytes::Bytes::copy_from_slice(&buffer[..n])).await.is_err() {
+                        return;
+                    }
+                }
+            },
+            message = messages.next() => match message {
+                Some(Ok(Message::Binary(bytes))) => {
+                    if keys.typed(&bytes).await.is_err() {
+                        break Some(actix_ws::CloseCode::Normal.into());
+                    }
+                }
+                Some(Ok(Message::Text(text))) => {
+                    let Ok(size) = serde_json::from_str::<WindowSize>(&text) else {
+                        break Some(actix_ws::CloseReason {
+                            code: actix_ws::CloseCode::Invalid,
+                            description: Some(
+                                "a text message is the window's size: {\"rows\": R, \"cols\": C}".into(),
+                            ),
+                        });
+                    };
+                    if keys.resize(size.rows, size.cols).await.is_err() {
+                        break Some(actix_ws::CloseCode::Normal.into());
+                    }
+                }
+                Some(Ok(Message::Ping(ping))) => {
+                    if session.pong(&ping).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(Message::Pong(_))) => {}
+                // The user closed the terminal (or the connection broke): the job's
+                // side hangs it up when this connection ends.
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break None,
+            },
+        }
+    };
+    let _ = session.close(close).await;
+}
+
 /// About what one job's JSON takes in a listing.
 const JOB_JSON_BYTES: usize = 400;
 

@@ -56,6 +56,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::post().to(job_steps::requeue_itself),
         )
         .route("/jobs/{id}/signal", web::post().to(jobs::signal))
+        .route("/jobs/{id}/attach", web::get().to(jobs::attach))
         .route("/jobs/{id}/{action}", web::post().to(jobs::act))
         .route("/files", web::get().to(files::list))
         .route("/files", web::delete().to(files::delete))
@@ -127,7 +128,7 @@ pub use crate::util::rfc3339;
 #[derive(utoipa::OpenApi)]
 #[openapi(
     info(title = "atrium", description = "Batch jobs, interactive sessions, partitions, nodes, usage accounting, benchmark runs and sizing advice of an atrium portal."),
-    paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, jobs::signal, jobs::update, output::get,
+    paths(jobs::submit, jobs::list, jobs::get, jobs::cancel, jobs::act, jobs::signal, jobs::attach, jobs::update, output::get,
           jobs::efficiency, jobs::idle_gpus,
           fairshare::priority, fairshare::shares,
           job_steps::start, job_steps::end, job_steps::requeue_itself,

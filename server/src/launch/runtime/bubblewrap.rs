@@ -72,17 +72,13 @@ impl ContainerRuntime for Bubblewrap {
                 }
             }
         }
-        add(&[
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            // No terminal of anyone's can be reached (TIOCSTI) from inside.
-            "--new-session",
-            "--die-with-parent",
-            "--chdir",
-            &workdir,
-            "--",
-        ]);
+        add(&["--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
+        // No terminal of anyone's can be reached (TIOCSTI) from inside. An interactive
+        // job keeps its own terminal, the only one it can reach.
+        if !spec.pty {
+            add(&["--new-session"]);
+        }
+        add(&["--die-with-parent", "--chdir", &workdir, "--"]);
         a.extend(script_command(spec, &files.script));
         a
     }
@@ -117,7 +113,17 @@ mod tests {
         );
         let no_gpu = spec(RuntimeKind::Bubblewrap, vec![]);
         let a = Bubblewrap.argv(&no_gpu, &files(), &host("bwrap")).join(" ");
-        assert!(!a.contains("nvidia"), "{a}");
+        assert!(!a.contains("nvidia"), "{a}"); // An interactive job keeps its own terminal: no new session is made for it.
+        let mut interactive = spec(RuntimeKind::Bubblewrap, vec![]);
+        interactive.pty = true;
+        let a = Bubblewrap
+            .argv(&interactive, &files(), &host("bwrap"))
+            .join(" ");
+        assert!(!a.contains("--new-session"), "{a}");
+        assert!(
+            a.contains("--unshare-pid --unshare-ipc --unshare-uts --die-with-parent"),
+            "{a}"
+        );
     }
 
     #[test]

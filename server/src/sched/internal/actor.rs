@@ -144,7 +144,6 @@ impl Actor {
         let mut stopping = None;
         while stopping.is_none() {
             let mut batch = Batch::default();
-            self.decider.wall_ms = Some(crate::util::now_ms());
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     Some(cmd) => stopping = self.handle(cmd, &mut batch),
@@ -224,7 +223,11 @@ impl Actor {
             }
             _ => {}
         }
-        self.decider.handle(cmd, batch, now_secs());
+        // The wall clock when the command is taken: what it changes is stamped to
+        // the millisecond (an end as well as a start).
+        let wall_ms = crate::util::now_ms();
+        self.decider.wall_ms = Some(wall_ms);
+        self.decider.handle(cmd, batch, wall_ms.div_euclid(1000));
         None
     }
 

@@ -118,6 +118,14 @@ impl Decider {
         }
     }
 
+    /// `now` in milliseconds: the batch's wall clock when it is in that second (a
+    /// start and an end to the millisecond), else the second itself.
+    fn ms(&self, now: Time) -> i64 {
+        self.wall_ms
+            .filter(|ms| ms.div_euclid(1000) == now)
+            .unwrap_or(now * 1000)
+    }
+
     /// `meta` as a job keeps it: the one the previous job got if it is the same.
     pub fn shared_meta(&mut self, meta: JobMeta) -> Arc<JobMeta> {
         if let Some(last) = &self.last_meta {
@@ -529,7 +537,9 @@ impl Decider {
         match (action, applied) {
             (Control::Cancel, Applied::Cancelled(effect)) => {
                 for j in effect.cancelled {
-                    batch.changes.push(ended(j, "CANCELLED", now, None, None));
+                    batch
+                        .changes
+                        .push(ended(j, "CANCELLED", self.ms(now), None, None));
                     self.notify(batch, j, NoticeEvent::Ended, (None, None), now);
                 }
                 for j in effect.signal {
@@ -590,7 +600,7 @@ impl Decider {
                     JobOutcome::Signaled(s) => (None, Some(i64::from(s))),
                     JobOutcome::OutOfMemory => (None, Some(9)),
                 };
-                let mut change = ended(end.job, state.name(), now, code, end.message);
+                let mut change = ended(end.job, state.name(), self.ms(now), code, end.message);
                 if let JobChange::Ended { exit_signal, .. } = &mut change {
                     *exit_signal = signal;
                 }
@@ -617,7 +627,7 @@ impl Decider {
             if v.state.is_terminal() && job.task.is_some() {
                 batch
                     .changes
-                    .push(ended(parent, v.state.name(), now, None, None));
+                    .push(ended(parent, v.state.name(), self.ms(now), None, None));
                 let event = NoticeEvent::of_end(v.state.name());
                 self.notify(batch, parent, event, (None, None), now);
                 self.meta.remove(&job.job);
@@ -665,10 +675,7 @@ impl Decider {
         for d in decisions {
             match d {
                 Decision::Start { job, allocation } => {
-                    let start_ms = self
-                        .wall_ms
-                        .filter(|ms| ms.div_euclid(1000) == now)
-                        .unwrap_or(now * 1000);
+                    let start_ms = self.ms(now);
                     let start = self.job_start(job, &allocation, start_ms, now);
                     batch
                         .changes
@@ -688,7 +695,7 @@ impl Decider {
                             format!("cancelled by the scheduler: {}", reason.name()),
                         ),
                     };
-                    let mut change = ended(job, state, now, None, Some(message));
+                    let mut change = ended(job, state, self.ms(now), None, Some(message));
                     if let JobChange::Ended { reason: r, .. } = &mut change {
                         *r = Some(reason.name().to_string());
                     }
@@ -816,7 +823,7 @@ fn reply_when_durable(batch: &mut Batch, reply: Reply<()>, result: Result<(), Ap
 fn ended(
     job: JobId,
     state: &str,
-    now: Time,
+    end_ms: i64,
     exit_code: Option<i64>,
     message: Option<String>,
 ) -> JobChange {
@@ -824,7 +831,7 @@ fn ended(
         id: job.job as i64,
         task: job.task.map_or(-1, i64::from),
         state: state.to_string(),
-        end_time: now * 1000,
+        end_time: end_ms,
         exit_code,
         exit_signal: None,
         reason: None,

@@ -350,6 +350,8 @@ async fn start_step(
         memory_limit_mb: Some(node.memory_mb),
         kill_grace_secs: settings.kill_grace_secs,
         output_folder_wait_secs: settings.output_folder_wait_secs,
+        pty: request.pty,
+        pty_raw: request.pty_raw,
         gpu_indices: step_env::gpu_indices(node),
         usage_interval_secs: settings.usage_interval_secs,
         sampled_gpus: step_env::sampled_gpus(node),

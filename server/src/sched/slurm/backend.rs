@@ -85,6 +85,13 @@ fn sbatch_call(
                 .into(),
         ));
     }
+    if submission.request.pty {
+        return Err(SchedError::Rejected(
+            "interactive: under Slurm, interactive jobs are Slurm's own: use its salloc or \
+             srun --pty"
+                .into(),
+        ));
+    }
     if submission.container.is_some() {
         return Err(SchedError::Rejected(
             "container: jobs under Slurm run in the site's own environment; \

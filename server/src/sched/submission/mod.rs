@@ -599,7 +599,9 @@ fn merge(base: JobRequest, over: JobRequest) -> JobRequest {
         deadline,
         get_user_env,
         ignored,
-        arguments
+        arguments,
+        pty,
+        pty_raw
     )
 }
 

@@ -214,6 +214,8 @@ pub async fn submit(
         environment: Default::default(),
         working_directory: (!working_directory.is_empty()).then(|| working_directory.to_string()),
         arguments: Vec::new(),
+        interactive: false,
+        raw_terminal: false,
     };
     let mut line_errors = Vec::new();
     let (status, message) = match state
