@@ -323,7 +323,14 @@ fn value(name: &str, row: Row<'_>, clock: &Clock) -> String {
         "Constraints" if is_job => job.features.clone().unwrap_or_default(),
         "CPUTime" => secs2time(step_used.saturating_mul(cpus.max(1))),
         "CPUTimeRAW" => step_used.saturating_mul(cpus.max(1)).to_string(),
-        "DerivedExitCode" if is_job => "0:0".into(),
+        // The highest exit code of the job's steps (srun), with the signal that ended
+        // that step; 0:0 without steps, as Slurm's.
+        "DerivedExitCode" if is_job => job
+            .steps
+            .iter()
+            .map(|s| (s.exit_code.unwrap_or(0), s.signal.unwrap_or(0)))
+            .max()
+            .map_or_else(|| "0:0".into(), |(code, signal)| format!("{code}:{signal}")),
         "Elapsed" => secs2time(step_used),
         "ElapsedRaw" => step_used.to_string(),
         // A step is eligible when it starts.

@@ -879,7 +879,7 @@ fn job_value(job: &JobInfo, letter: char, clock: &Clock) -> (String, bool) {
         '2' => null(job.stderr.as_deref().or(job.stdout.as_deref())),
         '3' => job.ntasks.unwrap_or(1).to_string(),
         '4' => job.cluster.clone().unwrap_or_else(|| "cluster".into()),
-        '5' => time(Some(&job.submit_time)),
+        '5' => time(job.eligible_time.as_deref().or(Some(&job.submit_time))),
         '6' => job.exit_code.unwrap_or(0).to_string(),
         '7' => job.restarts.to_string(),
         '8' => job.cpus_per_task.unwrap_or(1).to_string(),

@@ -800,6 +800,20 @@ impl Jobs {
         jobs: &mut Vec<JobInfo>,
     ) -> Result<u64, ServiceError> {
         let before = jobs.len();
+        // The scheduler's view of every pending job, asked for at once: the actor
+        // answers them in one batch rather than one wake-up each.
+        let who = requester(caller);
+        let asked = jobs
+            .iter()
+            .filter(|j| j.state == "PENDING" && j.end_time.is_none());
+        let views = futures_util::future::join_all(
+            asked
+                .clone()
+                .map(|j| self.scheduler.job(&who, JobId::new(j.job_id))),
+        )
+        .await;
+        let mut views: std::collections::HashMap<u64, Result<JobView, SchedError>> =
+            asked.map(|j| j.job_id).zip(views).collect();
         let mut kept = Vec::with_capacity(before);
         for mut job in std::mem::take(jobs) {
             let spec = job
@@ -818,10 +832,10 @@ impl Jobs {
                 job.display_id = format!("{}_[{rest}]", job.job_id);
                 job.array_spec = Some(rest.to_string());
             } else if job.state == "PENDING" {
-                let id = JobId::new(job.job_id);
-                match self.scheduler.job(&requester(caller), id).await {
-                    Ok(view) => {
-                        let now = from_view(view);
+                // An array's requeued tasks share its number, and its view.
+                match views.get(&job.job_id) {
+                    Some(Ok(view)) => {
+                        let now = from_view(view.clone());
                         if spec.is_some() {
                             let Some(rest) = now.array_spec.filter(|s| !s.is_empty()) else {
                                 continue;
@@ -832,8 +846,12 @@ impl Jobs {
                         job.reason = now.reason.or(job.reason);
                         job.eligible_time = now.eligible_time;
                     }
-                    Err(SchedError::NotFound) => {}
-                    Err(e) => return Err(e.into()),
+                    Some(Err(SchedError::NotFound)) | None => {}
+                    Some(Err(_)) => {
+                        if let Some(Err(e)) = views.remove(&job.job_id) {
+                            return Err(e.into());
+                        }
+                    }
                 }
             }
             kept.push(job);
