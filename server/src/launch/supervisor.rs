@@ -866,11 +866,12 @@ mod tests {
     fn the_walk_finds_the_tree_and_the_group_and_samples_read_them_again() {
         let mut child = job();
         let leader = child.id();
-        // Wait (polling, with a deadline) for the three sleeps.
+        // Wait (polling, with a deadline) for the three sleeps, each past its exec (a
+        // process caught between fork and exec has no resident memory yet).
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let found = loop {
             let found = job_processes(leader);
-            if found.len() >= 3 {
+            if found.len() >= 3 && found.iter().all(|p| p.rss_kb > 0) {
                 break found;
             }
             assert!(std::time::Instant::now() < deadline, "{found:?}");
