@@ -173,7 +173,7 @@ impl Application {
             tokens: crate::sched::JobTokens::new(&secret),
         };
         let settings = LaunchSettings {
-            spool_dir,
+            spool_dir: spool_dir.clone(),
             exe,
             runtime,
             kill_grace_secs: config.jobs.kill_grace_seconds,
@@ -233,6 +233,7 @@ impl Application {
             identities.clone(),
             audit.clone(),
             crate::sched::JobTokens::new(&secret),
+            spool_dir,
         );
         let accounts = crate::services::Accounts::new(
             store.clone(),

@@ -43,18 +43,20 @@ impl Frame {
 
     /// The frame's bytes on the wire.
     pub fn encode(&self) -> Vec<u8> {
-        let (kind, payload) = match self {
-            Frame::Input(bytes) => (Frame::INPUT, bytes.clone()),
+        let resize;
+        let (kind, payload): (u8, &[u8]) = match self {
+            Frame::Input(bytes) => (Frame::INPUT, bytes),
             Frame::Resize { rows, cols } => {
-                let mut p = rows.to_be_bytes().to_vec();
-                p.extend_from_slice(&cols.to_be_bytes());
-                (Frame::RESIZE, p)
+                let [r0, r1] = rows.to_be_bytes();
+                let [c0, c1] = cols.to_be_bytes();
+                resize = [r0, r1, c0, c1];
+                (Frame::RESIZE, &resize)
             }
         };
         let mut out = Vec::with_capacity(3 + payload.len());
         out.push(kind);
         out.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-        out.extend_from_slice(&payload);
+        out.extend_from_slice(payload);
         out
     }
 

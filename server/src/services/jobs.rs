@@ -410,6 +410,9 @@ pub struct Jobs {
     identities: Identities,
     audit: Audit,
     steps: JobSteps,
+    /// The steps' directories (`jobs.spool_dir`, as startup resolved it): where an
+    /// interactive job's terminal is reached.
+    spool_dir: std::path::PathBuf,
 }
 
 impl Jobs {
@@ -420,9 +423,11 @@ impl Jobs {
         identities: Identities,
         audit: Audit,
         tokens: JobTokens,
+        spool_dir: std::path::PathBuf,
     ) -> Jobs {
         Jobs {
             config,
+            spool_dir,
             store: store.clone(),
             scheduler,
             identities,
@@ -1201,22 +1206,18 @@ impl Jobs {
                 info.state
             )));
         }
-        let as_root = nix::unistd::geteuid().is_root();
         let socket = self
-            .config
-            .spool_dir(as_root)
+            .spool_dir
             .join(job.to_string())
             .join(crate::launch::terminal::SOCKET);
-        if !socket.exists() {
-            return Err(ServiceError::Conflict(format!(
-                "job {job} has no terminal to attach to: it is not interactive, or its \
-                 terminal was taken or has closed"
-            )));
-        }
+        // No socket (not interactive, or attached once already) or a closed one.
         crate::launch::terminal::Attachment::connect(&socket)
             .await
             .map_err(|_| {
-                ServiceError::Conflict(format!("job {job}'s terminal was taken or has closed"))
+                ServiceError::Conflict(format!(
+                    "job {job} has no terminal to attach to: it is not interactive, or its \
+                     terminal was taken or has closed"
+                ))
             })
     }
 
