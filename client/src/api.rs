@@ -47,7 +47,6 @@ pub struct JobInfo {
     pub expected_start: Option<String>,
     /// When it became eligible to start (RFC 3339); absent while held or waiting on a
     /// dependency.
-    #[serde(default)]
     pub eligible_time: Option<String>,
     pub priority: Option<i64>,
     /// The remaining tasks of an array's pending record (`5-9%2`).
@@ -86,19 +85,33 @@ pub struct JobInfo {
 }
 
 impl JobInfo {
-    /// When it ends or is expected to (start or planned start, plus its limit).
-    pub fn expected_end(&self) -> Option<String> {
+    /// An array's own record (not one of its tasks'): the tasks it still stands for.
+    pub fn array_tasks(&self) -> Option<scheduler::ArraySpec> {
+        self.array_spec
+            .as_deref()
+            .filter(|_| self.array_task_id.is_none())?
+            .parse()
+            .ok()
+    }
+
+    /// Whether this is an array's record that stands for task `t`.
+    pub fn holds_task(&self, t: u32) -> bool {
+        self.array_tasks().is_some_and(|spec| spec.contains(t))
+    }
+
+    /// When it ended, or is expected to end (its start or planned start, plus its
+    /// limit).
+    pub fn end_or_expected(&self) -> Option<jiff::Timestamp> {
+        if let Some(end) = self.end_time.as_deref() {
+            return end.parse().ok();
+        }
         let start = self
             .start_time
             .as_deref()
             .or(self.expected_start.as_deref())?;
         let start = start.parse::<jiff::Timestamp>().ok()?;
         let limit = i64::try_from(self.time_limit?).ok()?;
-        Some(
-            jiff::Timestamp::from_second(start.as_second().saturating_add(limit))
-                .ok()?
-                .to_string(),
-        )
+        jiff::Timestamp::from_second(start.as_second().saturating_add(limit)).ok()
     }
 }
 
@@ -139,13 +152,6 @@ pub struct PartitionInfo {
     pub default: bool,
     /// `UNLIMITED` or `D-HH:MM:SS` / `HH:MM:SS`.
     pub max_time: serde_json::Value,
-    /// `(state, count, node list)`.
-    pub nodes_by_state: Vec<(String, u32, String)>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Partitions {
-    partitions: Vec<PartitionInfo>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -665,12 +671,6 @@ impl Portal {
             node.host = host.clone().filter(|h| h.node == node.name);
         }
         Ok(cluster)
-    }
-
-    /// `GET /partitions`.
-    pub async fn partitions(&self) -> Result<Vec<PartitionInfo>, CallError> {
-        let got: Partitions = self.call(self.http.get(self.url("/partitions"))).await?;
-        Ok(got.partitions)
     }
 }
 

@@ -72,11 +72,6 @@ impl Parsed {
         self.options.iter().any(|o| o.key == key)
     }
 
-    /// How many times `key` was given (`-v -v`).
-    pub fn count(&self, key: &str) -> usize {
-        self.options.iter().filter(|o| o.key == key).count()
-    }
-
     /// The last value of `key` (a later option overrides an earlier one).
     pub fn last(&self, key: &str) -> Option<&str> {
         self.options

@@ -13,7 +13,6 @@
 pub mod api;
 pub mod campaign;
 pub mod columns;
-pub mod format;
 pub mod getopt;
 pub mod interactive;
 pub mod print_fields;
@@ -179,6 +178,24 @@ pub(crate) fn split_list(text: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(String::from)
         .collect()
+}
+
+/// A command line getopt refused, as glibc and Slurm's commands say it: the error, then
+/// where to read the usage; exit status 1.
+pub(crate) fn usage_error(command: &'static str, e: &getopt::GetoptError) -> CommandExit {
+    CommandExit::new(
+        vec![
+            e.line(&invoked_as(command)),
+            format!("Try \"{command} --help\" for more information"),
+        ],
+        1,
+    )
+}
+
+/// The items of every comma-separated list in `values` (a repeated option's), in
+/// order.
+pub(crate) fn split_lists<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    values.into_iter().flat_map(split_list).collect()
 }
 
 /// Print `lines` on standard output through one buffer (stdout alone flushes every

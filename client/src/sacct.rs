@@ -167,15 +167,8 @@ impl JobSpec {
         self.job == job.job_id
             && self
                 .task
-                .is_none_or(|t| job.array_task_id == Some(t) || spec_holds(job, t))
+                .is_none_or(|t| job.array_task_id == Some(t) || job.holds_task(t))
     }
-}
-
-fn spec_holds(job: &JobInfo, task: u32) -> bool {
-    job.array_task_id.is_none()
-        && job.array_spec.as_deref().is_some_and(|spec| {
-            super::squeue::job_matches(job, &[format!("{}_{task}", job.job_id)]) && !spec.is_empty()
-        })
 }
 
 /// What the command line and the environment ask for.

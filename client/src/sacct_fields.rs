@@ -427,10 +427,7 @@ fn value(name: &str, row: Row<'_>, clock: &Clock) -> String {
 }
 
 fn first_node(job: &JobInfo) -> String {
-    super::scontrol::expand_hostlist(&job.nodelist)
-        .ok()
-        .and_then(|h| h.into_iter().next())
-        .unwrap_or_default()
+    super::scontrol::first_host(&job.nodelist).unwrap_or_default()
 }
 
 /// The batch step's state: the job's, but a script killed by a signal was CANCELLED.

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use super::api::{CallError, JobInfo};
 use super::getopt::{HasArg, Opt, Parser};
-use super::{connect, failed, CommandExit};
+use super::{connect, failed, split_list, CommandExit};
 
 const CMD: &str = "scancel";
 
@@ -159,6 +159,7 @@ pub struct Request {
     pub accounts: Vec<String>,
     pub qos: Vec<String>,
     pub states: Vec<&'static str>,
+    /// `-w`: the hosts named, expanded ([`super::scontrol::wanted_hosts`]).
     pub nodes: Vec<String>,
     pub verbose: bool,
     pub quiet: bool,
@@ -179,27 +180,13 @@ impl Request {
 }
 
 fn env_list(var: &dyn Fn(&str) -> Option<String>, name: &str) -> Vec<String> {
-    var(name)
-        .map(|v| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
+    var(name).map_or_else(Vec::new, |v| split_list(&v))
 }
 
 pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Request, CommandExit> {
-    let parsed = Parser::new(OPTIONS).parse(args).map_err(|e| {
-        CommandExit::new(
-            vec![
-                e.line(&super::invoked_as(CMD)),
-                format!("Try \"{CMD} --help\" for more information"),
-            ],
-            1,
-        )
-    })?;
+    let parsed = Parser::new(OPTIONS)
+        .parse(args)
+        .map_err(|e| super::usage_error(CMD, &e))?;
     let mut r = Request {
         whom: if parsed.has("full") {
             "full"
@@ -240,11 +227,12 @@ pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Req
         .iter()
         .map(|a| a.to_lowercase())
         .collect();
-    r.nodes = parsed
+    let nodes: Vec<String> = parsed
         .all("nodelist")
         .iter()
         .map(|s| s.to_string())
         .collect();
+    r.nodes = super::scontrol::wanted_hosts(&nodes);
     if let Some(state) = parsed
         .last("state")
         .map(str::to_string)
@@ -318,13 +306,7 @@ fn passes(r: &Request, job: &JobInfo) -> bool {
         && lower_in(&r.accounts, &job.account)
         && lower_in(&r.qos, job.qos.as_deref().unwrap_or("normal"))
         && (r.states.is_empty() || r.states.contains(&job.state.as_str()))
-        && (r.nodes.is_empty()
-            || r.nodes.iter().any(|n| {
-                super::scontrol::expand_hostlist(n)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|h| job.nodelist.contains(h.as_str()))
-            }))
+        && (r.nodes.is_empty() || super::scontrol::node_overlap(&r.nodes, &job.nodelist))
 }
 
 fn kill_error(id: &str, step: bool, reason: &str) -> String {
@@ -377,18 +359,17 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             }
         }
         for target in &r.targets {
-            let matching: Vec<&JobInfo> =
-                jobs.iter()
-                    .filter(|j| j.job_id == target.job)
-                    .filter(|j| {
-                        target.tasks.is_empty()
-                            || j.array_task_id.is_some_and(|t| target.tasks.contains(&t))
-                            || target.tasks.iter().any(|t| {
-                                super::squeue::job_matches(j, &[format!("{}_{t}", j.job_id)])
-                            })
-                    })
-                    .filter(|j| passes(&r, j))
-                    .collect();
+            let matching: Vec<&JobInfo> = jobs
+                .iter()
+                .filter(|j| j.job_id == target.job)
+                .filter(|j| {
+                    target.tasks.is_empty()
+                        || j.array_task_id.is_some_and(|t| target.tasks.contains(&t))
+                        || j.array_tasks()
+                            .is_some_and(|spec| target.tasks.iter().any(|&t| spec.contains(t)))
+                })
+                .filter(|j| passes(&r, j))
+                .collect();
             if target.step.is_some() {
                 // A step of a job is ended or signalled with its job here: refused.
                 errors.push(kill_error(&target.text, true, "Invalid job id specified"));

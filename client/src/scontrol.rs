@@ -40,6 +40,36 @@ const OPTIONS: &[Opt] = &[
     Opt::new("version", Some('V'), &["version"], HasArg::No),
 ];
 
+/// The hosts that `-w`/`--nodelist` values name, expanded once (`n[1-2]`: `n1`, `n2`);
+/// `localhost` also names this machine (its host name read once).
+pub fn wanted_hosts(values: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = values
+        .iter()
+        // An unreadable list stays as it is: it names no job's host.
+        .flat_map(|v| expand_hostlist(v).unwrap_or_else(|_| vec![v.clone()]))
+        .collect();
+    if hosts.iter().any(|h| h == "localhost") {
+        if let Ok(name) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            hosts.push(name.trim().to_string());
+        }
+    }
+    hosts
+}
+
+/// Whether the host list `nodelist` (a job's) holds any of `wanted` (expanded hosts).
+pub fn node_overlap(wanted: &[String], nodelist: &str) -> bool {
+    expand_hostlist(nodelist)
+        .unwrap_or_default()
+        .iter()
+        .any(|h| wanted.contains(h))
+}
+
+/// The first host of a host list (`n[1-3]`: `n1`); `None` for an empty or unreadable
+/// list.
+pub fn first_host(list: &str) -> Option<String> {
+    expand_hostlist(list).ok()?.into_iter().next()
+}
+
 /// Expand a Slurm host list (`head`, `gpu[01-03,7],cpu1`) within [`MAX_HOSTS`].
 pub fn expand_hostlist(list: &str) -> Result<Vec<String>, String> {
     let bad = || format!("invalid host list: {list}");
@@ -233,7 +263,9 @@ pub fn job_record(j: &JobInfo, clock: &Clock) -> Vec<Vec<String>> {
         _ => "(null)".into(),
     };
     let limit = j.time_limit.map_or("UNLIMITED".to_string(), secs2time);
-    let end = j.end_time.clone().or_else(|| j.expected_end());
+    let end = j
+        .end_or_expected()
+        .map_or_else(|| "Unknown".into(), |t| clock.stamp(t));
     let mut lines = vec![
         first,
         vec![
@@ -292,7 +324,7 @@ pub fn job_record(j: &JobInfo, clock: &Clock) -> Vec<Vec<String>> {
                 "StartTime={}",
                 stamp(j.start_time.as_deref().or(j.expected_start.as_deref()))
             ),
-            format!("EndTime={}", stamp(end.as_deref())),
+            format!("EndTime={end}"),
             "Deadline=N/A".into(),
         ],
         vec![
@@ -315,10 +347,7 @@ pub fn job_record(j: &JobInfo, clock: &Clock) -> Vec<Vec<String>> {
         )],
     ];
     if !pending && !j.nodelist.is_empty() {
-        let host = expand_hostlist(&j.nodelist)
-            .ok()
-            .and_then(|h| h.into_iter().next())
-            .unwrap_or_default();
+        let host = first_host(&j.nodelist).unwrap_or_default();
         lines.push(vec![format!("BatchHost={host}")]);
     }
     let cpus = j.cpus.or(j.min_cpus).unwrap_or(1);
@@ -510,7 +539,7 @@ pub fn partition_record(p: &PartitionInfo, nodes: &[NodeInfo]) -> Vec<Vec<String
         .filter(|n| n.partitions.contains(&p.name))
         .map(|n| u64::from(n.cpus_total))
         .sum();
-    let max_time = super::format::parse_limit(&p.max_time)
+    let max_time = super::times::parse_limit(&p.max_time)
         .ok()
         .flatten()
         .map_or("UNLIMITED".to_string(), secs2time);
@@ -575,12 +604,9 @@ pub struct Request {
 }
 
 pub fn read(args: &[String]) -> Result<Request, CommandExit> {
-    let parsed = Parser::new(OPTIONS).parse(args).map_err(|e| {
-        failure(vec![
-            e.line(&super::invoked_as(CMD)),
-            format!("Try \"{CMD} --help\" for more information"),
-        ])
-    })?;
+    let parsed = Parser::new(OPTIONS)
+        .parse(args)
+        .map_err(|e| super::usage_error(CMD, &e))?;
     let early = if parsed.has("help") {
         Some(vec![USAGE.to_string()])
     } else if parsed.has("version") {
@@ -621,6 +647,8 @@ async fn act(action: &str, words: &[String]) -> anyhow::Result<()> {
         "holdu" | "uhold" | "hold" => "hold",
         other => other,
     };
+    // One client for every id, made when the first needs it.
+    let mut user_portal = None;
     for word in words {
         for id in split_list(job_arg(word)) {
             if action == "requeue" && own.as_deref() == Some(id.as_str()) {
@@ -630,7 +658,10 @@ async fn act(action: &str, words: &[String]) -> anyhow::Result<()> {
                     continue;
                 }
             }
-            let portal = connect(CMD)?;
+            let portal = match &mut user_portal {
+                Some(p) => p,
+                None => user_portal.insert(connect(CMD)?),
+            };
             if let Err(e) = portal.act(&id, portal_action).await {
                 // Slurm's own words for what its controller answers.
                 let reason = match e.status {
@@ -733,7 +764,9 @@ async fn show(r: &Request, words: &[String]) -> anyhow::Result<()> {
     let Some(entity) = entity(&what) else {
         return Err(failure(vec![format!("invalid entity:{what} for keyword:show ")]).into());
     };
-    let (clock, _) = Clock::from_env(CMD);
+    // The time zone is read only by the records that print times (not `hostnames`,
+    // which every job script may call).
+    let clock = std::cell::LazyCell::new(|| Clock::from_env(CMD).0);
     let mut out = Vec::new();
     match entity {
         "hostnames" => {
@@ -1000,6 +1033,15 @@ const USAGE: &str = "scontrol [<OPTION>] [<COMMAND>]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_filter_matches_hosts_not_text() {
+        let wanted = wanted_hosts(&["n1".to_string()]);
+        assert!(node_overlap(&wanted, "n[1-2]"));
+        assert!(!node_overlap(&wanted, "n10"));
+        assert!(!node_overlap(&wanted_hosts(&["n[".to_string()]), "n1"));
+        assert!(node_overlap(&wanted_hosts(&["m,n[0-3]".to_string()]), "n2"));
+    }
 
     #[test]
     fn host_lists_expand_like_slurms() {

@@ -58,13 +58,7 @@ pub struct Gpu {
 
 /// CPU time as `seff` prints it: `HH:MM:SS`, or `D-HH:MM:SS` from a day on.
 pub fn clock(secs: f64) -> String {
-    let secs = secs.max(0.0).round() as u64;
-    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
-    }
+    super::times::secs2time(secs.max(0.0).round() as u64)
 }
 
 /// An amount of memory as `seff` prints it: two decimals in the largest unit (of

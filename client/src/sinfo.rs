@@ -11,9 +11,9 @@ use serde::Deserialize;
 
 use super::api::PartitionInfo;
 use super::columns::{self, Column, Format};
-use super::format::{parse_limit, time_limit};
 use super::getopt::{HasArg, Opt, Parser};
 use super::times::Clock;
+use super::times::{parse_limit, time_limit};
 use super::{connect, failed, print_lines, CommandExit};
 
 const CMD: &str = "sinfo";
@@ -336,13 +336,7 @@ pub struct Request {
 }
 
 fn list(values: Vec<&str>) -> Vec<String> {
-    values
-        .iter()
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
+    super::split_lists(values)
 }
 
 /// Node states `-t` takes (each may be a prefix), as sinfo lists them.
@@ -374,15 +368,9 @@ const NODE_STATES: &[&str] = &[
 ];
 
 pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Request, CommandExit> {
-    let parsed = Parser::new(OPTIONS).parse(args).map_err(|e| {
-        CommandExit::new(
-            vec![
-                e.line(&super::invoked_as(CMD)),
-                format!("Try \"{CMD} --help\" for more information"),
-            ],
-            1,
-        )
-    })?;
+    let parsed = Parser::new(OPTIONS)
+        .parse(args)
+        .map_err(|e| super::usage_error(CMD, &e))?;
     let mut r = Request {
         header: !parsed.has("noheader"),
         long: parsed.has("long"),
@@ -504,9 +492,8 @@ struct Line<'a> {
     nodes: Vec<&'a NodeInfo>,
 }
 
-fn value(line: &Line<'_>, letter: char, clock: &Clock) -> String {
+fn value(line: &Line<'_>, letter: char) -> String {
     let first = line.nodes.first().copied();
-    let names: Vec<&str> = line.nodes.iter().map(|n| n.name.as_str()).collect();
     let count = |f: &dyn Fn(&NodeInfo) -> bool| line.nodes.iter().filter(|n| f(n)).count();
     let cpus = |f: &dyn Fn(&NodeInfo) -> u64| line.nodes.iter().map(|n| f(n)).sum::<u64>();
     let node = |f: &dyn Fn(&NodeInfo) -> String| first.map_or_else(|| "n/a".to_string(), f);
@@ -556,7 +543,10 @@ fn value(line: &Line<'_>, letter: char, clock: &Clock) -> String {
         'L' => "n/a".into(),
         'm' => node(&|n| n.memory_mb_total.to_string()),
         'M' => "OFF".into(),
-        'n' | 'N' | 'o' => scheduler_hostlist(&names),
+        'n' | 'N' | 'o' => {
+            let names: Vec<&str> = line.nodes.iter().map(|n| n.name.as_str()).collect();
+            scheduler_hostlist(&names)
+        }
         'O' => node(&NodeInfo::cpu_load),
         'P' => line.partition.map_or_else(String::new, |p| {
             if p.default {
@@ -581,10 +571,7 @@ fn value(line: &Line<'_>, letter: char, clock: &Clock) -> String {
         '1' => node(&NodeInfo::gres_used),
         // No node daemon listens for the portal's own node.
         '3' => "N/A".into(),
-        _ => {
-            let _ = clock;
-            String::new()
-        }
+        _ => String::new(),
     }
 }
 
@@ -606,7 +593,7 @@ fn in_states(node: &NodeInfo, states: &[String]) -> bool {
 
 /// The lines: per partition (unless the format shows none), the nodes grouped by
 /// the values the format shows; with `-N`, a line per node and partition.
-fn lines<'a>(r: &Request, cluster: &'a Cluster, clock: &Clock) -> Vec<Line<'a>> {
+fn lines<'a>(r: &Request, cluster: &'a Cluster) -> Vec<Line<'a>> {
     let shows_partition = r.format.pieces.iter().any(|p| {
         matches!(p, columns::Piece::Column(c) if matches!(c.letter, 'P' | 'R' | 'l' | 'a' | 's' | 'g' | 'h' | 'r'))
     });
@@ -666,7 +653,7 @@ fn lines<'a>(r: &Request, cluster: &'a Cluster, clock: &Clock) -> Vec<Line<'a>> 
                 partition,
                 nodes: vec![n],
             };
-            let key: Vec<String> = grouped.iter().map(|&l| value(&single, l, clock)).collect();
+            let key: Vec<String> = grouped.iter().map(|&l| value(&single, l)).collect();
             if !groups.contains_key(&key) {
                 order.push(key.clone());
             }
@@ -696,7 +683,7 @@ fn lines<'a>(r: &Request, cluster: &'a Cluster, clock: &Clock) -> Vec<Line<'a>> 
     if shows_partition && !named && !r.per_node {
         let mut merged: Vec<(Vec<String>, Line<'a>)> = Vec::new();
         for line in out {
-            let key: Vec<String> = grouped.iter().map(|&l| value(&line, l, clock)).collect();
+            let key: Vec<String> = grouped.iter().map(|&l| value(&line, l)).collect();
             match merged.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, into)) => {
                     for n in line.nodes {
@@ -714,7 +701,7 @@ fn lines<'a>(r: &Request, cluster: &'a Cluster, clock: &Clock) -> Vec<Line<'a>> 
 }
 
 /// Resolve the `%#` widths: as wide as the widest value (at least the header).
-fn fit(format: &mut Format, rows: &[Line<'_>], clock: &Clock) {
+fn fit(format: &mut Format, rows: &[Line<'_>]) {
     for piece in &mut format.pieces {
         if let columns::Piece::Column(c) = piece {
             if c.width == usize::MAX {
@@ -724,7 +711,7 @@ fn fit(format: &mut Format, rows: &[Line<'_>], clock: &Clock) {
                     .map_or(0, |(_, h)| h.len());
                 let widest = rows
                     .iter()
-                    .map(|row| value(row, c.letter, clock).chars().count())
+                    .map(|row| value(row, c.letter).chars().count())
                     .max()
                     .unwrap_or(0);
                 c.width = header.max(widest).max(9);
@@ -743,15 +730,16 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     for w in &r.format.warnings {
         eprintln!("{w}");
     }
-    let (clock, _) = Clock::from_env(CMD);
     let portal = connect(CMD)?;
     let cluster: Cluster = portal.cluster().await.map_err(failed(CMD))?;
-    let rows = lines(&r, &cluster, &clock);
-    fit(&mut r.format, &rows, &clock);
+    let rows = lines(&r, &cluster);
+    fit(&mut r.format, &rows);
     let mut out = Vec::new();
     if r.long && r.header {
+        // The time zone is read only for the date line of `-l`.
         out.push(
-            clock
+            Clock::from_env(CMD)
+                .0
                 .zoned_now()
                 .strftime("%a %b %d %H:%M:%S %Y")
                 .to_string(),
@@ -769,7 +757,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     }
     for row in &rows {
         out.push(columns::render(&r.format, |c| {
-            let v = value(row, c.letter, &clock);
+            let v = value(row, c.letter);
             // The default partition's `*` survives a cut.
             if c.letter == 'P' && c.width > 0 && v.ends_with('*') && v.chars().count() > c.width {
                 let kept: String = v.chars().take(c.width - 1).collect();
@@ -842,16 +830,11 @@ mod tests {
     fn output(words: &[&str]) -> Vec<String> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
         let mut r = read(&args, &|_| None).expect("read");
-        let clock = Clock {
-            tz: jiff::tz::TimeZone::UTC,
-            now: "2026-11-27T17:34:10Z".parse().expect("now"),
-            format: super::super::times::TimeFormat::Standard,
-        };
         let c = cluster();
-        let rows = lines(&r, &c, &clock);
-        fit(&mut r.format, &rows, &clock);
+        let rows = lines(&r, &c);
+        fit(&mut r.format, &rows);
         rows.iter()
-            .map(|row| columns::render(&r.format, |col| (value(row, col.letter, &clock), true)))
+            .map(|row| columns::render(&r.format, |col| (value(row, col.letter), true)))
             .collect()
     }
 

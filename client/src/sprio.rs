@@ -181,13 +181,6 @@ pub struct Request {
     pub early: Option<Vec<String>>,
 }
 
-fn usage_error(line: String) -> CommandExit {
-    CommandExit::new(
-        vec![line, format!("Try \"{CMD} --help\" for more information")],
-        1,
-    )
-}
-
 fn fatal(message: &str) -> CommandExit {
     CommandExit::new(vec![format!("{CMD}: fatal: {message}")], 1)
 }
@@ -222,7 +215,7 @@ fn job_list(text: &str) -> Result<Vec<(u64, Option<u32>)>, CommandExit> {
 pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Request, CommandExit> {
     let parsed = Parser::new(OPTIONS)
         .parse(args)
-        .map_err(|e| usage_error(e.line(&super::invoked_as(CMD))))?;
+        .map_err(|e| super::usage_error(CMD, &e))?;
     let mut r = Request {
         header: !parsed.has("noheader"),
         sort: parsed.last("sort").unwrap_or("i").to_string(),
@@ -275,9 +268,10 @@ pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Req
         )
         .with_stdout(USAGE.iter().map(|l| l.to_string()).collect()));
     }
+    let clusters_var = var("SLURM_CLUSTERS");
     if parsed
         .last("clusters")
-        .or(var("SLURM_CLUSTERS").as_deref())
+        .or(clusters_var.as_deref())
         .is_some_and(|c| c.split(',').filter(|s| !s.is_empty()).count() > 1)
     {
         return Err(fatal("Only one cluster can be used at a time with sprio"));
@@ -285,7 +279,7 @@ pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Req
     let local = parsed.has("local")
         || parsed.has("clusters")
         || var("SPRIO_LOCAL").is_some()
-        || var("SLURM_CLUSTERS").is_some();
+        || clusters_var.is_some();
     r.cluster_column = (parsed.has("sibling") || var("SPRIO_SIBLING").is_some()) && !local;
     r.partitions = parsed.last("partition").map(str::to_string);
     Ok(r)

@@ -402,6 +402,7 @@ pub struct Request {
     pub partitions: Vec<String>,
     pub qos: Vec<String>,
     pub names: Vec<String>,
+    /// `-w`: the hosts named, expanded ([`super::scontrol::wanted_hosts`]).
     pub nodes: Vec<String>,
     /// Long state names; empty: not over (or `all`).
     pub states: Vec<&'static str>,
@@ -416,27 +417,14 @@ pub struct Request {
 }
 
 fn list(values: Vec<&str>) -> Vec<String> {
-    values
-        .iter()
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
-
-fn usage_error(line: String) -> CommandExit {
-    CommandExit::new(
-        vec![line, format!("Try \"{CMD} --help\" for more information")],
-        1,
-    )
+    super::split_lists(values)
 }
 
 /// Read squeue's command line and environment (through `var`).
 pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Request, CommandExit> {
     let parsed = Parser::new(OPTIONS)
         .parse(args)
-        .map_err(|e| usage_error(e.line(&super::invoked_as(CMD))))?;
+        .map_err(|e| super::usage_error(CMD, &e))?;
     let mut r = Request {
         header: !parsed.has("noheader"),
         ..Request::default()
@@ -500,7 +488,7 @@ pub fn read(args: &[String], var: &dyn Fn(&str) -> Option<String>) -> Result<Req
     r.partitions = from_env("partitions", "SQUEUE_PARTITION");
     r.qos = from_env("qos", "SQUEUE_QOS");
     r.names = from_env("name", "SQUEUE_NAMES");
-    r.nodes = list(parsed.last("nodelist").into_iter().collect());
+    r.nodes = super::scontrol::wanted_hosts(&list(parsed.last("nodelist").into_iter().collect()));
     for state in from_env("states", "SQUEUE_STATES") {
         if state.eq_ignore_ascii_case("all") {
             r.all_states = true;
@@ -633,12 +621,7 @@ pub fn job_matches(job: &JobInfo, ids: &[String]) -> bool {
             || *id == job.display_id
             || *id == job.job_id.to_string()
             || id.split_once('_').is_some_and(|(j, t)| {
-                j == job.job_id.to_string()
-                    && job.array_task_id.is_none()
-                    && job
-                        .array_spec
-                        .as_deref()
-                        .is_some_and(|spec| spec_holds(spec, t))
+                j == job.job_id.to_string() && t.parse().is_ok_and(|t| job.holds_task(t))
             })
     })
 }
@@ -681,27 +664,6 @@ fn pending_tasks(jobs: Vec<JobInfo>, r: &Request) -> Vec<JobInfo> {
     out
 }
 
-/// Whether an array's task list (`1-5`, `1,3,7-9:2%2`) holds task `task`.
-fn spec_holds(spec: &str, task: &str) -> bool {
-    let Ok(t) = task.parse::<u32>() else {
-        return false;
-    };
-    let spec = spec.split('%').next().unwrap_or("");
-    spec.split(',').any(|range| {
-        let (range, step) = match range.split_once(':') {
-            Some((r, s)) => (r, s.parse::<u32>().unwrap_or(1).max(1)),
-            None => (range, 1),
-        };
-        match range.split_once('-') {
-            Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
-                (Ok(a), Ok(b)) => t >= a && t <= b && (t - a) % step == 0,
-                _ => false,
-            },
-            None => range.parse::<u32>() == Ok(t),
-        }
-    })
-}
-
 /// Whether `job` passes the filters other than ids (users, states and partitions
 /// already went to the portal).
 fn passes(r: &Request, job: &JobInfo) -> bool {
@@ -712,27 +674,12 @@ fn passes(r: &Request, job: &JobInfo) -> bool {
         && any_case(&r.names, Some(&job.name))
         && any_case(&r.qos, Some(job.qos.as_deref().unwrap_or("normal")))
         && (r.partitions.is_empty() || r.partitions.contains(&job.partition))
-        && (r.nodes.is_empty() || node_overlap(&r.nodes, &job.nodelist))
+        && (r.nodes.is_empty() || super::scontrol::node_overlap(&r.nodes, &job.nodelist))
         && (r.ids.is_empty() || r.steps || job_matches(job, &r.ids))
 }
 
-fn node_overlap(wanted: &[String], nodelist: &str) -> bool {
-    let have = super::scontrol::expand_hostlist(nodelist).unwrap_or_default();
-    wanted.iter().any(|w| {
-        let local = w == "localhost";
-        super::scontrol::expand_hostlist(w)
-            .unwrap_or_default()
-            .iter()
-            .any(|n| have.contains(n) || (local && have.iter().any(|h| is_this_host(h))))
-    })
-}
-
-fn is_this_host(name: &str) -> bool {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").is_ok_and(|h| h.trim() == name)
-}
-
 /// The query the portal filters on: users, states, partitions (lists), the job ids.
-pub fn query(r: &Request, me: bool) -> Vec<(&'static str, String)> {
+pub fn query(r: &Request) -> Vec<(&'static str, String)> {
     let mut q = Vec::new();
     // The working directory is read only for the formats that show it.
     if r.format
@@ -742,7 +689,7 @@ pub fn query(r: &Request, me: bool) -> Vec<(&'static str, String)> {
     {
         q.push(("detail", "true".to_string()));
     }
-    if me {
+    if r.me {
         q.push(("me", "true".to_string()));
     } else if !r.users.is_empty() {
         q.push(("user", r.users.join(",")));
@@ -791,12 +738,9 @@ fn job_value(job: &JobInfo, letter: char, clock: &Clock) -> (String, bool) {
         'D' => job.nodes.max(1).to_string(),
         // A pending job planned to start with no time limit ends never.
         'e' if pending && job.expected_start.is_some() && job.time_limit.is_none() => "NONE".into(),
-        'e' => time(
-            job.end_time
-                .clone()
-                .or_else(|| job.expected_end())
-                .as_deref(),
-        ),
+        'e' => job
+            .end_or_expected()
+            .map_or_else(|| "N/A".into(), |t| clock.stamp(t)),
         'E' => dependency_shown(job),
         'f' => null(job.features.as_deref()),
         'F' => job.job_id.to_string(),
@@ -951,10 +895,7 @@ fn job_value(job: &JobInfo, letter: char, clock: &Clock) -> (String, bool) {
 }
 
 fn first_host(nodelist: &str) -> String {
-    super::scontrol::expand_hostlist(nodelist)
-        .ok()
-        .and_then(|h| h.into_iter().next())
-        .unwrap_or_else(|| nodelist.to_string())
+    super::scontrol::first_host(nodelist).unwrap_or_else(|| nodelist.to_string())
 }
 
 fn first_host_or(nodelist: &str, missing: &str) -> String {
@@ -1060,7 +1001,12 @@ fn step_value(job: &JobInfo, step: &StepInfo, letter: char, clock: &Clock) -> (S
 
 /// Sort `jobs` by squeue's `-S` keys: the specification is read from its end, each
 /// letter a stable sort (`-` before a letter: descending). `Err`: an unknown letter.
-pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str) -> Result<(), String> {
+/// Sort `jobs` (values or references: a large queue is sorted by reference, without
+/// moving its records) by squeue's `-S` spec.
+pub fn sort_jobs<J: std::borrow::Borrow<JobInfo>>(
+    jobs: &mut [J],
+    spec: &str,
+) -> Result<(), String> {
     let chars: Vec<char> = spec.chars().collect();
     let mut i = chars.len();
     while i > 0 {
@@ -1070,49 +1016,14 @@ pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str) -> Result<(), String> {
             continue;
         }
         let descending = i > 0 && chars[i - 1] == '-';
-        let key = |j: &JobInfo| -> SortKey {
-            match c {
-                'i' => SortKey::Id(j.job_id, j.array_task_id.map_or(-1, i64::from)),
-                'A' | 'F' => SortKey::Num(j.job_id as i64),
-                'P' => SortKey::Text(j.partition.clone()),
-                't' => SortKey::Text(j.state_code.clone()),
-                'T' => SortKey::Text(j.state.clone()),
-                'p' | 'Q' => SortKey::Num(j.priority.unwrap_or(0)),
-                'j' => SortKey::Text(j.name.clone()),
-                'u' => SortKey::Text(j.user.clone()),
-                'U' => SortKey::Num(i64::from(j.uid.unwrap_or(0))),
-                'g' => SortKey::Text(j.group.clone().unwrap_or_default()),
-                'G' => SortKey::Num(i64::from(j.gid.unwrap_or(0))),
-                'M' => SortKey::Num(j.time_used as i64),
-                'l' => SortKey::Num(j.time_limit.map_or(i64::MAX, |l| l as i64)),
-                'L' => SortKey::Num(
-                    j.time_limit
-                        .map_or(i64::MAX, |l| l.saturating_sub(j.time_used) as i64),
-                ),
-                'D' => SortKey::Num(i64::from(j.nodes)),
-                'C' => SortKey::Num(j.cpus.or(j.min_cpus).unwrap_or(1) as i64),
-                'N' => SortKey::Text(j.nodelist.clone()),
-                'S' => SortKey::Text(
-                    j.start_time
-                        .clone()
-                        .or_else(|| j.expected_start.clone())
-                        .unwrap_or_default(),
-                ),
-                'e' => SortKey::Text(j.end_time.clone().unwrap_or_default()),
-                'V' => SortKey::Text(j.submit_time.clone()),
-                'm' | 'd' | 'B' | 'H' | 'I' | 'J' | 'v' | 'z' => SortKey::Num(0),
-                'c' | 'f' | 'h' | 'n' | 'O' | 'b' => SortKey::Num(0),
-                _ => SortKey::Bad,
-            }
-        };
-        if matches!(key(&JobInfo::default()), SortKey::Bad) {
+        if matches!(sort_key(&JobInfo::default(), c), SortKey::Bad) {
             if spec[..].to_ascii_lowercase().contains("cluster") {
                 continue;
             }
             return Err(format!("Invalid sort specification: {c}"));
         }
         jobs.sort_by(|a, b| {
-            let o = key(a).cmp(&key(b));
+            let o = sort_key(a.borrow(), c).cmp(&sort_key(b.borrow(), c));
             if descending {
                 o.reverse()
             } else {
@@ -1123,11 +1034,48 @@ pub fn sort_jobs(jobs: &mut [JobInfo], spec: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What `-S`'s letter `c` sorts a job by ([`SortKey::Bad`]: not a sort letter).
+fn sort_key(j: &JobInfo, c: char) -> SortKey<'_> {
+    match c {
+        'i' => SortKey::Id(j.job_id, j.array_task_id.map_or(-1, i64::from)),
+        'A' | 'F' => SortKey::Num(j.job_id as i64),
+        'P' => SortKey::Text(&j.partition),
+        't' => SortKey::Text(&j.state_code),
+        'T' => SortKey::Text(&j.state),
+        'p' | 'Q' => SortKey::Num(j.priority.unwrap_or(0)),
+        'j' => SortKey::Text(&j.name),
+        'u' => SortKey::Text(&j.user),
+        'U' => SortKey::Num(i64::from(j.uid.unwrap_or(0))),
+        'g' => SortKey::Text(j.group.as_deref().unwrap_or_default()),
+        'G' => SortKey::Num(i64::from(j.gid.unwrap_or(0))),
+        'M' => SortKey::Num(j.time_used as i64),
+        'l' => SortKey::Num(j.time_limit.map_or(i64::MAX, |l| l as i64)),
+        'L' => SortKey::Num(
+            j.time_limit
+                .map_or(i64::MAX, |l| l.saturating_sub(j.time_used) as i64),
+        ),
+        'D' => SortKey::Num(i64::from(j.nodes)),
+        'C' => SortKey::Num(j.cpus.or(j.min_cpus).unwrap_or(1) as i64),
+        'N' => SortKey::Text(&j.nodelist),
+        'S' => SortKey::Text(
+            j.start_time
+                .as_deref()
+                .or(j.expected_start.as_deref())
+                .unwrap_or_default(),
+        ),
+        'e' => SortKey::Text(j.end_time.as_deref().unwrap_or_default()),
+        'V' => SortKey::Text(&j.submit_time),
+        'm' | 'd' | 'B' | 'H' | 'I' | 'J' | 'v' | 'z' => SortKey::Num(0),
+        'c' | 'f' | 'h' | 'n' | 'O' | 'b' => SortKey::Num(0),
+        _ => SortKey::Bad,
+    }
+}
+
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum SortKey {
+enum SortKey<'a> {
     Id(u64, i64),
     Num(i64),
-    Text(String),
+    Text(&'a str),
     Bad,
 }
 
@@ -1140,9 +1088,9 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     }
     let (clock, warning) = Clock::from_env(CMD);
     let portal = connect(CMD)?;
-    let mut jobs = portal.jobs(&query(&r, r.me)).await.map_err(failed(CMD))?;
+    let mut jobs = portal.jobs(&query(&r)).await.map_err(failed(CMD))?;
     jobs.retain(|j| passes(&r, j));
-    let mut jobs = pending_tasks(jobs, &r);
+    let jobs = pending_tasks(jobs, &r);
     // squeue asked for one job that is not there: an error, as Slurm's.
     if r.ids.len() == 1 && !r.steps && jobs.is_empty() {
         return Err(CommandExit::new(
@@ -1178,15 +1126,17 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             (header, cut)
         }));
     }
+    let mut jobs: Vec<&JobInfo> = jobs.iter().collect();
     if let Err(e) = sort_jobs(&mut jobs, &r.sort) {
         print_lines(lines.iter())?;
         return Err(SlurmError::new(CMD, e).into());
     }
     if r.steps {
         // A running job's batch script is its step `N.batch`, as Slurm lists it.
-        let batches: Vec<StepInfo> = jobs.iter().map(batch_step).collect();
+        let batches: Vec<StepInfo> = jobs.iter().map(|j| batch_step(j)).collect();
         let mut steps: Vec<(&JobInfo, &StepInfo)> = jobs
             .iter()
+            .copied()
             .zip(&batches)
             .flat_map(|(j, b)| {
                 let batch = (j.state == "RUNNING").then_some((j, b));
@@ -1365,9 +1315,13 @@ mod tests {
         );
         assert_eq!(
             read_words(&["--us", "a,b"]).map(|r| r.users),
-            Err(usage_error(
-                "squeue: option '--us' is ambiguous; possibilities: '--usage' '--user' '--users'"
-                    .into()
+            Err(CommandExit::new(
+                vec![
+                    "squeue: option '--us' is ambiguous; possibilities: '--usage' '--user' '--users'"
+                        .into(),
+                    "Try \"squeue --help\" for more information".into()
+                ],
+                1
             ))
         );
         assert_eq!(
@@ -1443,7 +1397,11 @@ mod tests {
         assert!(job_matches(&parent, &["17".into()]));
         assert!(job_matches(&parent, &["17_7".into()]));
         assert!(!job_matches(&parent, &["17_4".into()]));
-        assert!(spec_holds("1,3,7-11:2%2", "9"));
-        assert!(!spec_holds("1,3,7-11:2%2", "8"));
+        let array = JobInfo {
+            array_spec: Some("1,3,7-11:2%2".into()),
+            ..JobInfo::default()
+        };
+        assert!(array.holds_task(9));
+        assert!(!array.holds_task(8));
     }
 }

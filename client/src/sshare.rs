@@ -116,18 +116,11 @@ pub struct Request {
     pub early: Option<Vec<String>>,
 }
 
-fn usage_error(line: String) -> CommandExit {
-    CommandExit::new(
-        vec![line, format!("Try \"{CMD} --help\" for more information")],
-        1,
-    )
-}
-
 /// Read sshare's command line, option by option as sshare acts on them.
 pub fn read(args: &[String]) -> Result<Request, CommandExit> {
     let parsed = Parser::new(OPTIONS)
         .parse(args)
-        .map_err(|e| usage_error(e.line(&super::invoked_as(CMD))))?;
+        .map_err(|e| super::usage_error(CMD, &e))?;
     let mut r = Request {
         header: true,
         ..Request::default()

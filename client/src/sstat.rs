@@ -320,10 +320,7 @@ pub struct StepLine {
 
 /// The first host of a host list.
 fn first_host(nodes: &str) -> String {
-    super::scontrol::expand_hostlist(nodes)
-        .ok()
-        .and_then(|h| h.into_iter().next())
-        .unwrap_or_else(|| nodes.to_string())
+    super::scontrol::first_host(nodes).unwrap_or_else(|| nodes.to_string())
 }
 
 /// What a step of a job is called in sstat's messages (`StepId=12.batch`).
@@ -340,25 +337,22 @@ pub fn steps(
     usage: &Usage,
 ) -> Result<Vec<StepLine>, String> {
     let running = job.state == "RUNNING";
-    let mut steps: Vec<(String, &str, Option<&StepInfo>)> = Vec::new();
+    let mut steps: Vec<(String, Option<&StepInfo>)> = Vec::new();
     if running {
-        steps.push(("batch".into(), "", None));
+        steps.push(("batch".into(), None));
         let mut srun: Vec<&StepInfo> = job
             .steps
             .iter()
             .filter(|s| s.end_time.is_none() && s.state == "RUNNING")
             .collect();
         srun.sort_by_key(|s| s.step_id);
-        steps.extend(
-            srun.into_iter()
-                .map(|s| (s.step_id.to_string(), "", Some(s))),
-        );
+        steps.extend(srun.into_iter().map(|s| (s.step_id.to_string(), Some(s))));
     }
-    let wanted: Vec<&(String, &str, Option<&StepInfo>)> = match &spec.step {
-        Some(step) => steps.iter().filter(|(id, _, _)| id == step).collect(),
+    let wanted: Vec<&(String, Option<&StepInfo>)> = match &spec.step {
+        Some(step) => steps.iter().filter(|(id, _)| id == step).collect(),
         None if r.all_steps => steps.iter().collect(),
         // The lowest numbered step, not the batch step.
-        None => steps.iter().filter(|s| s.2.is_some()).take(1).collect(),
+        None => steps.iter().filter(|s| s.1.is_some()).take(1).collect(),
     };
     if wanted.is_empty() && (steps.is_empty() || spec.step.is_some()) {
         return Err(match &spec.step {
@@ -367,7 +361,7 @@ pub fn steps(
         });
     }
     let mut lines = Vec::new();
-    for (id, _, step) in wanted {
+    for (id, step) in wanted {
         let nodes = match step {
             None => first_host(&job.nodelist),
             Some(_) => job.nodelist.clone(),

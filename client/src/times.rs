@@ -333,6 +333,53 @@ fn parse_clock(text: &str) -> Option<(i8, i8, i8)> {
     ((0..24).contains(&h) && (0..60).contains(&m) && (0..61).contains(&s)).then_some((h, m, s))
 }
 
+/// A time limit as `sinfo` prints `%l`: `infinite`, `H:MM:SS` or `D-HH:MM:SS`.
+pub fn time_limit(limit: Option<u64>) -> String {
+    match limit {
+        None => "infinite".into(),
+        Some(secs) => {
+            let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+            if d > 0 {
+                format!("{d}-{h:02}:{m:02}:{s:02}")
+            } else {
+                format!("{h}:{m:02}:{s:02}")
+            }
+        }
+    }
+}
+
+/// Reads a limit the portal wrote (`UNLIMITED`, `D-HH:MM:SS`, `HH:MM:SS`, `MM:SS`,
+/// or seconds as a number): seconds, or `None` for no limit. `Err` when unreadable.
+pub fn parse_limit(value: &serde_json::Value) -> Result<Option<u64>, String> {
+    let bad = || format!("unreadable time limit {value}");
+    match value {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Number(n) => Ok(n.as_u64().filter(|&s| s > 0)),
+        serde_json::Value::String(s) => {
+            let s = s.trim();
+            if s.eq_ignore_ascii_case("unlimited") || s.eq_ignore_ascii_case("infinite") {
+                return Ok(None);
+            }
+            let (days, clock) = match s.split_once('-') {
+                Some((d, rest)) => (d.parse::<u64>().map_err(|_| bad())?, rest),
+                None => (0, s),
+            };
+            let parts = clock
+                .split(':')
+                .map(|p| p.parse::<u64>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| bad())?;
+            let (h, m, sec) = match parts.as_slice() {
+                [h, m, s] => (*h, *m, *s),
+                [m, s] => (0, *m, *s),
+                _ => return Err(bad()),
+            };
+            Ok(Some(days * 86_400 + h * 3600 + m * 60 + sec))
+        }
+        _ => Err(bad()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,5 +476,20 @@ mod tests {
             warning.as_deref(),
             Some("sacct: error: invalid SLURM_TIME_FORMAT = 'nopercent'")
         );
+    }
+
+    #[test]
+    fn time_limits_look_like_sinfo() {
+        assert_eq!(time_limit(None), "infinite");
+        assert_eq!(time_limit(Some(7200)), "2:00:00");
+        assert_eq!(time_limit(Some(1800)), "0:30:00");
+        assert_eq!(time_limit(Some(86_400)), "1-00:00:00");
+        let limit = |v: serde_json::Value| parse_limit(&v);
+        assert_eq!(limit("UNLIMITED".into()), Ok(None));
+        assert_eq!(limit("1-00:00:00".into()), Ok(Some(86_400)));
+        assert_eq!(limit("02:00:00".into()), Ok(Some(7200)));
+        assert_eq!(limit("30:00".into()), Ok(Some(1800)));
+        assert_eq!(limit(serde_json::json!(60)), Ok(Some(60)));
+        assert!(limit("soon".into()).is_err());
     }
 }

@@ -140,6 +140,13 @@ impl ArraySpec {
         })
     }
 
+    /// Whether task `t` is one of this spec's.
+    pub fn contains(&self, t: u32) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(a, b, st)| (a..=b).contains(&t) && (t - a).is_multiple_of(st.max(1)))
+    }
+
     /// The task indices in increasing order.
     pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
         self.ranges
