@@ -46,41 +46,8 @@ const OPTIONS: &[Opt] = &[
     Opt::new("wckey", None, &["wckey"], HasArg::Required),
 ];
 
-/// The signals scancel takes by name (with or without `SIG`, any case).
-const SIGNALS: &[(&str, i32)] = &[
-    ("HUP", 1),
-    ("INT", 2),
-    ("QUIT", 3),
-    ("ABRT", 6),
-    ("KILL", 9),
-    ("USR1", 10),
-    ("USR2", 12),
-    ("ALRM", 14),
-    ("TERM", 15),
-    ("CONT", 18),
-    ("STOP", 19),
-    ("TSTP", 20),
-    ("TTIN", 21),
-    ("TTOU", 22),
-    ("URG", 23),
-    ("XCPU", 24),
-];
-
 /// A signal as scancel reads `--signal`: a name or a number from 1 to 64.
-pub fn parse_signal(text: &str) -> Option<i32> {
-    let upper = text.trim().to_ascii_uppercase();
-    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    SIGNALS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| *v)
-        .or_else(|| {
-            text.trim()
-                .parse::<i32>()
-                .ok()
-                .filter(|n| (1..=64).contains(n))
-        })
-}
+pub use scheduler::parse::scancel_signal as parse_signal;
 
 /// One job id scancel was given.
 #[derive(Debug, Clone, PartialEq, Eq)]

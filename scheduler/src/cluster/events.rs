@@ -217,7 +217,14 @@ impl Cluster {
         self.touch_dependents(id.job);
     }
 
-    fn uncount_submitted(&mut self, owner: u32, n: u32) {
+    /// `n` more submitted jobs for `owner`'s entities (user, groups, account).
+    pub(super) fn count_submitted(&mut self, owner: u32, n: u32) {
+        for &e in &self.owners[owner as usize].entities {
+            self.entities[e as usize].usage.submitted += n;
+        }
+    }
+
+    pub(super) fn uncount_submitted(&mut self, owner: u32, n: u32) {
         for &e in &self.owners[owner as usize].entities {
             let u = &mut self.entities[e as usize].usage;
             u.submitted = u.submitted.saturating_sub(n);
@@ -433,9 +440,7 @@ impl Cluster {
             s if s.is_terminal() => {
                 let owner = j.owner;
                 drop(j);
-                for &e in &self.owners[owner as usize].entities.clone() {
-                    self.entities[e as usize].usage.submitted += 1;
-                }
+                self.count_submitted(owner, 1);
                 if id.task.is_some() {
                     if let Some(mut p) = self.jobs.get_mut(&JobId::new(id.job)) {
                         if let Some(a) = p.array.as_mut() {

@@ -155,9 +155,7 @@ impl Cluster {
                 }
             }
         }
-        for &e in &self.owners[owner_id as usize].entities {
-            self.entities[e as usize].usage.submitted += tasks as u32;
-        }
+        self.count_submitted(owner_id, tasks as u32);
         let array = req.array.as_ref().map(|a| {
             Box::new(ArrayRt {
                 pending: a.ranges.clone(),

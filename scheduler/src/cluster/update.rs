@@ -63,7 +63,7 @@ impl Cluster {
         let Some(old) = self.jobs.remove(&id) else {
             return Err(OpError::NoSuchJob(id).into());
         };
-        self.uncount_submitted_of(owner_id, tasks);
+        self.uncount_submitted(owner_id, tasks);
         for t in &old_targets {
             if let Some(list) = self.dependents.get_mut(t) {
                 list.retain(|j| *j != id);
@@ -92,7 +92,7 @@ impl Cluster {
                 // Back as it was.
                 let req = old.req.clone();
                 self.jobs.insert(id, old);
-                self.count_submitted_of(owner_id, tasks);
+                self.count_submitted(owner_id, tasks);
                 self.depends(id, &req);
                 let mut sink = Vec::new();
                 self.refresh(id, now, &mut sink);
@@ -127,18 +127,5 @@ impl Cluster {
         }
         let nice = job.admin_nice - i32::try_from(best - job.priority + 1).unwrap_or(i32::MAX);
         self.set_admin_nice(id, nice, now)
-    }
-
-    fn uncount_submitted_of(&mut self, owner: u32, n: u32) {
-        for &e in &self.owners[owner as usize].entities {
-            let u = &mut self.entities[e as usize].usage;
-            u.submitted = u.submitted.saturating_sub(n);
-        }
-    }
-
-    fn count_submitted_of(&mut self, owner: u32, n: u32) {
-        for &e in &self.owners[owner as usize].entities {
-            self.entities[e as usize].usage.submitted += n;
-        }
     }
 }

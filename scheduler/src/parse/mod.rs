@@ -16,7 +16,8 @@ pub use hostlist::{compress_hostlist, expand_hostlist, hostlist_count};
 pub use limits::{MaxArraySize, ParseLimits};
 pub use time::format_duration;
 pub use values::{
-    expand_filename, expand_pattern, signal_name, PatternContext, PatternError, MAIL_TYPES, NO_TASK,
+    expand_filename, expand_pattern, scancel_signal, signal_name, PatternContext, PatternError,
+    MAIL_TYPES, NO_TASK, SCANCEL_SIGNALS,
 };
 
 #[allow(unused_imports)]

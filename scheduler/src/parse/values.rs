@@ -480,6 +480,44 @@ pub fn expand_filename(
     Ok(out)
 }
 
+/// The signals `scancel --signal` takes by name (Slurm's `sig_name2num`), in the order
+/// the job page offers them.
+pub const SCANCEL_SIGNALS: &[(&str, i32)] = &[
+    ("HUP", 1),
+    ("INT", 2),
+    ("QUIT", 3),
+    ("ABRT", 6),
+    ("KILL", 9),
+    ("USR1", 10),
+    ("USR2", 12),
+    ("ALRM", 14),
+    ("TERM", 15),
+    ("CONT", 18),
+    ("STOP", 19),
+    ("TSTP", 20),
+    ("TTIN", 21),
+    ("TTOU", 22),
+    ("URG", 23),
+    ("XCPU", 24),
+];
+
+/// A signal as scancel reads `--signal`: one of [`SCANCEL_SIGNALS`] (with or without
+/// `SIG`, any case) or a number from 1 to 64.
+pub fn scancel_signal(text: &str) -> Option<i32> {
+    let upper = text.trim().to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    SCANCEL_SIGNALS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .or_else(|| {
+            text.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+        })
+}
+
 /// Linux signal numbers by name, as `kill -l` lists them (without `SIG`).
 const SIGNALS: &[(&str, i32)] = &[
     ("HUP", 1),

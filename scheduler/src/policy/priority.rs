@@ -208,6 +208,19 @@ impl Cluster {
         o.entities.last().copied().unwrap_or(0)
     }
 
+    /// The fair-share factor of account entity `acct` at `now`, computed once per
+    /// account in `cache` (one slot per entity).
+    fn fairshare_cached(&self, cache: &mut [Option<f64>], acct: u32, now: Time) -> f64 {
+        if let Some(f) = cache.get(acct as usize).copied().flatten() {
+            return f;
+        }
+        let f = self.fairshare_factor(acct, now);
+        if let Some(c) = cache.get_mut(acct as usize) {
+            *c = Some(f);
+        }
+        f
+    }
+
     /// Recomputes every queued job's priority and rebuilds the queues.
     ///
     /// Walks the job table once in id order (cheap, sequential) instead of looking
@@ -220,16 +233,7 @@ impl Cluster {
         let mut prio: Vec<i64> = Vec::new();
         for job in self.jobs.values().filter(|j| j.queued) {
             let acct = self.account_entity(job.owner);
-            let fs = match fs_cache.get(acct as usize).copied().flatten() {
-                Some(f) => f,
-                None => {
-                    let f = self.fairshare_factor(acct, now);
-                    if let Some(c) = fs_cache.get_mut(acct as usize) {
-                        *c = Some(f);
-                    }
-                    f
-                }
-            };
+            let fs = self.fairshare_cached(&mut fs_cache, acct, now);
             prio.push(self.compute_priority(job, now, fs));
         }
         let mut entries: Vec<(QueueKey, Reverse<i64>, JobId)> = Vec::with_capacity(prio.len());
@@ -355,16 +359,7 @@ impl Cluster {
                 continue;
             }
             let acct = self.account_entity(job.owner);
-            let fs = match fs_cache.get(acct as usize).copied().flatten() {
-                Some(f) => f,
-                None => {
-                    let f = self.fairshare_factor(acct, now);
-                    if let Some(c) = fs_cache.get_mut(acct as usize) {
-                        *c = Some(f);
-                    }
-                    f
-                }
-            };
+            let fs = self.fairshare_cached(&mut fs_cache, acct, now);
             let factors = self.priority_factors(job, now, fs);
             let display_id = match &job.array {
                 Some(a) => {

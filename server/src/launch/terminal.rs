@@ -24,6 +24,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 pub const SOCKET: &str = "attach.sock";
 /// How long a started interactive job waits for its owner to attach.
 pub const FIRST_ATTACH: Duration = Duration::from_secs(120);
+/// The byte the job's side sends the one connection it takes, before anything else: a
+/// connection the kernel queued but the job's side never took is closed without it.
+const TAKEN: u8 = 0x06;
+/// How long the portal waits for [`TAKEN`].
+const TAKEN_WITHIN: Duration = Duration::from_secs(10);
+
 /// The most one frame carries.
 pub const MAX_FRAME: usize = u16::MAX as usize;
 
@@ -135,10 +141,15 @@ pub async fn await_attachment(socket: &Path) -> std::io::Result<tokio::net::Unix
     let listener = tokio::net::UnixListener::bind(socket)?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
     let accepted = tokio::time::timeout(FIRST_ATTACH, listener.accept()).await;
+    // Connections queued behind the first are closed here, without [`TAKEN`].
     drop(listener);
     let _ = std::fs::remove_file(socket);
     match accepted {
-        Ok(connection) => Ok(connection?.0),
+        Ok(connection) => {
+            let mut connection = connection?.0;
+            connection.write_all(&[TAKEN]).await?;
+            Ok(connection)
+        }
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!(
@@ -244,12 +255,17 @@ pub struct Attachment {
 }
 
 impl Attachment {
-    /// Attach to the terminal whose socket is `socket` (one attachment per job: a
-    /// second is refused by the job's side).
+    /// Attach to the terminal whose socket is `socket`: once the job's side has taken
+    /// this connection (one per job; a second, even one the kernel had queued, is
+    /// refused).
     pub async fn connect(socket: &Path) -> std::io::Result<Attachment> {
-        Ok(Attachment {
-            stream: tokio::net::UnixStream::connect(socket).await?,
-        })
+        let mut stream = tokio::net::UnixStream::connect(socket).await?;
+        let mut taken = [0u8; 1];
+        match tokio::time::timeout(TAKEN_WITHIN, stream.read_exact(&mut taken)).await {
+            Ok(Ok(_)) if taken[0] == TAKEN => Ok(Attachment { stream }),
+            Ok(Err(e)) => Err(e),
+            _ => Err(std::io::Error::other("the terminal was not taken")),
+        }
     }
 
     /// The job's output, and the keyboard.

@@ -415,6 +415,16 @@ pub struct Jobs {
     spool_dir: std::path::PathBuf,
 }
 
+/// What a listing of jobs not yet over asks for: empty lists ask for nothing.
+#[derive(Clone, Copy)]
+struct Wanted<'a> {
+    users: &'a [String],
+    partitions: &'a [String],
+    states: &'a [JobState],
+    ids: &'a [u64],
+    names: &'a [String],
+}
+
 impl Jobs {
     pub fn new(
         config: Arc<Config>,
@@ -669,22 +679,19 @@ impl Jobs {
         let window = q.since.is_some() || q.from.is_some() || q.to.is_some();
         let active_only = !all && states.iter().all(|s| !s.is_terminal()) && !window;
         let mut jobs = if active_only {
-            let (jobs, total) = self
-                .active(&users, &partitions, &states, &ids, page, per_page)
-                .await?;
-            let jobs = jobs
-                .into_iter()
-                .filter(|j| names.is_empty() || names.contains(&j.name));
-            let mut jobs: Vec<JobInfo> = jobs.collect();
+            let wanted = Wanted {
+                users: &users,
+                partitions: &partitions,
+                states: &states,
+                ids: &ids,
+                names: &names,
+            };
+            let (mut jobs, total) = self.active(&wanted, page, per_page).await?;
             if q.detail == Some(true) {
                 self.attach_workdirs(&mut jobs).await?;
             }
             JobList {
-                total: if names.is_empty() {
-                    total
-                } else {
-                    jobs.len() as u64
-                },
+                total,
                 jobs,
                 page,
                 per_page,
@@ -744,24 +751,27 @@ impl Jobs {
     /// or none by scanning), those of `ids` by asking for each.
     async fn active(
         &self,
-        users: &[String],
-        partitions: &[String],
-        states: &[JobState],
-        ids: &[u64],
+        wanted: &Wanted<'_>,
         page: u64,
         per_page: u64,
     ) -> Result<(Vec<JobInfo>, u64), ServiceError> {
-        let keep = |j: &JobInfo| {
-            (users.is_empty() || users.contains(&j.user))
-                && (partitions.is_empty() || partitions.contains(&j.partition))
-                && (states.is_empty()
-                    || states
-                        .iter()
-                        .any(|s| s.name() == j.state || s.short() == j.state_code))
+        let Wanted {
+            users,
+            partitions,
+            states,
+            ids,
+            names,
+        } = *wanted;
+        let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
+        // Filtered before the page is cut and before a view becomes a `JobInfo`.
+        let keep = |v: &JobView| {
+            (users.is_empty() || users.contains(&v.user))
+                && (partitions.is_empty() || partitions.contains(&v.partition))
+                && (states.is_empty() || states.contains(&v.state))
+                && (ids.is_empty() || ids.contains(&v.id.job))
+                && (names.is_empty() || names.contains(&v.name))
         };
-        let wanted: std::collections::HashSet<u64> = ids.iter().copied().collect();
-        let scan = users.len() > 1 || partitions.len() > 1 || !wanted.is_empty();
-        let keep = |j: &JobInfo| keep(j) && (wanted.is_empty() || wanted.contains(&j.job_id));
+        let scan = users.len() > 1 || partitions.len() > 1 || !ids.is_empty() || !names.is_empty();
         let filter = SqueueFilter {
             user: (users.len() == 1).then(|| users[0].clone()),
             partition: (partitions.len() == 1).then(|| partitions[0].clone()),
@@ -770,11 +780,7 @@ impl Jobs {
         };
         if scan {
             let (views, _) = self.scheduler.squeue_page(filter, 0, usize::MAX).await?;
-            let matching: Vec<JobInfo> = views
-                .into_iter()
-                .map(from_view)
-                .filter(|j| keep(j))
-                .collect();
+            let matching: Vec<JobView> = views.into_iter().filter(|v| keep(v)).collect();
             let total = matching.len() as u64;
             let start = ((page - 1) * per_page) as usize;
             return Ok((
@@ -782,6 +788,7 @@ impl Jobs {
                     .into_iter()
                     .skip(start)
                     .take(per_page as usize)
+                    .map(from_view)
                     .collect(),
                 total,
             ));
@@ -808,17 +815,27 @@ impl Jobs {
         // The scheduler's view of every pending job, asked for at once: the actor
         // answers them in one batch rather than one wake-up each.
         let who = requester(caller);
-        let asked = jobs
+        let asked: std::collections::BTreeSet<u64> = jobs
             .iter()
-            .filter(|j| j.state == "PENDING" && j.end_time.is_none());
+            .filter(|j| j.state == "PENDING" && j.end_time.is_none())
+            .map(|j| j.job_id)
+            .collect();
         let views = futures_util::future::join_all(
             asked
-                .clone()
-                .map(|j| self.scheduler.job(&who, JobId::new(j.job_id))),
+                .iter()
+                .map(|&id| self.scheduler.job(&who, JobId::new(id))),
         )
         .await;
         let mut views: std::collections::HashMap<u64, Result<JobView, SchedError>> =
-            asked.map(|j| j.job_id).zip(views).collect();
+            asked.into_iter().zip(views).collect();
+        // What the ended arrays started, in one query.
+        let ended_arrays: Vec<i64> = jobs
+            .iter()
+            .filter(|j| j.array_task_id.is_none() && j.array_spec.is_some())
+            .filter(|j| j.end_time.is_some())
+            .map(|j| j.job_id as i64)
+            .collect();
+        let mut started_tasks = self.store.array_tasks(&ended_arrays).await?;
         let mut kept = Vec::with_capacity(before);
         for mut job in std::mem::take(jobs) {
             let spec = job
@@ -829,7 +846,9 @@ impl Jobs {
                 let Ok(spec) = spec.parse::<scheduler::ArraySpec>() else {
                     continue;
                 };
-                let started = self.store.array_tasks(job.job_id as i64).await?;
+                let started = started_tasks
+                    .remove(&(job.job_id as i64))
+                    .unwrap_or_default();
                 let started = started.into_iter().filter_map(|t| u32::try_from(t).ok());
                 let Some(rest) = spec.without(started) else {
                     continue;
@@ -1056,6 +1075,18 @@ impl Jobs {
     pub async fn show(&self, caller: &Principal, job: JobId) -> Result<JobInfo, ServiceError> {
         let mut info = self.show_job(caller, job).await?;
         self.attach_steps(std::slice::from_mut(&mut info)).await?;
+        Ok(info)
+    }
+
+    /// [`Jobs::show`] with the owner's uid, gid and group and the cluster's name
+    /// (`GET /api/v1/jobs/{id}`, which `scontrol show job` prints): the lookups the
+    /// pages, the output stream and the actions do without.
+    pub async fn show_detail(
+        &self,
+        caller: &Principal,
+        job: JobId,
+    ) -> Result<JobInfo, ServiceError> {
+        let mut info = self.show(caller, job).await?;
         self.with_identities(std::slice::from_mut(&mut info))
             .await?;
         Ok(info)
@@ -1229,7 +1260,7 @@ impl Jobs {
         client_addr: &str,
         job: JobId,
         body: &SignalJob,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<i32, ServiceError> {
         let (signal, whom) = body.checked()?;
         let who = requester(caller);
         let owner = if caller.acts_as_admin() {
@@ -1249,7 +1280,7 @@ impl Jobs {
                 )
                 .await?;
         }
-        Ok(())
+        Ok(signal)
     }
 }
 
@@ -1338,24 +1369,7 @@ pub struct SignalJob {
 
 /// The signals a job may be sent by name, as scancel takes them (the job page offers
 /// them in this order).
-pub const SIGNAL_NAMES: &[(&str, i32)] = &[
-    ("HUP", 1),
-    ("INT", 2),
-    ("QUIT", 3),
-    ("ABRT", 6),
-    ("KILL", 9),
-    ("USR1", 10),
-    ("USR2", 12),
-    ("ALRM", 14),
-    ("TERM", 15),
-    ("CONT", 18),
-    ("STOP", 19),
-    ("TSTP", 20),
-    ("TTIN", 21),
-    ("TTOU", 22),
-    ("URG", 23),
-    ("XCPU", 24),
-];
+pub use scheduler::parse::SCANCEL_SIGNALS as SIGNAL_NAMES;
 
 impl SignalJob {
     /// The signal's number and whom it reaches, or the field refused.
@@ -1371,14 +1385,7 @@ impl SignalJob {
                 .map(|n| n as i32)
                 .ok_or_else(|| bad(n.to_string()))?,
             serde_json::Value::String(text) if text.len() <= 16 => {
-                let upper = text.trim().to_ascii_uppercase();
-                let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-                SIGNAL_NAMES
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| *v)
-                    .or_else(|| name.parse::<i32>().ok().filter(|n| (1..=64).contains(n)))
-                    .ok_or_else(|| bad(format!("\"{text}\"")))?
+                scheduler::parse::scancel_signal(text).ok_or_else(|| bad(format!("\"{text}\"")))?
             }
             other => return Err(bad(format!("{}", other).chars().take(20).collect())),
         };

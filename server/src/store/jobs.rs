@@ -635,14 +635,31 @@ impl Store {
         Ok(out)
     }
 
-    /// The tasks of array `id` that have rows of their own (those that started).
-    #[tracing::instrument(skip_all, fields(id), err)]
-    pub async fn array_tasks(&self, id: i64) -> Result<Vec<i64>> {
-        let rows = sqlx::query("SELECT task FROM jobs WHERE id = $1 AND task >= 0")
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
+    /// The tasks of arrays `ids` that have rows of their own (those that started), by
+    /// array.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn array_tasks(
+        &self,
+        ids: &[i64],
+    ) -> Result<std::collections::HashMap<i64, Vec<i64>>> {
+        let mut out: std::collections::HashMap<i64, Vec<i64>> = Default::default();
+        for chunk in ids.chunks(500) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT id, task FROM jobs WHERE task >= 0 AND id IN ({})",
+                marks.join(", ")
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            for row in q.fetch_all(&self.pool).await? {
+                out.entry(row.try_get(0)?)
+                    .or_default()
+                    .push(row.try_get(1)?);
+            }
+        }
+        Ok(out)
     }
 
     /// The `limit` jobs (of `user`, or everyone's) that ended last, latest first:

@@ -182,7 +182,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let job = parse_id(&id)?;
-    Ok(HttpResponse::Ok().json(state.jobs.show(&caller, job).await?))
+    Ok(HttpResponse::Ok().json(state.jobs.show_detail(&caller, job).await?))
 }
 
 /// What a job used of what it was given (as Slurm's `seff`, with its GPUs).

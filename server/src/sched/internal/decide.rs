@@ -20,8 +20,9 @@ use scheduler::{
 
 use super::event::{Applied, ApplyError, Event};
 use super::steps::StepSignal;
+use crate::launch::SignalWhom;
 use crate::notifications::{Notice, NoticeEvent};
-use crate::sched::handle::{Command, Control, Reply, Requester, SchedError, StepEnd};
+use crate::sched::handle::{Command, Control, JobUpdate, Reply, Requester, SchedError, StepEnd};
 use crate::sched::step_env::{self, PatternValues};
 use crate::sched::submission::Submission;
 use crate::store::{JobChange, JobRecord, JobStart};
@@ -409,86 +410,15 @@ impl Decider {
                 return;
             }
         };
-        if let Control::Signal { signal, whom } = action {
-            // Nothing changes in the queue: the running job's supervisor is told.
-            let answer = match view.state {
-                JobState::Running => {
-                    batch.signals.push((job, StepSignal::Send { signal, whom }));
-                    Ok(())
-                }
-                JobState::Pending => Err(SchedError::Conflict("Job is pending execution".into())),
-                _ => Err(SchedError::Conflict(
-                    "Job/step already completing or completed".into(),
-                )),
-            };
-            let _ = reply.send(answer);
-            return;
-        }
-        if let Control::Update(changes) = &action {
-            let Some(asked) = view.request.as_deref() else {
-                let _ = reply.send(Err(SchedError::Conflict(
-                    "the job's request is not known".into(),
-                )));
-                return;
-            };
-            if view.state != JobState::Pending {
-                let _ = reply.send(Err(SchedError::Conflict(
-                    "Job is no longer pending execution".into(),
-                )));
-                return;
-            }
-            // A user may shorten a job's time limit, not lengthen it (as Slurm).
-            let longer = match (changes.time_limit, view.time_limit) {
-                (Some(scheduler::TimeLimit::Unlimited), scheduler::TimeLimit::Seconds(_)) => true,
-                (Some(scheduler::TimeLimit::Seconds(new)), scheduler::TimeLimit::Seconds(old)) => {
-                    new > old
-                }
-                _ => false,
-            };
-            if longer && !who.admin {
-                let _ = reply.send(Err(SchedError::Forbidden(
-                    "Access/permission denied: only an administrator may lengthen a time limit"
-                        .into(),
-                )));
-                return;
-            }
-            let request = changes.applied_to(asked);
-            let event = Event::Update {
-                job,
-                request: Box::new(request.clone()),
-                now,
-            };
-            match self.record(batch, &event) {
-                Ok(_) => {
-                    if let Some(v) = self.cluster.job(job, now) {
-                        batch.changes.push(JobChange::Updated {
-                            id: job.job as i64,
-                            task: job.task.map_or(-1, i64::from),
-                            name: v.name.clone(),
-                            partition: v.partition.clone(),
-                            time_limit: match v.time_limit {
-                                scheduler::TimeLimit::Seconds(s) => Some(s as i64),
-                                scheduler::TimeLimit::Unlimited => None,
-                            },
-                            request: serde_json::to_string(&request).unwrap_or_default(),
-                        });
-                    }
-                    batch.touched = true;
-                    batch.replies.push(Box::new(move |ok| {
-                        let _ = reply.send(if ok {
-                            Ok(())
-                        } else {
-                            Err(SchedError::Unavailable)
-                        });
-                    }));
-                }
-                Err(e) => {
-                    let _ = reply.send(Err(SchedError::Rejected(e.to_string())));
-                }
-            }
-            return;
-        }
         let event = match action {
+            Control::Signal { signal, whom } => {
+                let _ = reply.send(signal_running(batch, job, view.state, signal, whom));
+                return;
+            }
+            Control::Update(changes) => {
+                self.update_pending(batch, who, job, &view, &changes, reply, now);
+                return;
+            }
             Control::Cancel => Event::Cancel { job, now },
             Control::Hold => Event::Hold {
                 job,
@@ -502,21 +432,81 @@ impl Decider {
             },
             Control::Requeue => Event::Requeue { job, now },
             Control::Top => Event::Top { job, now },
-            Control::Signal { .. } | Control::Update(_) => return,
         };
         match self.record(batch, &event) {
             Ok(applied) => {
                 self.after_control(batch, job, action, applied, now);
-                batch.replies.push(Box::new(move |ok| {
-                    let _ = reply.send(if ok {
-                        Ok(())
-                    } else {
-                        Err(SchedError::Unavailable)
-                    });
-                }));
+                reply_durable(batch, reply);
             }
             Err(e) => {
                 let _ = reply.send(Err(SchedError::Conflict(e.to_string())));
+            }
+        }
+    }
+
+    /// `scontrol update` of a pending job: its request changed and recorded.
+    #[allow(clippy::too_many_arguments)]
+    fn update_pending(
+        &mut self,
+        batch: &mut Batch,
+        who: &Requester,
+        job: JobId,
+        view: &JobView,
+        changes: &JobUpdate,
+        reply: Reply<()>,
+        now: Time,
+    ) {
+        let Some(asked) = view.request.as_deref() else {
+            let _ = reply.send(Err(SchedError::Conflict(
+                "the job's request is not known".into(),
+            )));
+            return;
+        };
+        if view.state != JobState::Pending {
+            let _ = reply.send(Err(SchedError::Conflict(
+                "Job is no longer pending execution".into(),
+            )));
+            return;
+        }
+        // A user may shorten a job's time limit, not lengthen it (as Slurm).
+        let longer = match (changes.time_limit, view.time_limit) {
+            (Some(scheduler::TimeLimit::Unlimited), scheduler::TimeLimit::Seconds(_)) => true,
+            (Some(scheduler::TimeLimit::Seconds(new)), scheduler::TimeLimit::Seconds(old)) => {
+                new > old
+            }
+            _ => false,
+        };
+        if longer && !who.admin {
+            let _ = reply.send(Err(SchedError::Forbidden(
+                "Access/permission denied: only an administrator may lengthen a time limit".into(),
+            )));
+            return;
+        }
+        let request = changes.applied_to(asked);
+        let event = Event::Update {
+            job,
+            request: Box::new(request.clone()),
+            now,
+        };
+        match self.record(batch, &event) {
+            Ok(_) => {
+                if let Some(v) = self.cluster.job(job, now) {
+                    batch.changes.push(JobChange::Updated {
+                        id: job.job as i64,
+                        task: job.task.map_or(-1, i64::from),
+                        name: v.name.clone(),
+                        partition: v.partition.clone(),
+                        time_limit: match v.time_limit {
+                            scheduler::TimeLimit::Seconds(s) => Some(s as i64),
+                            scheduler::TimeLimit::Unlimited => None,
+                        },
+                        request: serde_json::to_string(&request).unwrap_or_default(),
+                    });
+                }
+                reply_durable(batch, reply);
+            }
+            Err(e) => {
+                let _ = reply.send(Err(SchedError::Rejected(e.to_string())));
             }
         }
     }
@@ -807,16 +797,41 @@ impl Decider {
 /// Answer once the batch is written; a change the cluster refused is a conflict.
 fn reply_when_durable(batch: &mut Batch, reply: Reply<()>, result: Result<(), ApplyError>) {
     match result {
-        Ok(()) => batch.replies.push(Box::new(move |ok| {
-            let _ = reply.send(if ok {
-                Ok(())
-            } else {
-                Err(SchedError::Unavailable)
-            });
-        })),
+        Ok(()) => reply_durable(batch, reply),
         Err(e) => {
             let _ = reply.send(Err(SchedError::Conflict(e.to_string())));
         }
+    }
+}
+
+/// Answer `reply` once the batch is in the database (an error if it could not be).
+fn reply_durable(batch: &mut Batch, reply: Reply<()>) {
+    batch.replies.push(Box::new(move |ok| {
+        let _ = reply.send(if ok {
+            Ok(())
+        } else {
+            Err(SchedError::Unavailable)
+        });
+    }));
+}
+
+/// `scancel --signal`: nothing changes in the queue; a running job's supervisor is told.
+fn signal_running(
+    batch: &mut Batch,
+    job: JobId,
+    state: JobState,
+    signal: i32,
+    whom: SignalWhom,
+) -> Result<(), SchedError> {
+    match state {
+        JobState::Running => {
+            batch.signals.push((job, StepSignal::Send { signal, whom }));
+            Ok(())
+        }
+        JobState::Pending => Err(SchedError::Conflict("Job is pending execution".into())),
+        _ => Err(SchedError::Conflict(
+            "Job/step already completing or completed".into(),
+        )),
     }
 }
 

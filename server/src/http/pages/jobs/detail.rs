@@ -285,11 +285,14 @@ pub async fn show(
     let Some(job) = parse_id(&id) else {
         return not_found_page();
     };
-    // Only a signal's name is echoed (anything else in the address is ignored).
+    // Only a signal is echoed, by its own name (anything else in the address is
+    // ignored).
     let sent = query
         .into_inner()
         .sent
-        .and_then(|s| SIGNAL_NAMES.iter().find(|(n, _)| *n == s).map(|(n, _)| *n));
+        .as_deref()
+        .and_then(scheduler::parse::scancel_signal)
+        .map(scheduler::parse::signal_name);
     page_with(&state, &me, job, None, sent, StatusCode::OK).await
 }
 
@@ -308,7 +311,7 @@ async fn page_with(
     me: &Principal,
     job: JobId,
     notice: Option<String>,
-    sent: Option<&'static str>,
+    sent: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let info = match state.jobs.show(me, job).await.map_err(ApiError::from) {
@@ -349,7 +352,7 @@ async fn page_with(
         output,
         output_error,
         notice,
-        sent: sent.map(str::to_string),
+        sent,
         usage: usage_view(&usage),
         ..page_for(me, info, &slices, crate::util::now_ms())
     };
@@ -458,22 +461,16 @@ pub async fn signal(
         Ok(job) => job,
         Err(answer) => return *answer,
     };
-    let Some(&(name, _)) = SIGNAL_NAMES.iter().find(|(n, _)| *n == form.signal) else {
-        let notice = format!(
-            "Not sent: {:?} is not a signal this page sends.",
-            form.signal
-        );
-        return job_page(&state, &me, job, Some(notice), StatusCode::BAD_REQUEST).await;
-    };
+    // The jobs service reads and bounds the signal, as for the API.
     let body = SignalJob {
-        signal: serde_json::Value::String(name.to_string()),
+        signal: serde_json::Value::String(form.signal.clone()),
         whom: form.whom.clone(),
     };
     let sent = state
         .jobs
         .signal(&me, &state.client_addr(&req), job, &body)
         .await
-        .map(|()| format!("/jobs/{job}?sent={name}"))
+        .map(|n| format!("/jobs/{job}?sent={}", scheduler::parse::signal_name(n)))
         .map_err(ApiError::from);
     after_action(&state, &me, job, sent, "Not sent").await
 }
