@@ -262,7 +262,7 @@ pub fn gpu_map_for(
     may_open: &dyn Fn(&str) -> bool,
 ) -> GpuMap {
     let brings = shares(&state.inventory.cluster);
-    let nodes = if state.config.scheduler.backend == "slurm" {
+    let nodes = if state.config.scheduler.is_slurm() {
         slurm_gpu_map(nodes)
     } else {
         gpu_map(

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::{EarlySignal, ProcessIdentity};
+use super::ProcessIdentity;
 
 /// One process, as `/proc` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,78 +110,50 @@ pub(super) fn send(targets: &[ProcessIdentity], signal: i32) -> usize {
         .count()
 }
 
-/// Send the step's early signal: to its batch shell (`remembered` if it is still
-/// there, else looked up now) or to what the shell started. Returns a line for the
-/// supervisor's log.
-pub(super) fn deliver(
-    signal: EarlySignal,
+/// Send `signal` to the step's batch shell (`remembered` if it is still there, else
+/// looked up now), to what the shell started, or to both (`whom`): the early signal
+/// (`--signal`, `B:` is the shell alone) and `scancel --signal` alike. Returns a line
+/// for the supervisor's log (`label` names the cause) and the shell, to remember.
+pub(super) fn signal_shell(
+    label: &str,
+    signal: i32,
+    whom: super::SignalWhom,
     remembered: Option<ProcessIdentity>,
     script: &Path,
     uid: u32,
-) -> String {
+) -> (String, Option<ProcessIdentity>) {
     let procs = processes();
     let shell = remembered
         .filter(ProcessIdentity::is_alive)
         .or_else(|| batch_shell(&procs, script, uid));
     let Some(shell) = shell else {
-        return format!(
-            "--signal: no batch shell runs {}; signal {} not sent",
-            script.display(),
-            signal.signal
+        return (
+            format!(
+                "{label}: no batch shell runs {}; signal {signal} not sent",
+                script.display()
+            ),
+            None,
         );
     };
-    let (targets, whom) = if signal.batch_only {
-        (vec![shell], "the batch shell")
-    } else {
-        (
+    let (targets, what) = match whom {
+        super::SignalWhom::Batch => (vec![shell], "the batch shell"),
+        super::SignalWhom::Steps => (
             descendants(&procs, shell.pid),
             "the batch shell's processes",
-        )
-    };
-    let sent = send(&targets, signal.signal);
-    format!(
-        "--signal: signal {} sent to {sent} of {} process(es) ({whom}, shell pid {})",
-        signal.signal,
-        targets.len(),
-        shell.pid
-    )
-}
-
-/// `scancel --signal`: send `asked` to the step's batch shell, its processes, or
-/// both. Returns a line for the supervisor's log.
-pub(super) fn send_on_request(
-    asked: super::SignalRequest,
-    remembered: Option<ProcessIdentity>,
-    script: &Path,
-    uid: u32,
-) -> String {
-    let procs = processes();
-    let shell = remembered
-        .filter(ProcessIdentity::is_alive)
-        .or_else(|| batch_shell(&procs, script, uid));
-    let Some(shell) = shell else {
-        return format!(
-            "scancel --signal: no batch shell runs {}; signal {} not sent",
-            script.display(),
-            asked.signal
-        );
-    };
-    let targets = match asked.whom {
-        super::SignalWhom::Batch => vec![shell],
-        super::SignalWhom::Steps => descendants(&procs, shell.pid),
+        ),
         super::SignalWhom::Full => {
             let mut all = vec![shell];
             all.extend(descendants(&procs, shell.pid));
-            all
+            (all, "the batch shell and its processes")
         }
     };
-    let sent = send(&targets, asked.signal);
-    format!(
-        "scancel --signal: signal {} sent to {sent} of {} process(es) (shell pid {})",
-        asked.signal,
+    let sent = send(&targets, signal);
+    let line = format!(
+        "{label}: signal {signal} sent to {sent} of {} process(es) ({what}, shell pid {})",
         targets.len(),
         shell.pid
-    )
+    );
+    (line, Some(shell))
 }
 
 #[cfg(test)]

@@ -191,10 +191,9 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
                     .and_then(|b| serde_json::from_slice::<super::SignalRequest>(&b).ok());
                 let _ = std::fs::remove_file(dir.join(super::SIGNAL_FILE));
                 if let Some(asked) = asked {
-                    if shell.is_none() {
-                        shell = early_signal::batch_shell(&early_signal::processes(), &script, shell_uid);
-                    }
-                    eprintln!("{}", early_signal::send_on_request(asked, shell, &script, shell_uid));
+                    let (line, found) = early_signal::signal_shell("scancel --signal", asked.signal, asked.whom, shell, &script, shell_uid);
+                    shell = found.or(shell);
+                    eprintln!("{line}");
                 }
             }
             _ = async { match limit { Some(l) => tokio::time::sleep_until(l).await, None => std::future::pending().await } }, if kill_at.is_none() => {
@@ -210,7 +209,9 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
             }
             _ = async { match early { Some((_, at)) => tokio::time::sleep_until(at).await, None => std::future::pending().await } }, if early.is_some() && kill_at.is_none() => {
                 if let Some((signal, _)) = early.take() {
-                    eprintln!("{}", early_signal::deliver(signal, shell, &script, shell_uid));
+                    let whom = if signal.batch_only { super::SignalWhom::Batch } else { super::SignalWhom::Steps };
+                    let (line, _) = early_signal::signal_shell("--signal", signal.signal, whom, shell, &script, shell_uid);
+                    eprintln!("{line}");
                 }
             }
             _ = usage_tick.tick(), if spec.usage_interval_secs > 0 && kill_at.is_none() => {

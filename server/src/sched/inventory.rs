@@ -113,15 +113,63 @@ pub fn cpuinfo_processors(text: &str) -> Option<u32> {
 
 /// `MemTotal` of `/proc/meminfo`, in MB.
 pub fn meminfo_total_mb(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kb: u64 = line
-        .trim_start_matches("MemTotal:")
+    meminfo_mb(text, "MemTotal:")
+}
+
+/// The value of `key` (`MemAvailable:`) in `/proc/meminfo`'s text, in MiB.
+pub fn meminfo_mb(text: &str, key: &str) -> Option<u64> {
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(key))?
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
     Some(kb / 1024)
+}
+
+/// What the machine tells of itself now, as a node's daemon would (`scontrol show
+/// node`'s `OS`, `BootTime`, `CPULoad`, `FreeMem`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostNow {
+    /// The kernel's name, release and version.
+    pub os: String,
+    /// When the machine booted (Unix seconds).
+    pub boot_time: Option<i64>,
+    /// The one-minute load average.
+    pub cpu_load: Option<f64>,
+    /// Memory available to new processes, MiB (`MemAvailable`).
+    pub free_memory_mb: Option<u64>,
+}
+
+impl HostNow {
+    /// Read from `/proc`.
+    pub fn read() -> HostNow {
+        let proc = |p: &str| std::fs::read_to_string(format!("/proc/{p}")).ok();
+        let os = ["ostype", "osrelease", "version"]
+            .iter()
+            .filter_map(|k| proc(&format!("sys/kernel/{k}")))
+            .map(|s| s.trim().to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let boot_time = proc("stat").and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse().ok())
+        });
+        let cpu_load =
+            proc("loadavg").and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()));
+        let free_memory_mb = proc("meminfo")
+            .as_deref()
+            .and_then(|s| meminfo_mb(s, "MemAvailable:"));
+        HostNow {
+            os,
+            boot_time,
+            cpu_load,
+            free_memory_mb,
+        }
+    }
 }
 
 /// Detect the host, discover GPUs (when `cluster.discover_gpus`), and [`build`].

@@ -13,39 +13,13 @@ use scheduler::{PriorityFilter, PriorityView, SharesView};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::jobs::{query_ids, query_list, MAX_QUERY_NAMES};
 use super::{Jobs, ServiceError};
 use crate::auth::Principal;
 
-/// Most items one list of a query may hold, and the longest item.
-pub const MAX_LIST_ITEMS: usize = 1_000;
-const MAX_ITEM_BYTES: usize = 256;
-
-/// A comma-separated list of a query, bounded: at most [`MAX_LIST_ITEMS`] items of
-/// at most 256 bytes each; blanks trimmed, empty items dropped.
+/// A comma-separated list of a query, bounded (as the job listing's are).
 fn bounded_list(field: &'static str, text: Option<&str>) -> Result<Vec<String>, ServiceError> {
-    let Some(text) = text else {
-        return Ok(Vec::new());
-    };
-    let mut items = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if items.len() == MAX_LIST_ITEMS {
-            return Err(ServiceError::Invalid {
-                field,
-                message: format!("{field} lists more than {MAX_LIST_ITEMS} items"),
-            });
-        }
-        if item.len() > MAX_ITEM_BYTES {
-            return Err(ServiceError::Invalid {
-                field,
-                message: format!(
-                    "{field}: \"{}…\" is longer than {MAX_ITEM_BYTES} bytes",
-                    &item[..item.floor_char_boundary(32)]
-                ),
-            });
-        }
-        items.push(item.to_string());
-    }
-    Ok(items)
+    query_list(field, text, MAX_QUERY_NAMES)
 }
 
 /// `GET /priority`'s filters; without them every pending job the caller may see.
@@ -313,15 +287,7 @@ impl Jobs {
         caller: &Principal,
         q: PriorityQuery,
     ) -> Result<PriorityAnswer, ServiceError> {
-        let ids = bounded_list("ids", q.ids.as_deref())?
-            .iter()
-            .map(|i| {
-                i.parse::<u64>().map_err(|_| ServiceError::Invalid {
-                    field: "ids",
-                    message: format!("ids: \"{i}\" is not a job number"),
-                })
-            })
-            .collect::<Result<Vec<u64>, _>>()?;
+        let ids = query_ids("ids", q.ids.as_deref(), MAX_QUERY_NAMES)?;
         let mut users = bounded_list("user", q.user.as_deref())?;
         let partitions = bounded_list("partition", q.partition.as_deref())?;
         let mut none = false;
@@ -469,12 +435,12 @@ mod tests {
 
     #[test]
     fn lists_in_a_query_are_bounded() {
-        let many = vec!["u"; MAX_LIST_ITEMS + 1].join(",");
+        let many = vec!["u"; MAX_QUERY_NAMES + 1].join(",");
         assert!(matches!(
             bounded_list("user", Some(&many)),
             Err(ServiceError::Invalid { field: "user", .. })
         ));
-        let long = "x".repeat(MAX_ITEM_BYTES + 1);
+        let long = "x".repeat(257);
         assert!(bounded_list("partition", Some(&long)).is_err());
         assert_eq!(
             bounded_list("ids", Some(" 1, ,2,")).expect("list"),

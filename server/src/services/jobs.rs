@@ -323,9 +323,9 @@ pub const MAX_QUERY_IDS: usize = 10_000;
 pub const MAX_QUERY_NAMES: usize = 1_000;
 const MAX_QUERY_NAME_BYTES: usize = 256;
 
-/// A comma-separated list of a query, bounded: at most `max` items of at most
-/// [`MAX_QUERY_NAME_BYTES`] each.
-fn query_list(
+/// A comma-separated list of a query, bounded as it is read: at most `max` items of
+/// at most [`MAX_QUERY_NAME_BYTES`] each; blanks trimmed, empty items dropped.
+pub(super) fn query_list(
     field: &'static str,
     text: Option<&str>,
     max: usize,
@@ -333,28 +333,43 @@ fn query_list(
     let Some(text) = text else {
         return Ok(Vec::new());
     };
-    let items: Vec<String> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect();
-    if items.len() > max {
-        return Err(ServiceError::Invalid {
-            field,
-            message: format!("{field} lists more than {max} items"),
-        });
-    }
-    if let Some(long) = items.iter().find(|i| i.len() > MAX_QUERY_NAME_BYTES) {
-        return Err(ServiceError::Invalid {
-            field,
-            message: format!(
-                "{field}: \"{}…\" is longer than {MAX_QUERY_NAME_BYTES} bytes",
-                &long[..long.floor_char_boundary(32)]
-            ),
-        });
+    let mut items = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if items.len() == max {
+            return Err(ServiceError::Invalid {
+                field,
+                message: format!("{field} lists more than {max} items"),
+            });
+        }
+        if item.len() > MAX_QUERY_NAME_BYTES {
+            return Err(ServiceError::Invalid {
+                field,
+                message: format!(
+                    "{field}: \"{}…\" is longer than {MAX_QUERY_NAME_BYTES} bytes",
+                    &item[..item.floor_char_boundary(32)]
+                ),
+            });
+        }
+        items.push(item.to_string());
     }
     Ok(items)
+}
+
+/// A comma-separated list of job numbers, bounded as [`query_list`].
+pub(super) fn query_ids(
+    field: &'static str,
+    text: Option<&str>,
+    max: usize,
+) -> Result<Vec<u64>, ServiceError> {
+    query_list(field, text, max)?
+        .iter()
+        .map(|i| {
+            i.parse::<u64>().map_err(|_| ServiceError::Invalid {
+                field,
+                message: format!("{field}: \"{i}\" is not a job id"),
+            })
+        })
+        .collect()
 }
 
 /// What may be done to a job.
@@ -664,15 +679,7 @@ impl Jobs {
         }
         let partitions = query_list("partition", q.partition.as_deref(), MAX_QUERY_NAMES)?;
         let names = query_list("name", q.name.as_deref(), MAX_QUERY_NAMES)?;
-        let ids = query_list("ids", q.ids.as_deref(), MAX_QUERY_IDS)?
-            .iter()
-            .map(|i| {
-                i.parse::<u64>().map_err(|_| ServiceError::Invalid {
-                    field: "ids",
-                    message: format!("ids: \"{i}\" is not a job id"),
-                })
-            })
-            .collect::<Result<Vec<u64>, _>>()?;
+        let ids = query_ids("ids", q.ids.as_deref(), MAX_QUERY_IDS)?;
         let per_page = q.per_page.unwrap_or(1000).clamp(1, 10_000);
         let page = q.page.unwrap_or(1).max(1);
         let (states, all) = parse_states(q.state.as_deref())?;

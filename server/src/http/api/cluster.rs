@@ -50,45 +50,16 @@ pub struct ThisMachine {
 }
 
 impl ThisMachine {
-    fn read(node: String) -> ThisMachine {
-        let proc = |p: &str| std::fs::read_to_string(format!("/proc/{p}")).ok();
-        let os = ["ostype", "osrelease", "version"]
-            .iter()
-            .filter_map(|k| proc(&format!("sys/kernel/{k}")))
-            .map(|s| s.trim().to_string())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let boot_time: Option<i64> = proc("stat").and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("btime "))
-                .and_then(|v| v.trim().parse().ok())
-        });
-        // Field 22 of our own stat: clock ticks after boot (the name, field 2, may
-        // hold blanks: count from its closing parenthesis).
-        let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-            .ok()
-            .flatten()
-            .filter(|t| *t > 0);
-        let started = proc("self/stat").and_then(|s| {
-            let after = s.rsplit_once(')')?.1;
-            let since_boot: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
-            Some(boot_time? + since_boot / ticks?)
-        });
-        let cpu_load =
-            proc("loadavg").and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()));
-        let free_memory_mb = proc("meminfo").and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-                .map(|kb| kb / 1024)
-        });
+    /// This machine now, as node `node`; the portal started at `started`.
+    fn now(node: String, started: i64) -> ThisMachine {
+        let host = crate::sched::inventory::HostNow::read();
         ThisMachine {
             node,
-            os,
-            boot_time,
-            started,
-            cpu_load,
-            free_memory_mb,
+            os: host.os,
+            boot_time: host.boot_time,
+            started: Some(started),
+            cpu_load: host.cpu_load,
+            free_memory_mb: host.free_memory_mb,
         }
     }
 }
@@ -112,8 +83,13 @@ pub async fn nodes(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let (nodes, partitions) = state.scheduler.nodes().await?;
-    let host = (state.config.scheduler.backend != "slurm")
-        .then(|| nodes.first().map(|n| ThisMachine::read(n.name.clone())))
+    let started = state.metrics.start_time.get();
+    let host = (!state.config.scheduler.is_slurm())
+        .then(|| {
+            nodes
+                .first()
+                .map(|n| ThisMachine::now(n.name.clone(), started))
+        })
         .flatten();
     Ok(HttpResponse::Ok().json(Nodes {
         nodes,
@@ -132,7 +108,7 @@ pub async fn config(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let jobs = &state.config.jobs;
-    let slurm = state.config.scheduler.backend == "slurm";
+    let slurm = state.config.scheduler.is_slurm();
     let mut out = serde_json::Map::new();
     let mut put = |k: &str, v: serde_json::Value| {
         out.insert(k.to_string(), v);

@@ -60,7 +60,7 @@ async fn utilisation(state: &AppState) -> Result<Utilisation, ApiError> {
     .map(|(k, v)| (k.to_string(), v));
     let query = Query::parse(&pairs, now).map_err(|e| ApiError::internal(e.to_string()))?;
     let usage = state.usage.by_bucket(&query, UsageKey::User).await?;
-    let gpus = if state.config.scheduler.backend == "slurm" {
+    let gpus = if state.config.scheduler.is_slurm() {
         let (nodes, _) = state.scheduler.nodes().await?;
         nodes
             .iter()
