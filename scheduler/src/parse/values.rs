@@ -342,6 +342,28 @@ pub struct PatternContext<'a> {
     pub node: &'a str,
 }
 
+impl PatternContext<'_> {
+    /// The text of `%c` for the batch step (on the job's first node, 0, as task 0):
+    /// `None` for a letter that is not a pattern's.
+    pub fn batch_value(&self, c: char) -> Option<String> {
+        match c {
+            'j' | 'J' => Some(self.job.to_string()),
+            'n' | 't' => Some("0".into()),
+            's' => Some("batch".into()),
+            'A' => Some(self.job.job.to_string()),
+            'a' => Some(
+                self.job
+                    .task
+                    .map_or_else(|| NO_TASK.into(), |t| t.to_string()),
+            ),
+            'u' => Some(self.user.to_string()),
+            'x' => Some(self.name.to_string()),
+            'N' => Some(self.node.to_string()),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) const PATTERN_EXPECTED: &str =
     "a path with %j, %J, %A, %a, %u, %x, %N, %n, %s, %t or %%";
 
@@ -364,23 +386,7 @@ pub(crate) fn check_pattern(p: &str) -> Result<(), String> {
 /// refused, and the expansion stops there.
 pub fn expand_pattern(p: &str, cx: &PatternContext<'_>) -> Result<String, String> {
     at_most("the pattern", p, PATH_MAX)?;
-    let value = |c: char| match c {
-        'j' | 'J' => Some(cx.job.to_string()),
-        // The batch step is on the job's first node (0), task 0.
-        'n' | 't' => Some("0".into()),
-        's' => Some("batch".into()),
-        'A' => Some(cx.job.job.to_string()),
-        'a' => Some(
-            cx.job
-                .task
-                .map_or_else(|| NO_TASK.into(), |t| t.to_string()),
-        ),
-        'u' => Some(cx.user.to_string()),
-        'x' => Some(cx.name.to_string()),
-        'N' => Some(cx.node.to_string()),
-        _ => None,
-    };
-    expand_filename(p, PATH_MAX, false, value).map_err(|e| match e {
+    expand_filename(p, PATH_MAX, false, |c| cx.batch_value(c)).map_err(|e| match e {
         PatternError::TooLong => {
             format!("the pattern expands to more than {PATH_MAX} bytes (PATH_MAX)")
         }

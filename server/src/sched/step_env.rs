@@ -17,13 +17,8 @@ const RESERVED_PREFIXES: &[&str] = &[
     "ATRIUM_JOB_TOKEN",
 ];
 
-/// What the output patterns are expanded with.
-pub struct PatternValues<'a> {
-    pub job: JobId,
-    pub user: &'a str,
-    pub name: &'a str,
-    pub node: &'a str,
-}
+/// What a batch step's `-o/-e` patterns expand from (the scheduler crate's).
+pub use scheduler::parse::PatternContext as PatternValues;
 
 /// An expanded output path would be longer than `PATH_MAX`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -47,18 +42,7 @@ pub fn output_path(
     let room = PATH_MAX
         .checked_sub(workdir.as_os_str().len() + 1)
         .ok_or(PathTooLong)?;
-    let out = expand_pattern_within(pattern, room, |c| match c {
-        'j' | 'J' => Some(v.job.to_string()),
-        'A' => Some(v.job.job.to_string()),
-        // The batch step: the job's first node (0), task 0, step `batch`.
-        'n' | 't' => Some("0".to_string()),
-        's' => Some("batch".to_string()),
-        'a' => Some(v.job.task.map_or(NO_TASK.into(), |t| t.to_string())),
-        'u' => Some(v.user.to_string()),
-        'x' => Some(v.name.to_string()),
-        'N' => Some(v.node.to_string()),
-        _ => None,
-    })?;
+    let out = expand_pattern_within(pattern, room, |c| v.batch_value(c))?;
     Ok(workdir.join(out))
 }
 
