@@ -696,3 +696,50 @@ async fn the_openapi_document_describes_the_job_api() {
         .expect("json");
     assert_eq!(parts["partitions"][0]["name"], "gpu");
 }
+
+#[tokio::test]
+async fn the_history_is_listed_by_id_and_paged_with_its_total() {
+    let c = JobCluster::start(1).await;
+    let alice = c.user("alice", 20193).await;
+    let bob = c.user("bob", 20194).await;
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        mine.push(
+            c.sbatch(&alice, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
+                .await,
+        );
+    }
+    let bobs = c.sbatch(&bob, "#!/bin/bash\n#SBATCH --hold\ntrue\n").await;
+    let list = |query: String| {
+        let c = &c;
+        let token = alice.token.clone();
+        async move {
+            let v: Value = c
+                .app
+                .get_bearer(&format!("/api/v1/jobs?state=all&{query}"), &token)
+                .await
+                .json()
+                .await
+                .expect("json");
+            let ids: Vec<String> = v["jobs"]
+                .as_array()
+                .expect("jobs")
+                .iter()
+                .map(|j| j["id"].as_str().expect("id").to_string())
+                .collect();
+            (v["total"].as_u64().expect("total"), ids)
+        }
+    };
+    // Named ids, as `sacct -j` asks: only those, only the caller's.
+    let (total, ids) = list(format!("me=true&ids={},{},{bobs}", mine[0], mine[2])).await;
+    assert_eq!(total, 2);
+    assert_eq!(ids, vec![mine[2].clone(), mine[0].clone()], "newest first");
+    assert_eq!(list(format!("ids={bobs}")).await, (0, vec![]));
+    // A page that is full or not first still counts them all.
+    let (total, ids) = list("per_page=2".into()).await;
+    assert_eq!((total, ids.len()), (3, 2));
+    let (total, ids) = list("per_page=2&page=2".into()).await;
+    assert_eq!((total, ids), (3, vec![mine[0].clone()]));
+    let (total, ids) = list("per_page=5".into()).await;
+    assert_eq!((total, ids.len()), (3, 3));
+}
