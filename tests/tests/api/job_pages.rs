@@ -369,9 +369,83 @@ async fn chromium_the_forms_fields_write_the_directives_and_errors_mark_their_li
     })
     .await
     .expect("the type written");
+    // Durations as people write them, never the prefix typed on the way.
+    for (typed, written) in [
+        ("2h", "2:00:00"),
+        ("2 hours", "2:00:00"),
+        ("1.5h", "1:30:00"),
+        ("1d 12h", "1-12:00:00"),
+        ("90", "1:30:00"),
+    ] {
+        fill(&b, "field-time", typed).await;
+        let text = script().await;
+        assert!(
+            text.contains(&format!("#SBATCH --time={written}\n")),
+            "{typed}: {text}"
+        );
+        assert_eq!(text.matches("--time").count(), 1, "{text}");
+    }
+    let hint = b
+        .find(Locator::Id("field-time-hint"))
+        .await
+        .expect("hint")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        hint.contains("1 hour 30 minutes") && hint.contains("minutes"),
+        "{hint}"
+    );
+    // A value that means nothing: the error beside the field, and Submit waits.
+    fill(&b, "field-time", "2 hourz").await;
+    let error = b
+        .find(Locator::Id("field-time-error"))
+        .await
+        .expect("error");
+    assert!(error.is_displayed().await.expect("shown"));
+    assert!(
+        error.text().await.expect("text").contains("hourz"),
+        "names what it could not read"
+    );
+    fill(&b, "field-cpus", "-1").await;
+    b.find(Locator::Id("job-submit"))
+        .await
+        .expect("submit")
+        .click()
+        .await
+        .expect("click");
+    let summary = b.find(Locator::Id("fields-error")).await.expect("summary");
+    assert!(summary.is_displayed().await.expect("shown"));
+    assert!(
+        summary.text().await.expect("text").starts_with("2 fields"),
+        "both errors at once"
+    );
+    assert!(b
+        .find(Locator::Id("field-cpus-error"))
+        .await
+        .expect("cpus error")
+        .is_displayed()
+        .await
+        .expect("shown"));
+    assert!(
+        b.current_url()
+            .await
+            .expect("url")
+            .path()
+            .ends_with("/jobs/new"),
+        "nothing was submitted"
+    );
+    fill(&b, "field-cpus", "").await;
     fill(&b, "field-time", "1:30:00").await;
     let text = script().await;
     assert!(text.contains("#SBATCH --time=1:30:00"), "{text}");
+    assert!(!b
+        .find(Locator::Id("field-time-error"))
+        .await
+        .expect("error")
+        .is_displayed()
+        .await
+        .expect("hidden"));
     assert_eq!(text.matches("--gres").count(), 1, "{text}");
     // Directives come before the first command.
     let gres_at = text.find("#SBATCH --gres").expect("gres");

@@ -79,6 +79,24 @@ struct NewJobPage<'a> {
     lines: Vec<ScriptLine>,
     /// The GPU types of the cluster, for the GPU field (`a100`, `1g.10gb`).
     gpu_types: Vec<String>,
+    /// The partitions one may choose, the default first, with what each gives and
+    /// allows: the fields show them.
+    partitions: Vec<PartitionChoice>,
+}
+
+/// A partition as the form's fields describe it.
+pub struct PartitionChoice {
+    pub name: String,
+    pub default: bool,
+    /// The longest time limit, in seconds (0: unlimited), and as Slurm writes it.
+    pub max_secs: u64,
+    pub max_time: String,
+    /// The time limit of a job that asks for none, as Slurm writes it (empty:
+    /// unlimited or unknown).
+    pub default_time: String,
+    /// CPUs and memory (GiB) given per GPU when a job does not say; 0 when unknown.
+    pub cpus_per_gpu: u32,
+    pub mem_per_gpu_gib: u64,
 }
 
 /// One numbered line of the script.
@@ -129,18 +147,48 @@ pub struct SubmitForm {
     working_directory: String,
 }
 
-/// The cluster's GPU types, whole GPUs first, for the GPU field; none when the
-/// scheduler cannot say.
-async fn gpu_types(state: &AppState) -> Vec<String> {
-    let Ok((nodes, _)) = state.scheduler.nodes().await else {
-        return Vec::new();
+/// The cluster's GPU types, whole GPUs first, and its partitions, the default first,
+/// for the fields; none when the scheduler cannot say.
+async fn field_choices(state: &AppState) -> (Vec<String>, Vec<PartitionChoice>) {
+    let Ok((nodes, partitions)) = state.scheduler.nodes().await else {
+        return (Vec::new(), Vec::new());
     };
     let mut types: Vec<String> = super::cluster_slices(&nodes)
         .into_keys()
         .filter(|t| t != "shard")
         .collect();
     types.sort_by_key(|t| (t.contains('.'), t.clone()));
-    types
+    let configured = &state.config.cluster.partitions;
+    let mut choices: Vec<PartitionChoice> = partitions
+        .iter()
+        .map(|p| {
+            let section = configured.iter().find(|c| c.name == p.name);
+            let max_secs = match p.max_time {
+                scheduler::TimeLimit::Seconds(s) => s,
+                scheduler::TimeLimit::Unlimited => 0,
+            };
+            PartitionChoice {
+                name: p.name.clone(),
+                default: p.default,
+                max_secs,
+                max_time: if max_secs == 0 {
+                    String::new()
+                } else {
+                    p.max_time.to_string()
+                },
+                default_time: section
+                    .and_then(|c| c.default_time.as_deref())
+                    .and_then(|t| t.parse::<scheduler::TimeLimit>().ok())
+                    .filter(|t| matches!(t, scheduler::TimeLimit::Seconds(_)))
+                    .map(|t| t.to_string())
+                    .unwrap_or_default(),
+                cpus_per_gpu: section.map_or(0, |c| c.cpus_per_gpu),
+                mem_per_gpu_gib: section.map_or(0, |c| c.mem_per_gpu_mb.div_ceil(1024)),
+            }
+        })
+        .collect();
+    choices.sort_by_key(|p| !p.default);
+    (types, choices)
 }
 
 pub async fn show(
@@ -150,6 +198,7 @@ pub async fn show(
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Jobs)?;
+    let (gpu_types, partitions) = field_choices(&state).await;
     let starters = starters();
     let wanted = query.starter.as_deref().unwrap_or("");
     let chosen = starters.iter().find(|s| s.name == wanted);
@@ -183,7 +232,8 @@ pub async fn show(
             error,
             line_errors: Vec::new(),
             lines: Vec::new(),
-            gpu_types: gpu_types(&state).await,
+            gpu_types,
+            partitions,
         },
         if error.is_some() {
             StatusCode::NOT_FOUND
@@ -253,6 +303,7 @@ pub async fn submit(
         }
         Err(other) => return Err(other),
     };
+    let (gpu_types, partitions) = field_choices(&state).await;
     let starters = starters();
     render(
         &NewJobPage {
@@ -264,7 +315,8 @@ pub async fn submit(
             error: Some(&message),
             lines: numbered(&script, &line_errors),
             line_errors,
-            gpu_types: gpu_types(&state).await,
+            gpu_types,
+            partitions,
         },
         status,
     )
@@ -349,6 +401,7 @@ mod tests {
             line_errors: Vec::new(),
             lines: Vec::new(),
             gpu_types: vec!["a100".into(), "1g.10gb".into()],
+            partitions: Vec::new(),
         }
         .render()
         .expect("render");
@@ -391,6 +444,7 @@ mod tests {
             lines: numbered(script, &line_errors),
             line_errors,
             gpu_types: Vec::new(),
+            partitions: Vec::new(),
         }
         .render()
         .expect("render");
