@@ -153,7 +153,7 @@ impl Event {
 }
 
 /// What one GPU brings and how many are free now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuOffer {
     pub cpus_per_gpu: u32,
     pub mem_per_gpu_mb: u64,
@@ -161,6 +161,31 @@ pub struct GpuOffer {
     /// scheduler does not answer).
     pub free: Option<u32>,
     pub total: Option<u32>,
+    /// Each kind of slice of the partition (a whole GPU type, a MIG profile,
+    /// `shard`) with how many are free now and how many there are: what a
+    /// session can start on at once.
+    pub kinds: Vec<SliceFree>,
+}
+
+/// One kind of slice of the sessions' partition: its `--gres` type, free and total.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceFree {
+    pub r#type: String,
+    pub free: u32,
+    pub total: u32,
+}
+
+impl SliceFree {
+    /// A MIG profile (`1g.10gb`), not a whole GPU type or a share.
+    pub fn is_mig(&self) -> bool {
+        is_mig_profile(&self.r#type)
+    }
+}
+
+/// Whether a slice type is a MIG profile (`1g.10gb`, `3g.40gb`).
+pub fn is_mig_profile(kind: &str) -> bool {
+    kind.split_once("g.")
+        .is_some_and(|(g, rest)| g.parse::<u32>().is_ok() && rest.ends_with("gb"))
 }
 
 /// An environment as sessions use it.
@@ -306,17 +331,33 @@ impl Sessions {
                 (d.cpus_per_gpu, d.mem_per_gpu_mb)
             }
         };
-        let (mut free, mut total) = (None, None);
+        let (mut free, mut total, mut kinds) = (None, None, Vec::new());
         if let Ok((_, partitions)) = self.inner.scheduler.nodes().await {
             let view = partitions
                 .iter()
                 .find(|p| Some(&p.name) == wanted.as_ref())
                 .or_else(|| partitions.iter().find(|p| p.default));
             if let Some(v) = view {
-                let gpus = v.slices.iter().filter(|s| s.r#type != "shard");
-                let (f, t) = gpus.fold((0, 0), |(f, t), s| {
-                    (f + s.total.saturating_sub(s.used), t + s.total)
-                });
+                for s in &v.slices {
+                    let free = s.total.saturating_sub(s.used);
+                    match kinds
+                        .iter_mut()
+                        .find(|k: &&mut SliceFree| k.r#type == s.r#type)
+                    {
+                        Some(k) => {
+                            k.free += free;
+                            k.total += s.total;
+                        }
+                        None => kinds.push(SliceFree {
+                            r#type: s.r#type.clone(),
+                            free,
+                            total: s.total,
+                        }),
+                    }
+                }
+                // Whole GPUs: slices and shares are not GPUs to count.
+                let whole = kinds.iter().filter(|k| k.r#type != "shard" && !k.is_mig());
+                let (f, t) = whole.fold((0, 0), |(f, t), k| (f + k.free, t + k.total));
                 free = Some(f);
                 total = Some(t);
             }
@@ -326,6 +367,7 @@ impl Sessions {
             mem_per_gpu_mb,
             free,
             total,
+            kinds,
         }
     }
 

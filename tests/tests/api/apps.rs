@@ -131,7 +131,7 @@ async fn vscode_starts_from_its_tile_and_its_editor_loads_through_the_proxy() {
     let offer = text_of(&b, "#gpu-offer").await;
     assert_eq!(
         offer,
-        "Each GPU brings 2 CPU cores and 2 GB of memory. 2 of 2 GPUs are free now."
+        "Each GPU brings 2 CPU cores and 2 GiB of memory; a slice or share its part of them. 2 of 2 whole GPUs are free now."
     );
     b.find(Locator::Css(
         "#app-vscode img[src='/static/icons/apps/vscode.svg']",

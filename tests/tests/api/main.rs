@@ -17,6 +17,7 @@ mod differential;
 mod doctor;
 mod efficiency;
 mod files;
+mod first_hour;
 mod helpers;
 mod homes;
 mod hostile;

@@ -91,6 +91,135 @@ struct GpuWords {
     free: String,
 }
 
+/// One choice of the GPU kind: whole GPUs (of a type), a MIG profile or a share,
+/// with how many are free now.
+struct GpuKindChoice {
+    /// The form's `slice` (empty: whole GPUs of any type).
+    value: String,
+    /// In words: `1g.10gb: 1/7 of an A100-80GB`.
+    label: String,
+    free: u32,
+    total: u32,
+}
+
+impl GpuKindChoice {
+    /// `2 of 4 free now`, `none free now`.
+    fn availability(&self) -> String {
+        match self.free {
+            0 => format!("none of {} free now", self.total),
+            f => format!("{f} of {} free now", self.total),
+        }
+    }
+}
+
+/// The GPU kinds of the offer, in words: whole GPUs first (any type, then each type
+/// when there are several), then MIG profiles as parts of their GPU, then shares.
+fn gpu_kind_choices(
+    offer: &crate::sessions::GpuOffer,
+    gpus: &[crate::sched::inventory::GpuStatus],
+) -> Vec<GpuKindChoice> {
+    let whole: Vec<_> = offer
+        .kinds
+        .iter()
+        .filter(|k| k.r#type != "shard" && !k.is_mig())
+        .collect();
+    let mut out = Vec::new();
+    if !whole.is_empty() {
+        let model = |t: &str| {
+            gpus.iter()
+                .find(|g| g.model.to_lowercase().contains(&t.to_lowercase()))
+                .map_or_else(|| t.to_string(), |g| g.model.clone())
+        };
+        out.push(GpuKindChoice {
+            value: String::new(),
+            label: if whole.len() == 1 {
+                format!("Whole GPU ({})", model(&whole[0].r#type))
+            } else {
+                "Whole GPU, any type".into()
+            },
+            free: whole.iter().map(|k| k.free).sum(),
+            total: whole.iter().map(|k| k.total).sum(),
+        });
+        if whole.len() > 1 {
+            for k in &whole {
+                out.push(GpuKindChoice {
+                    value: k.r#type.clone(),
+                    label: format!("Whole GPU ({})", model(&k.r#type)),
+                    free: k.free,
+                    total: k.total,
+                });
+            }
+        }
+    }
+    let mut migs: Vec<_> = offer.kinds.iter().filter(|k| k.is_mig()).collect();
+    migs.sort_by_key(|k| {
+        (
+            k.r#type
+                .split('g')
+                .next()
+                .and_then(|g| g.parse::<u32>().ok()),
+            k.r#type.clone(),
+        )
+    });
+    for k in migs {
+        let parent = gpus
+            .iter()
+            .find(|g| g.mig.iter().any(|(p, _)| *p == k.r#type))
+            .map(|g| g.model.clone());
+        out.push(GpuKindChoice {
+            value: k.r#type.clone(),
+            label: mig_words(&k.r#type, parent.as_deref()),
+            free: k.free,
+            total: k.total,
+        });
+    }
+    if let Some(k) = offer.kinds.iter().find(|k| k.r#type == "shard") {
+        out.push(GpuKindChoice {
+            value: "shard".into(),
+            label: "GPU share (time-sliced with others)".into(),
+            free: k.free,
+            total: k.total,
+        });
+    }
+    out
+}
+
+/// `1g.10gb: 1/7 of an A100-80GB`: a MIG profile as a part of its GPU (A30s are cut
+/// in fourths, the others in sevenths).
+fn mig_words(profile: &str, model: Option<&str>) -> String {
+    let g = profile
+        .split_once("g.")
+        .and_then(|(g, _)| g.parse::<u32>().ok());
+    match (g, model) {
+        (Some(g), Some(model)) => {
+            let model = model.trim_start_matches("NVIDIA ");
+            let parts = if model.to_uppercase().contains("A30") {
+                4
+            } else {
+                7
+            };
+            let article = if model.starts_with(['A', 'E', 'H', 'I', 'O', 'a', 'e', 'h', 'i', 'o']) {
+                "an"
+            } else {
+                "a"
+            };
+            format!("{profile}: {g}/{parts} of {article} {model}")
+        }
+        _ => format!("{profile} (a MIG slice of a GPU)"),
+    }
+}
+
+/// What the form starts on by default: one whole GPU while one is free, else the
+/// first kind with one free (a MIG slice or a share starts now where a whole GPU
+/// would queue), else whole GPUs (it queues); none on a cluster without GPUs.
+fn default_gpu_choice(choices: &[GpuKindChoice]) -> (String, String) {
+    if choices.is_empty() {
+        return ("0".into(), String::new());
+    }
+    let pick = choices.iter().find(|c| c.free > 0).unwrap_or(&choices[0]);
+    ("1".into(), pick.value.clone())
+}
+
 #[derive(Template)]
 #[template(path = "sessions/new.html")]
 struct NewSessionPage {
@@ -99,7 +228,7 @@ struct NewSessionPage {
     /// The ids of the apps that ask for a log folder, space-separated.
     logdir_apps: String,
     environments: Vec<EnvironmentChoice>,
-    slices: Vec<String>,
+    gpu_kinds: Vec<GpuKindChoice>,
     gpu: GpuWords,
     form: StartForm,
     max_hours: u32,
@@ -147,21 +276,24 @@ pub struct NewQuery {
 }
 
 /// `8 CPU cores and 48 GB of memory`; `3 of 4 free now`.
-fn gpu_words(offer: crate::sessions::GpuOffer) -> GpuWords {
-    let gb = offer.mem_per_gpu_mb as f64 / 1024.0;
-    let memory = if gb.fract() == 0.0 {
-        format!("{gb:.0} GB")
+fn gpu_words(offer: &crate::sessions::GpuOffer) -> GpuWords {
+    let gib = offer.mem_per_gpu_mb as f64 / 1024.0;
+    let memory = if gib.fract() == 0.0 {
+        format!("{gib:.0} GiB")
     } else {
-        format!("{gb:.1} GB")
+        format!("{gib:.1} GiB")
     };
     let brings = format!(
-        "Each GPU brings {} CPU cores and {memory} of memory.",
+        "Each GPU brings {} CPU cores and {memory} of memory; a slice or share its part of them.",
         offer.cpus_per_gpu
     );
     let free = match (offer.free, offer.total) {
-        (Some(_), Some(0)) => "This cluster has no GPUs: sessions run on CPUs.".to_string(),
-        (Some(1), Some(t)) => format!("1 of {t} GPUs is free now."),
-        (Some(f), Some(t)) => format!("{f} of {t} GPUs are free now."),
+        (Some(_), Some(_)) if offer.kinds.is_empty() => {
+            "This cluster has no GPUs: sessions run on CPUs.".to_string()
+        }
+        (Some(_), Some(0)) => String::new(),
+        (Some(1), Some(t)) => format!("1 of {t} whole GPUs is free now."),
+        (Some(f), Some(t)) => format!("{f} of {t} whole GPUs are free now."),
         _ => String::new(),
     };
     GpuWords { brings, free }
@@ -240,22 +372,16 @@ async fn new_page(
         .map(|a| a.id().to_string())
         .collect::<Vec<_>>()
         .join(" ");
-    let mut slices: Vec<String> = state
-        .inventory
-        .gpus
-        .iter()
-        .flat_map(|g| g.mig.iter().map(|(profile, _)| profile.clone()))
-        .collect();
-    slices.sort();
-    slices.dedup();
-    let gpu = gpu_words(state.sessions.gpu_offer().await);
+    let offer = state.sessions.gpu_offer().await;
+    let gpu_kinds = gpu_kind_choices(&offer, &state.inventory.gpus);
+    let gpu = gpu_words(&offer);
     render(
         &NewSessionPage {
             nav: Nav::of(me),
             apps,
             logdir_apps,
             environments,
-            slices,
+            gpu_kinds,
             gpu,
             form,
             max_hours: state.sessions.config().max_hours,
@@ -286,6 +412,10 @@ pub async fn new_form(
         .kind
         .filter(|k| state.sessions.app_configs().iter().any(|a| a.id() == k))
         .unwrap_or(first);
+    // What starts now: a free whole GPU, else a free slice or share; none on a
+    // cluster without GPUs.
+    let offer = state.sessions.gpu_offer().await;
+    let (gpus, slice) = default_gpu_choice(&gpu_kind_choices(&offer, &state.inventory.gpus));
     let form = StartForm {
         name: if kind == "notebook" {
             "default".into()
@@ -293,12 +423,8 @@ pub async fn new_form(
             kind.clone()
         },
         kind,
-        // No GPUs at all: the form asks for none rather than one it cannot have.
-        gpus: if state.sessions.gpu_offer().await.total == Some(0) {
-            "0".into()
-        } else {
-            "1".into()
-        },
+        gpus,
+        slice,
         hours: state.sessions.config().default_hours.to_string(),
         logdir: q.logdir.unwrap_or_default(),
         ..Default::default()
@@ -600,12 +726,22 @@ pub(super) mod tests {
                 name: "pytorch".into(),
                 description: "PyTorch 2 / CUDA 12".into(),
             }],
-            slices: vec!["1g.10gb".into()],
-            gpu: gpu_words(crate::sessions::GpuOffer {
+            gpu_kinds: vec![GpuKindChoice {
+                value: "1g.10gb".into(),
+                label: mig_words("1g.10gb", Some("A100-80GB")),
+                free: 2,
+                total: 7,
+            }],
+            gpu: gpu_words(&crate::sessions::GpuOffer {
                 cpus_per_gpu: 8,
                 mem_per_gpu_mb: 48 * 1024,
                 free: Some(3),
                 total: Some(4),
+                kinds: vec![crate::sessions::SliceFree {
+                    r#type: "a100".into(),
+                    free: 3,
+                    total: 4,
+                }],
             }),
             form: StartForm {
                 kind: "vscode".into(),
@@ -632,8 +768,73 @@ pub(super) mod tests {
             "{html}"
         );
         assert!(
-            html.contains("Each GPU brings 8 CPU cores and 48 GB of memory. <span id=\"gpus-free\">3 of 4 GPUs are free now.</span>"),
+            html.contains("Each GPU brings 8 CPU cores and 48 GiB of memory; a slice or share its part of them. <span id=\"gpus-free\">3 of 4 whole GPUs are free now.</span>"),
             "{html}"
         );
+        assert!(
+            html.contains("1g.10gb: 1/7 of an A100-80GB — 2 of 7 free now"),
+            "{html}"
+        );
+    }
+
+    fn offer(kinds: &[(&str, u32, u32)]) -> crate::sessions::GpuOffer {
+        crate::sessions::GpuOffer {
+            cpus_per_gpu: 8,
+            mem_per_gpu_mb: 1024,
+            free: None,
+            total: None,
+            kinds: kinds
+                .iter()
+                .map(|&(t, free, total)| crate::sessions::SliceFree {
+                    r#type: t.into(),
+                    free,
+                    total,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_start_form_offers_each_kind_with_its_free_count_and_defaults_to_what_starts_now() {
+        // Whole GPUs all taken, a MIG slice free: the default starts at once.
+        let kinds = offer(&[
+            ("shard", 4, 8),
+            ("1g.10gb", 1, 7),
+            ("a100", 0, 2),
+            ("3g.40gb", 0, 2),
+        ]);
+        let choices = gpu_kind_choices(&kinds, &[]);
+        let seen: Vec<(&str, u32, u32)> = choices
+            .iter()
+            .map(|c| (c.value.as_str(), c.free, c.total))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("", 0, 2),
+                ("1g.10gb", 1, 7),
+                ("3g.40gb", 0, 2),
+                ("shard", 4, 8)
+            ]
+        );
+        assert_eq!(default_gpu_choice(&choices), ("1".into(), "1g.10gb".into()));
+        assert_eq!(choices[0].availability(), "none of 2 free now");
+        // A whole GPU free: that.
+        let choices = gpu_kind_choices(&offer(&[("a100", 1, 2), ("1g.10gb", 7, 7)]), &[]);
+        assert_eq!(default_gpu_choice(&choices), ("1".into(), String::new()));
+        // Nothing free: whole GPUs (it waits); no GPUs at all: none asked.
+        let choices = gpu_kind_choices(&offer(&[("a100", 0, 2), ("shard", 0, 4)]), &[]);
+        assert_eq!(default_gpu_choice(&choices), ("1".into(), String::new()));
+        assert_eq!(default_gpu_choice(&[]), ("0".into(), String::new()));
+        // Several whole types: any, then each.
+        let choices = gpu_kind_choices(&offer(&[("a100", 1, 2), ("h100", 2, 4)]), &[]);
+        let values: Vec<&str> = choices.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(values, ["", "a100", "h100"]);
+        assert_eq!(choices[0].free, 3);
+        assert_eq!(
+            mig_words("3g.40gb", Some("NVIDIA A30")),
+            "3g.40gb: 3/4 of an A30"
+        );
+        assert_eq!(mig_words("2g.20gb", None), "2g.20gb (a MIG slice of a GPU)");
     }
 }

@@ -1,0 +1,124 @@
+//! A new user's first hour in Chromium: the start form offers what is free and
+//! starts on it by default.
+
+use std::time::Duration;
+
+use fantoccini::Locator;
+
+use crate::browser::submit_login;
+use crate::jobs::JobCluster;
+use atrium_tests::support::{browser, Browser};
+
+const PASSWORD: &str = "password-of-some-length";
+
+/// The start form's GPU kind as it opens: the value chosen and every option's text.
+async fn gpu_choice(b: &Browser, url: String) -> (String, String) {
+    b.goto(&url).await.expect("form");
+    let select = b.find(Locator::Id("slice")).await.expect("the GPU kinds");
+    let value = select
+        .prop("value")
+        .await
+        .expect("value")
+        .unwrap_or_default();
+    let text = select.text().await.expect("text");
+    (value, text)
+}
+
+/// One whole A100 and one cut into two MIG slices, in the default partition.
+const WHOLE_AND_MIG: &str =
+    "[[cluster.gpus]]\nindex = 0\nmodel = \"A100-80GB\"\nmemory_mb = 81920\n\
+     [[cluster.gpus]]\nindex = 1\nmodel = \"A100-80GB\"\nmemory_mb = 81920\n\
+     mig = [{ profile = \"1g.10gb\" }, { profile = \"1g.10gb\" }]\n";
+
+#[tokio::test]
+async fn chromium_the_start_form_defaults_to_a_free_slice_while_whole_gpus_are_taken() {
+    let c = JobCluster::start_with(0, WHOLE_AND_MIG).await;
+    let alice = c.user("alice", 20931).await;
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", PASSWORD).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    // The whole GPU free: it is the default.
+    let (value, text) = gpu_choice(&b, c.app.url("/sessions/new")).await;
+    assert_eq!(value, "", "{text}");
+    assert!(
+        text.contains("Whole GPU (A100-80GB) — 1 of 1 free now"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1g.10gb: 1/7 of an A100-80GB — 2 of 2 free now"),
+        "{text}"
+    );
+
+    // Taken by a job: the slice that starts now is the default, and the counts say so.
+    let job = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\n#SBATCH --gres=gpu:A100-80GB:1\nsleep 300\n",
+        )
+        .await;
+    let running = c
+        .wait_for(&alice, &job, &["RUNNING"], Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        running["cuda_visible_devices"], "0",
+        "the whole GPU: {running}"
+    );
+    let (value, text) = gpu_choice(&b, c.app.url("/sessions/new")).await;
+    assert_eq!(value, "1g.10gb", "{text}");
+    assert!(
+        text.contains("Whole GPU (A100-80GB) — none of 1 free now"),
+        "{text}"
+    );
+    let free = b
+        .find(Locator::Id("gpus-free"))
+        .await
+        .expect("free")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(
+        free, "0 of 1 whole GPUs are free now.",
+        "slices are not GPUs"
+    );
+    let gpus = b.find(Locator::Id("gpus")).await.expect("gpus");
+    assert_eq!(
+        gpus.prop("value").await.expect("value").as_deref(),
+        Some("1")
+    );
+    // What that default asks for starts at once; a whole GPU would wait.
+    for (gres, now) in [("gpu:1g.10gb:1", true), ("gpu:1", false)] {
+        let res = reqwest::Client::new()
+            .post(c.app.url("/api/v1/jobs?dry_run=true"))
+            .bearer_auth(&alice.token)
+            .json(&serde_json::json!({"wrap": "true", "options": {"gres": gres}}))
+            .send()
+            .await
+            .expect("dry run");
+        let plan: serde_json::Value = res.json().await.expect("json");
+        assert_eq!(plan["reason"].is_null(), now, "{gres}: {plan}");
+    }
+    // Only the chosen app's fields: no log folder for JupyterLab.
+    let logdir = b.find(Locator::Id("logdir")).await.expect("log folder");
+    assert!(!logdir.is_displayed().await.expect("shown"));
+    // Number fields are not the page's width.
+    let width: f64 = b
+        .execute(
+            "return document.getElementById('gpus').getBoundingClientRect().width",
+            vec![],
+        )
+        .await
+        .expect("width")
+        .as_f64()
+        .expect("number");
+    assert!(width <= 12.0 * 16.0 + 1.0, "{width}");
+    reqwest::Client::new()
+        .delete(c.app.url(&format!("/api/v1/jobs/{job}")))
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .expect("cancel");
+}
