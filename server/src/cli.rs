@@ -246,6 +246,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve => {
             let config = usable_config(path)?;
             crate::telemetry::init(&config.log);
+            for missing in crate::doctor::missing_mounts(&config) {
+                tracing::warn!(%missing, "a folder every job binds is missing: jobs fail to start until it is there");
+            }
             let host = config
                 .listen
                 .rsplit_once(':')
@@ -356,7 +359,9 @@ fn config_check(path: Option<&std::path::Path>) -> anyhow::Result<()> {
         .map_or("defaults and environment".to_string(), |p| {
             p.display().to_string()
         });
-    if loaded.problems.is_empty() {
+    // A folder every job binds that is not there fails every job at its start.
+    let missing = crate::doctor::missing_mounts(&loaded.config);
+    if loaded.problems.is_empty() && missing.is_empty() {
         println!("configuration OK ({source})");
         println!("  listen:   {}", loaded.config.listen);
         println!("  data_dir: {}", loaded.config.data_dir.display());
@@ -366,7 +371,13 @@ fn config_check(path: Option<&std::path::Path>) -> anyhow::Result<()> {
     for problem in &loaded.problems {
         println!("{problem}");
     }
-    bail!("{} problem(s) in {source}", loaded.problems.len())
+    for m in &missing {
+        println!("{m}: every job and session that binds it fails to start");
+    }
+    bail!(
+        "{} problem(s) in {source}",
+        loaded.problems.len() + missing.len()
+    )
 }
 
 /// `atrium doctor`: the configuration's own problems first (as `config check`), then

@@ -1,4 +1,5 @@
-//! The portal's files: the data directory, its database and key, the TLS certificate.
+//! The portal's files: the data directory, its database and key, the TLS certificate;
+//! and the folders every job and session binds (`[storage]`, environments' mounts).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,68 @@ fn entry(path: &Path) -> Option<Entry> {
         uid: meta.uid(),
         mode: meta.mode() & 0o7777,
     })
+}
+
+/// Every mount source that jobs and sessions bind and that is not there (or cannot
+/// be looked at): `storage.datasets: /srv/datasets (at /datasets) does not exist`. A job that binds one fails before its script runs.
+pub fn missing_mounts(config: &Config) -> Vec<String> {
+    let storage = [
+        ("storage.datasets", &config.storage.datasets),
+        ("storage.projects", &config.storage.projects),
+    ]
+    .into_iter()
+    .flat_map(|(key, mounts)| mounts.iter().map(move |m| (key.to_string(), m)));
+    let environments = config.environments.iter().flat_map(|e| {
+        e.mounts
+            .iter()
+            .map(move |m| (format!("environments \"{}\" mounts", e.name), m))
+    });
+    storage
+        .chain(environments)
+        .filter_map(|(key, m)| {
+            let e = std::fs::metadata(&m.source).err()?;
+            let at = m.target.as_deref().unwrap_or(&m.source);
+            Some(format!(
+                "{key}: {} (at {}) {}",
+                m.source.display(),
+                at.display(),
+                match e.kind() {
+                    std::io::ErrorKind::NotFound => "does not exist".to_string(),
+                    std::io::ErrorKind::PermissionDenied => "cannot be reached".to_string(),
+                    _ => e.to_string(),
+                }
+            ))
+        })
+        .collect()
+}
+
+/// The mounts' sources, as [`missing_mounts`] finds them.
+pub(super) fn mounts(config: &Config) -> Finding {
+    let missing = missing_mounts(config);
+    let count = config.storage.datasets.len()
+        + config.storage.projects.len()
+        + config
+            .environments
+            .iter()
+            .map(|e| e.mounts.len())
+            .sum::<usize>();
+    if missing.is_empty() {
+        return Finding::ok(
+            "mounts",
+            match count {
+                0 => "no shared storage is bound into jobs".to_string(),
+                n => format!("the {n} folder(s) bound into jobs and sessions are there"),
+            },
+        );
+    }
+    Finding::problem(
+        "mounts",
+        format!(
+            "every job and session fails to start while a folder it binds is missing: {}",
+            missing.join("; ")
+        ),
+        "mount the file system or create the folder, or take it out of the configuration",
+    )
 }
 
 /// The data directory and the portal's files in it: the database (with its `-wal`

@@ -21,6 +21,8 @@ mod files;
 mod host;
 mod services;
 
+pub use files::missing_mounts;
+
 use serde::Serialize;
 
 use crate::config::Config;
@@ -136,6 +138,7 @@ pub async fn run(config: &Config) -> Report {
     checks.push(host::cgroups());
     checks.push(host::gpus(&config.cluster).await);
     checks.push(files::data_dir(config));
+    checks.push(files::mounts(config));
     let (database, store) = services::database(config).await;
     checks.push(database);
     checks.push(services::ldap(config).await);

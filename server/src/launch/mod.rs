@@ -27,6 +27,7 @@
 mod early_signal;
 mod runtime;
 mod supervisor;
+pub use supervisor::{SETUP_FAILED, SITE_FAILURE};
 pub mod terminal;
 pub mod usage;
 

@@ -25,7 +25,10 @@ use super::{read_spec, write_private, write_state, ProcessIdentity, StepSpec, St
 use crate::privilege;
 
 /// Exit code of the trampoline when the job could not be set up.
-const SETUP_FAILED: i32 = 121;
+pub const SETUP_FAILED: i32 = 121;
+/// How a setup failure that is the site's (not the job's) begins its message: the
+/// pages say "the cluster could not start it" for these.
+pub const SITE_FAILURE: &str = "the cluster could not start the job: the folder ";
 /// How often a starting step looks for the missing folder of its output.
 const OUTPUT_FOLDER_POLL: Duration = Duration::from_millis(20);
 const MEMORY_POLL: Duration = Duration::from_millis(250);
@@ -682,6 +685,23 @@ pub fn exec(dir: &Path) -> anyhow::Result<()> {
             "cannot enter the working directory {}: {e}",
             spec.workdir.display()
         ));
+    }
+    // A folder of the site's that the job binds and that is missing (storage not
+    // mounted, a typo in the configuration) is the site's failure, not the script's:
+    // said as such before the runtime would fail on it with its own words.
+    for m in &spec.mounts {
+        if let Err(e) = std::fs::metadata(&m.source) {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "does not exist".to_string(),
+                std::io::ErrorKind::PermissionDenied => "cannot be reached".to_string(),
+                _ => e.to_string(),
+            };
+            fail(format!(
+                "{SITE_FAILURE}{} (bound at {}) {why}",
+                m.source.display(),
+                m.target.display()
+            ));
+        }
     }
     // Opened as the user (the switch is done), never a terminal: a job's output is
     // its user's alone unless they share it. Always `O_APPEND` (standard output and

@@ -218,3 +218,52 @@ async fn doctor_binds_as_the_service_account_of_a_real_directory() {
     );
     assert!(text(&report, "ldap", "fix").contains("bind_password"));
 }
+
+#[test]
+fn a_missing_mount_is_a_problem_for_doctor_and_config_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let present = dir.path().join("projects");
+    std::fs::create_dir(&present).expect("projects");
+    let missing = dir.path().join("no-such-datasets");
+    let config = config(
+        dir.path(),
+        0o700,
+        &format!(
+            "[storage]\ndatasets = [{{ source = \"{}\", target = \"/datasets\" }}]\n\
+             projects = [{{ source = \"{}\" }}]\n",
+            missing.display(),
+            present.display()
+        ),
+    );
+    let (report, ok) = doctor(&config);
+    assert!(!ok, "{report:#}");
+    assert_eq!(status(&report, "mounts"), "problem", "{report:#}");
+    let finding = text(&report, "mounts", "finding");
+    assert!(
+        finding.contains(&format!(
+            "storage.datasets: {} (at /datasets) does not exist",
+            missing.display()
+        )),
+        "{finding}"
+    );
+    assert!(
+        !finding.contains("projects"),
+        "only the missing one: {finding}"
+    );
+    let check = atrium_command()
+        .arg("--config")
+        .arg(&config)
+        .args(["config", "check"])
+        .output()
+        .expect("config check");
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(!check.status.success(), "{said}");
+    assert!(
+        said.contains("no-such-datasets (at /datasets) does not exist"),
+        "{said}"
+    );
+    // Once it is there, both are content.
+    std::fs::create_dir(&missing).expect("datasets");
+    let (report, _) = doctor(&config);
+    assert_eq!(status(&report, "mounts"), "ok", "{report:#}");
+}

@@ -122,3 +122,130 @@ async fn chromium_the_start_form_defaults_to_a_free_slice_while_whole_gpus_are_t
         .await
         .expect("cancel");
 }
+
+#[tokio::test]
+async fn chromium_a_job_failing_on_a_missing_mount_says_first_that_the_site_failed() {
+    let missing = tempfile::tempdir()
+        .expect("tempdir")
+        .path()
+        .join("datasets");
+    let c = JobCluster::start_with(
+        0,
+        &format!(
+            "[storage]\ndatasets = [{{ source = \"{}\", target = \"/datasets\" }}]\n",
+            missing.display()
+        ),
+    )
+    .await;
+    let alice = c.user("alice", 20932).await;
+    let failing = c.sbatch(&alice, "#!/bin/bash\necho started\n").await;
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", PASSWORD).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    let job = c
+        .wait_ended(&alice, &failing, Duration::from_secs(30))
+        .await;
+    assert_eq!(job["state"], "FAILED", "{job}");
+    b.goto(&c.app.url(&format!("/jobs/{failing}")))
+        .await
+        .expect("job page");
+    let story = b
+        .find(Locator::Id("job-happened"))
+        .await
+        .expect("the story");
+    let text = story.text().await.expect("text");
+    assert!(text.contains("The cluster's failure, not yours"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{} (bound at /datasets) does not exist",
+            missing.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("Tell your administrator"), "{text}");
+    // Before the facts, the charts and the output.
+    let order: Vec<String> = b
+        .execute(
+            "return [...document.querySelectorAll('#job-happened, dl.facts, #efficiency, #output')].map(e => e.id || e.tagName)",
+            vec![],
+        )
+        .await
+        .expect("order")
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        order.first().map(String::as_str),
+        Some("job-happened"),
+        "{order:?}"
+    );
+    assert!(
+        !order.iter().any(|o| o == "efficiency"),
+        "no chart of nothing: {order:?}"
+    );
+    // The administrator's overview says so first.
+    let admin = c
+        .app
+        .login("admin", c.app.admin_password.as_deref().expect("admin"))
+        .await;
+    let html = admin
+        .get(c.app.url("/admin"))
+        .send()
+        .await
+        .expect("overview")
+        .text()
+        .await
+        .expect("html");
+    let attention = html
+        .split("id=\"attention\"")
+        .nth(1)
+        .and_then(|r| r.split("</section>").next())
+        .expect("the attention list");
+    assert!(
+        attention.contains("1 job of alice could not start in the last hour")
+            && attention.contains("does not exist")
+            && attention.contains(&format!("href=\"/jobs/{failing}\"")),
+        "{attention}"
+    );
+    drop(c);
+
+    // On a cluster whose storage is there, the script's own failure: its exit and
+    // its last lines, first.
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20933).await;
+    let own = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\necho 'epoch 1'\necho 'loss: nan' >&2\nexit 3\n",
+        )
+        .await;
+    c.wait_ended(&alice, &own, Duration::from_secs(30)).await;
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", PASSWORD).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    b.goto(&c.app.url(&format!("/jobs/{own}")))
+        .await
+        .expect("job page");
+    let text = b
+        .find(Locator::Id("job-happened"))
+        .await
+        .expect("the story")
+        .text()
+        .await
+        .expect("text");
+    assert!(text.starts_with("What happened"), "{text}");
+    assert!(text.contains("Your script exited with 3 after"), "{text}");
+    assert!(
+        text.contains("epoch 1\nloss: nan"),
+        "its last lines: {text}"
+    );
+}

@@ -42,6 +42,156 @@ struct OverviewPage {
     utilisation_svg: String,
     utilisation: String,
     latest: Vec<AuditInfo>,
+    /// What wants an administrator now: jobs the cluster failed to start, bursts of
+    /// failures, nodes out of service, the longest waits.
+    attention: Vec<Attention>,
+}
+
+/// One line of "Needs attention".
+struct Attention {
+    /// `site` (the cluster's own failure), `warn`.
+    level: &'static str,
+    text: String,
+    link: Option<String>,
+}
+
+/// The window "Needs attention" looks back over for failures.
+const FAILURE_WINDOW_SECS: i64 = 3600;
+/// Failures within this many seconds of the start, this many or more of them in the
+/// window: a burst worth a look.
+const QUICK_FAILURE_SECS: u64 = 10;
+const BURST: usize = 5;
+/// A pending job waiting longer than this is listed (the three longest).
+const LONG_WAIT_SECS: i64 = 3600;
+
+/// What wants an administrator now (see [`OverviewPage::attention`]).
+async fn attention(
+    state: &AppState,
+    admin: &crate::auth::Principal,
+    nodes: &[scheduler::NodeView],
+) -> Result<Vec<Attention>, ApiError> {
+    use crate::services::jobs::JobQuery;
+    let now = crate::util::now_secs();
+    let mut out = Vec::new();
+    let failed = state
+        .jobs
+        .list(
+            admin,
+            JobQuery {
+                state: Some("FAILED,NODE_FAIL".into()),
+                from: Some(now - FAILURE_WINDOW_SECS),
+                per_page: Some(10_000),
+                ..JobQuery::default()
+            },
+        )
+        .await?
+        .jobs;
+    // The cluster's own failures, by what failed.
+    let mut site: BTreeMap<&str, (usize, std::collections::BTreeSet<&str>, &str)> = BTreeMap::new();
+    for j in &failed {
+        let Some(m) = j
+            .message
+            .as_deref()
+            .filter(|m| m.starts_with(crate::launch::SITE_FAILURE) || j.state == "NODE_FAIL")
+        else {
+            continue;
+        };
+        let e = site
+            .entry(m)
+            .or_insert((0, Default::default(), j.id.as_str()));
+        e.0 += 1;
+        e.1.insert(j.user.as_str());
+    }
+    for (message, (n, users, example)) in &site {
+        out.push(Attention {
+            level: "site",
+            text: format!(
+                "{n} job{} of {} could not start in the last hour: {message}.",
+                if *n == 1 { "" } else { "s" },
+                users.iter().copied().collect::<Vec<_>>().join(", ")
+            ),
+            link: Some(format!("/jobs/{example}")),
+        });
+    }
+    let quick: Vec<_> = failed
+        .iter()
+        .filter(|j| j.state == "FAILED" && j.time_used <= QUICK_FAILURE_SECS)
+        .filter(|j| !j.message.as_deref().is_some_and(|m| site.contains_key(m)))
+        .collect();
+    if quick.len() >= BURST {
+        let users: std::collections::BTreeSet<&str> =
+            quick.iter().map(|j| j.user.as_str()).collect();
+        out.push(Attention {
+            level: "warn",
+            text: format!(
+                "{} jobs failed within {QUICK_FAILURE_SECS} s of their start in the last hour ({}).",
+                quick.len(),
+                users.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            link: Some("/admin/jobs?state=FAILED".into()),
+        });
+    }
+    for n in nodes {
+        if let scheduler::NodeState::Drain { reason } | scheduler::NodeState::Down { reason } =
+            &n.state
+        {
+            out.push(Attention {
+                level: "warn",
+                text: format!(
+                    "Node {} is {}{}.",
+                    n.name,
+                    n.state.name(),
+                    if reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {reason}")
+                    }
+                ),
+                link: Some("/admin/nodes".into()),
+            });
+        }
+    }
+    let pending = state
+        .jobs
+        .list(
+            admin,
+            JobQuery {
+                state: Some("PENDING".into()),
+                per_page: Some(10_000),
+                ..JobQuery::default()
+            },
+        )
+        .await?
+        .jobs;
+    let mut waits: Vec<(i64, &crate::services::jobs::JobInfo)> = pending
+        .iter()
+        .filter_map(|j| {
+            let submitted = j.submit_time.parse::<jiff::Timestamp>().ok()?.as_second();
+            Some((now - submitted, j))
+        })
+        .filter(|(wait, j)| {
+            *wait >= LONG_WAIT_SECS
+                && !j
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("Held") || r == "Dependency" || r == "BeginTime")
+        })
+        .collect();
+    waits.sort_by_key(|(wait, _)| std::cmp::Reverse(*wait));
+    for (wait, j) in waits.into_iter().take(3) {
+        out.push(Attention {
+            level: "warn",
+            text: format!(
+                "Job {} of {} has waited {} ({}).",
+                j.display_id,
+                j.user,
+                crate::http::pages::when::span(wait.unsigned_abs()),
+                j.reason.as_deref().unwrap_or("no reason given")
+            ),
+            link: Some(format!("/jobs/{}", j.id)),
+        });
+    }
+    Ok(out)
 }
 
 /// Days the utilisation chart covers, today included.
@@ -92,7 +242,9 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
         *node_states.entry(n.state.name()).or_default() += 1;
     }
     let used = utilisation(&state).await?;
+    let attention = attention(&state, &admin.0, &nodes).await?;
     let page = OverviewPage {
+        attention,
         nav: Nav::of(&admin.0).at(crate::http::pages::Section::Admin),
         users: accounts.users,
         admins: accounts.admins,
@@ -146,6 +298,11 @@ mod tests {
                 detail: serde_json::Value::Null,
                 client_addr: "local".into(),
             }],
+            attention: vec![Attention {
+                level: "site",
+                text: "2 jobs of ann could not start in the last hour: <mount>.".into(),
+                link: Some("/jobs/9".into()),
+            }],
         }
         .render()
         .expect("render");
@@ -170,5 +327,9 @@ mod tests {
         assert!(html.contains("3 (1 administrator, 1 disabled)"), "{html}");
         assert!(html.contains("4 running, 5 pending"), "{html}");
         assert!(html.contains("DRAIN 1, IDLE 2"), "{html}");
+        assert!(
+            html.contains("<li class=\"attention-site\"><a href=\"/jobs/9\">2 jobs of ann could not start in the last hour: &#60;mount&#62;.</a></li>"),
+            "{html}"
+        );
     }
 }

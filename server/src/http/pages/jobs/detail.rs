@@ -65,6 +65,8 @@ struct JobPage {
     signals: Vec<&'static str>,
     /// What it used of what it was given, once sampled.
     usage: Option<UsageView>,
+    /// Once it ended other than well: what happened, first on the page.
+    happened: Option<super::happened::Happened>,
 }
 
 /// The job's efficiency as the page shows it: `seff`'s figures and a chart per
@@ -74,6 +76,9 @@ struct UsageView {
     charts: Vec<Chart>,
     final_figures: bool,
 }
+
+/// The fewest samples a usage chart is drawn from.
+const MIN_CHART_SAMPLES: usize = 2;
 
 const CORES: Unit = Unit {
     scale: 1.0,
@@ -118,7 +123,12 @@ fn usage_view(e: &Efficiency) -> Option<UsageView> {
         facts.push(("GPU idle", duration(idle.round() as u64)));
     }
     let mut charts = Vec::new();
-    if let Some(series) = &e.series {
+    // A chart of one sample (a job that ended within seconds) says nothing.
+    if let Some(series) = e
+        .series
+        .as_ref()
+        .filter(|s| s.points.len() >= MIN_CHART_SAMPLES)
+    {
         let end = series.points.last().map_or(1, |p| p.t);
         let cores = e.cpus.unwrap_or(1);
         let cpu: Vec<(u32, f64)> = series
@@ -265,6 +275,7 @@ fn page_for(me: &Principal, info: JobInfo, slices: &ClusterSlices, now_ms: i64) 
         sent: None,
         signals: SIGNAL_NAMES.iter().map(|(n, _)| *n).collect(),
         usage: None,
+        happened: None,
     }
 }
 
@@ -348,12 +359,15 @@ async fn page_with(
     } else {
         ClusterSlices::new()
     };
+    let happened = super::happened::happened(&info, output.as_ref().map(|t| t.text.as_str()));
     let page = JobPage {
         output,
         output_error,
         notice,
         sent,
-        usage: usage_view(&usage),
+        // A job the cluster failed to start used nothing worth a figure.
+        usage: usage_view(&usage).filter(|_| !happened.as_ref().is_some_and(|h| h.site)),
+        happened,
         ..page_for(me, info, &slices, crate::util::now_ms())
     };
     render(&page, status)

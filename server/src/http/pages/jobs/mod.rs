@@ -8,6 +8,7 @@
 pub mod chart;
 pub mod detail;
 pub mod filters;
+pub mod happened;
 pub mod new;
 pub mod queue;
 
