@@ -566,6 +566,18 @@ impl Portal {
         Ok(())
     }
 
+    /// `POST /jobs/{id}/cancel-waiting`: cancel what of an array waits; its running
+    /// tasks go on.
+    pub async fn cancel_waiting(&self, id: &str) -> Result<(), CallError> {
+        let _: serde_json::Value = self
+            .call(
+                self.http
+                    .post(self.url(&format!("/jobs/{id}/cancel-waiting"))),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// `PATCH /jobs/{id}`: change a pending job (`time_limit`, `partition`,
     /// `dependency`, `nodes`, `name`, `comment`).
     pub async fn update_job(&self, id: &str, changes: &serde_json::Value) -> Result<(), CallError> {

@@ -6,7 +6,7 @@
 //! or unknown is no error (as Slurm's `scancel ID` says nothing); with a signal or a
 //! filter, it is.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use super::api::{CallError, JobInfo};
 use super::getopt::{HasArg, Opt, Parser};
@@ -299,13 +299,15 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let portal = connect(CMD)?;
     let mut errors = Vec::new();
     let mut status = 0u8;
-    let act = |id: String| {
+    // `waiting`: only what of an array waits (its running tasks were filtered out).
+    let act = |id: String, waiting: bool| {
         let portal = &portal;
         let signal = r.signal;
         let whom = r.whom;
         async move {
             match signal {
                 Some(s) => portal.signal(&id, s, whom).await,
+                None if waiting => portal.cancel_waiting(&id).await,
                 None => portal.cancel(&id).await,
             }
         }
@@ -319,10 +321,19 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             q.push(("user", r.users.join(",")));
         }
         let jobs = portal.jobs(&q).await.map_err(failed(CMD))?;
-        let mut chosen: BTreeSet<String> = BTreeSet::new();
+        // Each record that passes: a task by its own id, an array's record of
+        // waiting tasks as those only (an array's running tasks that did not pass
+        // are left alone), a job by its id.
+        let mut chosen: BTreeMap<String, bool> = BTreeMap::new();
         if r.targets.is_empty() {
             for job in jobs.iter().filter(|j| passes(&r, j)) {
-                chosen.insert(job.job_id.to_string());
+                let (id, waiting) = match (job.array_task_id, job.array_tasks()) {
+                    (Some(t), _) => (format!("{}_{t}", job.job_id), false),
+                    (None, Some(_)) => (job.job_id.to_string(), true),
+                    (None, None) => (job.job_id.to_string(), false),
+                };
+                let entry = chosen.entry(id).or_insert(waiting);
+                *entry &= waiting;
             }
         }
         for target in &r.targets {
@@ -350,10 +361,20 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                 }
                 continue;
             }
-            chosen.extend(target.ids());
+            // The whole array named, and only its waiting tasks passed: those.
+            let waiting = target.tasks.is_empty()
+                && matching
+                    .iter()
+                    .all(|j| j.array_task_id.is_none() && j.array_tasks().is_some())
+                && jobs
+                    .iter()
+                    .any(|j| j.job_id == target.job && j.array_task_id.is_some());
+            for id in target.ids() {
+                chosen.insert(id, waiting);
+            }
         }
-        for id in chosen {
-            if let Err(e) = act(id.clone()).await {
+        for (id, waiting) in chosen {
+            if let Err(e) = act(id.clone(), waiting).await {
                 errors.push(kill_error(&id, false, &reason_of(&e)));
                 status = 1;
             }
@@ -367,7 +388,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                         None => eprintln!("{CMD}: Terminating job {id}"),
                     }
                 }
-                if let Err(e) = act(id.clone()).await {
+                if let Err(e) = act(id.clone(), false).await {
                     let reason = reason_of(&e);
                     // Ended or unknown jobs are no error for a plain cancel.
                     let harmless = r.signal.is_none() && matches!(e.status, Some(404 | 409));

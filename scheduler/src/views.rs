@@ -133,6 +133,8 @@ impl Cluster {
         let shape = &self.shapes[j.shape as usize];
         let owner = &self.owners[j.owner as usize].owner;
         let display_id = match &j.array {
+            // An array all of whose tasks have left its record: its number alone.
+            Some(a) if a.pending.is_empty() => j.id.to_string(),
             Some(a) => {
                 let spec = crate::model::ArraySpec {
                     ranges: a.pending.clone(),

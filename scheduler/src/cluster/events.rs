@@ -331,6 +331,37 @@ impl Cluster {
         self.touch_dependents(id.job);
     }
 
+    /// Cancels only what of an array still waits (`scancel --state=PENDING ID`): its
+    /// pending remainder and its requeued tasks that wait; running tasks go on. A job
+    /// that is not an array: as [`Cluster::cancel`] while it waits, else nothing.
+    pub fn cancel_waiting(&mut self, id: JobId, now: Time) -> Result<CancelEffect, OpError> {
+        let j = self.jobs.get(&id).ok_or(OpError::NoSuchJob(id))?;
+        let mut eff = CancelEffect::default();
+        if !j.is_array_parent() {
+            if j.state == JobState::Pending {
+                return self.cancel(id, now);
+            }
+            return Ok(eff);
+        }
+        let had_pending = j.array.as_ref().is_some_and(|a| !a.pending.is_empty());
+        let pending_tasks: Vec<JobId> = self
+            .jobs
+            .range(JobId::task(id.job, 0)..=JobId::task(id.job, u32::MAX))
+            .filter(|(_, t)| t.state == JobState::Pending)
+            .map(|(k, _)| *k)
+            .collect();
+        if had_pending {
+            self.cancel_pending(id, now);
+            eff.cancelled.push(id);
+        }
+        for t in pending_tasks {
+            self.cancel_pending(t, now);
+            self.task_over(t, false, now);
+            eff.cancelled.push(t);
+        }
+        Ok(eff)
+    }
+
     /// Cancels a job: a pending one (or an array's pending tasks) at once, a running
     /// one becomes COMPLETING until `job_finished`.
     pub fn cancel(&mut self, id: JobId, now: Time) -> Result<CancelEffect, OpError> {

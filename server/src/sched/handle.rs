@@ -169,6 +169,8 @@ pub(in crate::sched) enum Command {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::sched) enum Control {
     Cancel,
+    /// Only what waits of it: an array's pending tasks (`scancel --state=PENDING`).
+    CancelWaiting,
     Hold,
     Release,
     Requeue,
@@ -360,6 +362,11 @@ impl Scheduler {
 
     pub async fn cancel(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
         self.control(who, job, Control::Cancel).await
+    }
+    /// Cancel only what of `job` waits: an array's pending tasks; its running tasks go
+    /// on (`scancel --state=PENDING`).
+    pub async fn cancel_waiting(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
+        self.control(who, job, Control::CancelWaiting).await
     }
     pub async fn hold(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
         self.control(who, job, Control::Hold).await

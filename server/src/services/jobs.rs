@@ -317,6 +317,9 @@ pub struct JobQuery {
     pub per_page: Option<u64>,
 }
 
+/// The longest reason an administrator may give for acting on a job.
+pub const MAX_REASON_CHARS: usize = 500;
+
 /// Most job ids one query may name.
 pub const MAX_QUERY_IDS: usize = 10_000;
 /// Most names, users or partitions one query may list, and the longest of each.
@@ -382,6 +385,9 @@ pub enum JobAction {
     Requeue,
     /// First among its owner's pending jobs (`scontrol top`).
     Top,
+    /// Only what waits: an array's pending tasks (`scancel --state=PENDING`); its
+    /// running tasks go on.
+    CancelWaiting,
 }
 
 impl JobAction {
@@ -393,6 +399,7 @@ impl JobAction {
             "release" => JobAction::Release,
             "requeue" => JobAction::Requeue,
             "top" => JobAction::Top,
+            "cancel-waiting" => JobAction::CancelWaiting,
             _ => return None,
         })
     }
@@ -404,6 +411,7 @@ impl JobAction {
             JobAction::Release => "release",
             JobAction::Requeue => "requeue",
             JobAction::Top => "top",
+            JobAction::CancelWaiting => "cancel-waiting",
         }
     }
 }
@@ -1163,6 +1171,34 @@ impl Jobs {
         job: JobId,
         action: JobAction,
     ) -> Result<JobInfo, ServiceError> {
+        self.control_because(caller, client_addr, job, action, "")
+            .await
+    }
+
+    /// [`Jobs::control`] with why: an administrator's `reason` for acting on another
+    /// user's job is kept in the audit log, and its owner reads it on the job's page
+    /// ([`Jobs::cancelled_by`]). At most [`MAX_REASON_CHARS`] characters.
+    pub async fn control_because(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        job: JobId,
+        action: JobAction,
+        reason: &str,
+    ) -> Result<JobInfo, ServiceError> {
+        let reason = reason.trim();
+        if reason.chars().count() > MAX_REASON_CHARS {
+            return Err(ServiceError::Invalid {
+                field: "reason",
+                message: format!("a reason is at most {MAX_REASON_CHARS} characters"),
+            });
+        }
+        if reason.chars().any(char::is_control) {
+            return Err(ServiceError::Invalid {
+                field: "reason",
+                message: "a reason is one line of text".into(),
+            });
+        }
         let who = requester(caller);
         let before = if caller.acts_as_admin() {
             self.scheduler.job(&who, job).await.ok()
@@ -1175,14 +1211,18 @@ impl Jobs {
             JobAction::Release => self.scheduler.release(&who, job).await?,
             JobAction::Requeue => self.scheduler.requeue(&who, job).await?,
             JobAction::Top => self.scheduler.top(&who, job).await?,
+            JobAction::CancelWaiting => self.scheduler.cancel_waiting(&who, job).await?,
         }
         let info = self.show(caller, job).await?;
         if let Some(before) = before.filter(|v| v.user != caller.username) {
-            let detail = serde_json::json!({
+            let mut detail = serde_json::json!({
                 "user": before.user,
                 "before": {"state": before.state.name()},
                 "after": {"state": info.state},
             });
+            if !reason.is_empty() {
+                detail["reason"] = reason.into();
+            }
             self.audit
                 .record(
                     &caller.username,
@@ -1194,6 +1234,29 @@ impl Jobs {
                 .await?;
         }
         Ok(info)
+    }
+
+    /// Who cancelled `job` for its owner, when it was an administrator: their name,
+    /// when (RFC 3339) and the reason they gave (possibly empty), from the audit log.
+    pub async fn cancelled_by(
+        &self,
+        info: &JobInfo,
+    ) -> Result<Option<(String, String, String)>, ServiceError> {
+        if info.state != "CANCELLED" {
+            return Ok(None);
+        }
+        let filter = crate::store::AuditFilter {
+            target: Some(info.id.clone()),
+            ..Default::default()
+        };
+        let entries = self.audit.matching(&filter, 20).await?;
+        Ok(entries
+            .into_iter()
+            .find(|e| e.action == "job.cancel" || e.action == "job.cancel-waiting")
+            .map(|e| {
+                let reason = e.detail["reason"].as_str().unwrap_or_default().to_string();
+                (e.actor, e.at, reason)
+            }))
     }
 
     /// Change `caller`'s pending job (an administrator's: anyone's, audited), as
@@ -1623,7 +1686,10 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         job_id: job.job,
         array_task_id: job.task,
         display_id: match (&r.array_spec, r.task) {
-            (Some(spec), -1) => format!("{}_[{}]", r.id, spec),
+            // `%2` alone: no task left in the record, its number alone.
+            (Some(spec), -1) if !spec.starts_with('%') && !spec.is_empty() => {
+                format!("{}_[{}]", r.id, spec)
+            }
             _ => job.to_string(),
         },
         name: r.name.clone(),

@@ -249,3 +249,139 @@ async fn chromium_a_job_failing_on_a_missing_mount_says_first_that_the_site_fail
         "its last lines: {text}"
     );
 }
+
+/// The texts of the cells of column `col` (from 1) of the array's task table.
+async fn column(b: &Browser, col: usize) -> Vec<String> {
+    let cells = b
+        .find_all(Locator::Css(&format!(
+            "#array-tasks tbody td:nth-child({col})"
+        )))
+        .await
+        .expect("cells");
+    let mut out = Vec::new();
+    for c in cells {
+        out.push(c.text().await.expect("text"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn chromium_an_array_has_a_page_with_its_tasks_and_both_cancels() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20934).await;
+    let array = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-7%2\nsleep 120\n")
+        .await;
+    c.wait_for(
+        &alice,
+        &format!("{array}_1"),
+        &["RUNNING"],
+        Duration::from_secs(30),
+    )
+    .await;
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", PASSWORD).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    // A task's page leads to its array.
+    b.goto(&c.app.url(&format!("/jobs/{array}_0")))
+        .await
+        .expect("task page");
+    b.find(Locator::Id("job-array-link"))
+        .await
+        .expect("the link to the array")
+        .click()
+        .await
+        .expect("click");
+    b.wait()
+        .for_element(Locator::Id("array-tasks"))
+        .await
+        .expect("the array's page");
+    let ids = column(&b, 1).await;
+    let want: Vec<String> = (0..8).map(|t| format!("{array}_{t}")).collect();
+    assert_eq!(ids, want);
+    let states = column(&b, 2).await;
+    assert_eq!(
+        states.iter().filter(|s| s.starts_with("RUNNING")).count(),
+        2,
+        "{states:?}"
+    );
+    assert_eq!(
+        states.iter().filter(|s| s.starts_with("PENDING")).count(),
+        6,
+        "{states:?}"
+    );
+    let counts = b
+        .find(Locator::Id("array-counts"))
+        .await
+        .expect("counts")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        counts.starts_with("8 tasks") && counts.contains("PENDING 6"),
+        "{counts}"
+    );
+
+    // Cancel the waiting ones: asked first, and the running two go on.
+    b.find(Locator::Id("array-cancel-waiting-open"))
+        .await
+        .expect("open")
+        .click()
+        .await
+        .expect("click");
+    b.find(Locator::Id("array-cancel-waiting"))
+        .await
+        .expect("confirm")
+        .click()
+        .await
+        .expect("click");
+    b.wait()
+        .for_element(Locator::Id("array-tasks"))
+        .await
+        .expect("the page again");
+    let states = column(&b, 2).await;
+    assert_eq!(
+        states.iter().filter(|s| s.starts_with("RUNNING")).count(),
+        2,
+        "{states:?}"
+    );
+    assert_eq!(
+        states.iter().filter(|s| s.starts_with("CANCELLED")).count(),
+        6,
+        "{states:?}"
+    );
+    for t in [0, 1] {
+        let job = c.job(&alice, &format!("{array}_{t}")).await;
+        assert_eq!(job["state"], "RUNNING", "{job}");
+    }
+    assert!(
+        b.find(Locator::Id("array-cancel-waiting-open"))
+            .await
+            .is_err(),
+        "none waits"
+    );
+
+    // Cancel all: the running ones end too.
+    b.find(Locator::Id("array-cancel-all-open"))
+        .await
+        .expect("open")
+        .click()
+        .await
+        .expect("click");
+    b.find(Locator::Id("array-cancel-all"))
+        .await
+        .expect("confirm")
+        .click()
+        .await
+        .expect("click");
+    for t in [0, 1] {
+        let job = c
+            .wait_ended(&alice, &format!("{array}_{t}"), Duration::from_secs(30))
+            .await;
+        assert_eq!(job["state"], "CANCELLED", "{job}");
+    }
+}

@@ -134,3 +134,61 @@ async fn sbatch_squeue_scancel_and_sacct_talk_to_the_portal() {
     assert!(ok, "{err}");
     assert!(out.contains("gpu*"), "{out}");
 }
+
+#[tokio::test]
+async fn scancel_of_pending_jobs_leaves_an_arrays_running_tasks_alone() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20402).await;
+    let bin = atrium_bin();
+    let array = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-5%2\nsleep 120\n")
+        .await;
+    let other = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-3%1\nsleep 120\n")
+        .await;
+    for t in [
+        format!("{array}_0"),
+        format!("{array}_1"),
+        format!("{other}_0"),
+    ] {
+        c.wait_for(&alice, &t, &["RUNNING"], Duration::from_secs(30))
+            .await;
+    }
+    // By state for one array named (the other keeps its waiting tasks), then by
+    // state for all of hers.
+    for args in [
+        vec!["scancel", "-t", "PD", other.as_str()],
+        vec!["scancel", "--state=PENDING", "--me"],
+    ] {
+        let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+        cmd.args(&args);
+        let (ok, _, err) = run(cmd);
+        assert!(ok, "{args:?}: {err}");
+        if args.contains(&"-t") {
+            let waiting = c.job(&alice, &array).await;
+            assert_eq!(
+                waiting["state"], "PENDING",
+                "the other array waits on: {waiting}"
+            );
+        }
+    }
+    for t in [
+        format!("{array}_0"),
+        format!("{array}_1"),
+        format!("{other}_0"),
+    ] {
+        assert_eq!(c.job(&alice, &t).await["state"], "RUNNING", "{t}");
+    }
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["squeue", "-h", "-t", "PD", "-o", "%i"]);
+    let (ok, out, err) = run(cmd);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "", "nothing waits: {out}");
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["scancel", &array, &other]);
+    let (ok, _, err) = run(cmd);
+    assert!(ok, "{err}");
+    for t in [format!("{array}_0"), format!("{other}_0")] {
+        c.wait_ended(&alice, &t, Duration::from_secs(30)).await;
+    }
+}

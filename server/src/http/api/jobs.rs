@@ -213,18 +213,28 @@ pub struct Done {
     pub state: String,
 }
 
+/// `DELETE /jobs/{id}?reason=…`, `POST /jobs/{id}/{action}?reason=…`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ActionQuery {
+    /// Why (an administrator acting on another user's job): kept in the audit log
+    /// and shown to the job's owner on its page; at most 500 characters.
+    pub reason: Option<String>,
+}
+
 async fn control(
     req: HttpRequest,
     caller: Principal,
     state: web::Data<AppState>,
     id: &str,
     action: JobAction,
+    reason: &str,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
     let job = parse_id(id)?;
     let info = state
         .jobs
-        .control(&caller, &state.client_addr(&req), job, action)
+        .control_because(&caller, &state.client_addr(&req), job, action, reason)
         .await?;
     Ok(HttpResponse::Ok().json(Done {
         id: info.id,
@@ -232,15 +242,18 @@ async fn control(
     }))
 }
 
-/// Cancel a job (a running one gets SIGTERM, then SIGKILL after the grace time).
-#[utoipa::path(delete, path = "/api/v1/jobs/{id}", responses((status = 200, body = Done), (status = 404), (status = 409)))]
+/// Cancel a job (a running one gets SIGTERM, then SIGKILL after the grace time; an
+/// array: all its tasks).
+#[utoipa::path(delete, path = "/api/v1/jobs/{id}", params(ActionQuery), responses((status = 200, body = Done), (status = 400), (status = 404), (status = 409)))]
 pub async fn cancel(
     req: HttpRequest,
     caller: Principal,
     state: web::Data<AppState>,
     id: web::Path<String>,
+    query: web::Query<ActionQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    control(req, caller, state, &id, JobAction::Cancel).await
+    let reason = query.into_inner().reason.unwrap_or_default();
+    control(req, caller, state, &id, JobAction::Cancel, &reason).await
 }
 
 /// Change a pending job (`scontrol update`): time limit, partition, dependency, node
@@ -285,18 +298,21 @@ pub async fn signal(
     }))
 }
 
-/// Hold, release or requeue a job.
-#[utoipa::path(post, path = "/api/v1/jobs/{id}/{action}", params(("action" = String, Path, description = "hold, release or requeue")),
-    responses((status = 200, body = Done), (status = 404), (status = 409)))]
+/// Hold, release, requeue or put first (`top`) a job, or cancel only what of an
+/// array waits (`cancel-waiting`: its pending tasks; the running ones go on).
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/{action}", params(("action" = String, Path, description = "hold, release, requeue, top or cancel-waiting"), ActionQuery),
+    responses((status = 200, body = Done), (status = 400), (status = 404), (status = 409)))]
 pub async fn act(
     req: HttpRequest,
     caller: Principal,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
+    query: web::Query<ActionQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, action) = path.into_inner();
     let action = JobAction::parse(&action)
         .filter(|a| *a != JobAction::Cancel)
         .ok_or(ApiError::NotFound)?;
-    control(req, caller, state, &id, action).await
+    let reason = query.into_inner().reason.unwrap_or_default();
+    control(req, caller, state, &id, action, &reason).await
 }

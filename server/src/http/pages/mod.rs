@@ -35,6 +35,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/rows", web::get().to(jobs::queue::rows))
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
+        .route(
+            "/jobs/{id}/cancel-waiting",
+            web::post().to(jobs::detail::cancel_waiting),
+        )
         .route("/jobs/{id}/signal", web::post().to(jobs::detail::signal))
         .route(
             "/jobs/{id}/resubmit",

@@ -419,7 +419,16 @@ impl Decider {
                 self.update_pending(batch, who, job, &view, &changes, reply, now);
                 return;
             }
-            Control::Cancel => Event::Cancel { job, now },
+            Control::Cancel => Event::Cancel {
+                job,
+                now,
+                waiting_only: false,
+            },
+            Control::CancelWaiting => Event::Cancel {
+                job,
+                now,
+                waiting_only: true,
+            },
             Control::Hold => Event::Hold {
                 job,
                 admin: who.admin,
@@ -525,7 +534,7 @@ impl Decider {
         now: Time,
     ) {
         match (action, applied) {
-            (Control::Cancel, Applied::Cancelled(effect)) => {
+            (Control::Cancel | Control::CancelWaiting, Applied::Cancelled(effect)) => {
                 for j in effect.cancelled {
                     batch
                         .changes

@@ -31,6 +31,9 @@ pub enum Event {
     Cancel {
         job: JobId,
         now: Time,
+        /// Only what waits (an array's pending tasks); older logs have none.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        waiting_only: bool,
     },
     Hold {
         job: JobId,
@@ -112,7 +115,16 @@ impl Event {
             Event::Finished { job, outcome, now } => {
                 Applied::Finished(cluster.job_finished(*job, *outcome, *now)?)
             }
-            Event::Cancel { job, now } => Applied::Cancelled(cluster.cancel(*job, *now)?),
+            Event::Cancel {
+                job,
+                now,
+                waiting_only: false,
+            } => Applied::Cancelled(cluster.cancel(*job, *now)?),
+            Event::Cancel {
+                job,
+                now,
+                waiting_only: true,
+            } => Applied::Cancelled(cluster.cancel_waiting(*job, *now)?),
             Event::Hold { job, admin, now } => {
                 cluster.hold(*job, *admin, *now)?;
                 Applied::Done

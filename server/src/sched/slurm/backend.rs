@@ -266,6 +266,7 @@ impl Backend {
         };
         let (program, args): (&str, Vec<String>) = match action {
             Control::Cancel => ("scancel", vec![target]),
+            Control::CancelWaiting => ("scancel", vec!["--state=PENDING".into(), target]),
             Control::Hold => ("scontrol", vec!["hold".into(), target]),
             Control::Release => ("scontrol", vec!["release".into(), target]),
             Control::Requeue => ("scontrol", vec!["requeue".into(), target]),

@@ -330,6 +330,38 @@ async fn page_with(
         Err(ApiError::NotFound) => return not_found_page(),
         Err(e) => return Err(e),
     };
+    // An array's own number: the array as one thing, its tasks listed. (Its record
+    // may no longer say it is one once none of its tasks waits: its tasks do.)
+    if info.array_task_id.is_none() {
+        let records = state
+            .jobs
+            .list(
+                me,
+                crate::services::jobs::JobQuery {
+                    ids: Some(info.job_id.to_string()),
+                    state: Some("all".into()),
+                    per_page: Some(10_000),
+                    ..Default::default()
+                },
+            )
+            .await?
+            .jobs;
+        let is_array = info.array_spec.is_some()
+            || records
+                .iter()
+                .any(|r| r.array_task_id.is_some() || r.array_spec.is_some());
+        if is_array {
+            let owner = info.user == me.username;
+            let page = super::array::page(
+                Nav::of(me).at(crate::http::pages::Section::Jobs),
+                info,
+                records,
+                owner,
+                notice,
+            );
+            return render(&page, status);
+        }
+    }
     let (output, output_error) = match state
         .jobs
         .tail(&info, TAIL_BYTES)
@@ -449,6 +481,29 @@ pub async fn cancel(
         }
         Err(e) => Err(e),
     }
+}
+
+/// `POST /jobs/{id}/cancel-waiting`: cancel an array's tasks that have not started;
+/// the running ones go on. Back to the array's page, or it again saying why not.
+pub async fn cancel_waiting(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    let job = match form_job(&me, &form.csrf, &id) {
+        Ok(job) => job,
+        Err(answer) => return *answer,
+    };
+    let outcome = state
+        .jobs
+        .control(&me, &state.client_addr(&req), job, JobAction::CancelWaiting)
+        .await
+        .map(|_| format!("/jobs/{job}"))
+        .map_err(ApiError::from);
+    after_action(&state, &me, job, outcome, "Not cancelled").await
 }
 
 /// The signal form: which signal, and to whom (`steps`: what the script started,

@@ -5,6 +5,7 @@
 //! submission rules, who may see a job, or reading output files; the job API
 //! (`api::jobs`, `api::output`) decides those, and these pages call it.
 
+pub mod array;
 pub mod chart;
 pub mod detail;
 pub mod filters;
