@@ -1,7 +1,9 @@
 // A job list's live refresh: every few seconds while the tab is visible, the lists
 // are fetched from the page's fragment address (data-rows: /jobs/rows with the
 // same filters) and replaced in place; nothing is fetched while the tab is hidden,
-// and the lists are refreshed at once when it shows again.
+// and the lists are refreshed at once when it shows again. Nothing is replaced while
+// the lists are in use (the pointer over them, the focus in a control of theirs, a
+// confirmation open), and the focus stays where it was.
 (function () {
   "use strict";
   var box = document.getElementById("job-lists");
@@ -14,6 +16,16 @@
 
   function say(text) { if (status) status.textContent = text; }
 
+  var hovered = false;
+  box.addEventListener("pointerenter", function () { hovered = true; });
+  box.addEventListener("pointerleave", function () { hovered = false; });
+  function inUse() {
+    var active = document.activeElement;
+    var focusedInside = active && active !== document.body && box.contains(active) &&
+      /^(BUTTON|INPUT|SELECT|TEXTAREA|SUMMARY)$/.test(active.tagName);
+    return hovered || focusedInside || box.querySelector("details[open]") !== null;
+  }
+
   function refresh() {
     if (busy || document.hidden) return;
     busy = true;
@@ -23,9 +35,16 @@
         return res.text();
       })
       .then(function (html) {
-        // Leave the lists alone while a form inside them (a cancel) is in use.
-        if (box.contains(document.activeElement) && document.activeElement.tagName === "BUTTON") return;
+        // Leave the lists alone while someone is at them: a confirmation open, the
+        // pointer over them, or the focus in them (a cancel, a reason being typed).
+        if (inUse()) return;
+        var focused = document.activeElement && document.activeElement.id;
         box.innerHTML = html;
+        // A refresh keeps the keyboard's place.
+        if (focused) {
+          var again = document.getElementById(focused);
+          if (again) again.focus();
+        }
         if (window.atriumTime) window.atriumTime.refresh(box);
         box.setAttribute("data-refreshed", String(Date.now()));
         say("Updated live");

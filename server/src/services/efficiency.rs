@@ -283,6 +283,13 @@ impl Jobs {
         let jobs = self.store().idle_gpu_jobs(since, IDLE_GPU_JOBS).await?;
         Ok(jobs.iter().map(idle_gpus).collect())
     }
+
+    /// Whether any GPU reported its utilisation this week: without, "no job held a
+    /// GPU idle" would be a false all-clear.
+    pub async fn gpu_utilisation_measured(&self) -> Result<bool, ServiceError> {
+        let since = crate::util::now_ms() - WEEK_MS;
+        Ok(self.store().gpu_utilisation_measured(since).await?)
+    }
 }
 
 #[cfg(test)]

@@ -215,6 +215,8 @@ pub struct BoardFilter {
     pub since: Option<i64>,
     /// Submitted before (ms since the epoch).
     pub until: Option<i64>,
+    /// Only this user's jobs (an administrator's list of everyone's).
+    pub user: Option<String>,
 }
 
 impl BoardFilter {
@@ -1008,7 +1010,11 @@ impl Jobs {
         if filter.is_empty() {
             return self.board(caller, all, recent, queue_page).await;
         }
-        let user = (!(all && caller.acts_as_admin())).then(|| caller.username.clone());
+        let user = if all && caller.acts_as_admin() {
+            filter.user.clone()
+        } else {
+            Some(caller.username.clone())
+        };
         let ended_only = filter.state.is_some_and(|s| s.is_terminal());
         let (queue, total) = if ended_only {
             (Vec::new(), 0)

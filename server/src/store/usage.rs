@@ -137,6 +137,20 @@ impl Store {
 
     /// The jobs sampled since `since` (Unix ms) that held GPUs idle, longest first.
     #[tracing::instrument(skip(self), err)]
+    /// Whether any job sampled since `since` (ms) had a GPU utilisation reading: where
+    /// none had, idle GPUs cannot be told from busy ones.
+    pub async fn gpu_utilisation_measured(&self, since: i64) -> Result<bool> {
+        let n: i64 = sqlx::query(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM job_usage \
+             WHERE sampled_at >= $1 AND gpu_utilization IS NOT NULL LIMIT 1) AS measured",
+        )
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?
+        .try_get(0)?;
+        Ok(n > 0)
+    }
+
     pub async fn idle_gpu_jobs(&self, since: i64, limit: i64) -> Result<Vec<IdleGpuJob>> {
         let rows = sqlx::query(
             "SELECT u.job_id, u.task, j.user_name, j.name, j.state, j.gpus, j.start_time, \

@@ -191,5 +191,10 @@ async fn a_jobs_cpu_and_memory_are_sampled_while_it_runs_and_shown_once_it_is_ov
         .text()
         .await
         .expect("html");
-    assert!(page.contains("id=\"idle-gpus-empty\""), "{page}");
+    // Declared GPUs here report no utilisation: no false all-clear.
+    assert!(!page.contains("id=\"idle-gpus-empty\""), "{page}");
+    assert!(
+        page.contains("id=\"idle-gpus-unmeasured\"") && page.contains("not measured here"),
+        "{page}"
+    );
 }

@@ -385,3 +385,85 @@ async fn chromium_an_array_has_a_page_with_its_tasks_and_both_cancels() {
         assert_eq!(job["state"], "CANCELLED", "{job}");
     }
 }
+
+#[tokio::test]
+async fn chromium_an_admin_cancel_asks_first_keeps_still_while_open_and_the_owner_reads_why() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20935).await;
+    let job = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH -J train\nsleep 300\n")
+        .await;
+    c.wait_for(&alice, &job, &["RUNNING"], Duration::from_secs(30))
+        .await;
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    let password = c.app.admin_password.clone().expect("admin password");
+    submit_login(&b, "admin", &password).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    b.goto(&c.app.url("/admin/jobs")).await.expect("admin jobs");
+    // One click opens the question; it names the job, its owner and its run time.
+    b.find(Locator::Css(&format!("#cancel-{job} summary")))
+        .await
+        .expect("the cancel")
+        .click()
+        .await
+        .expect("open");
+    let question = b
+        .find(Locator::Css(&format!("#cancel-{job} form p")))
+        .await
+        .expect("the question")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        question.contains(&format!("Cancel job {job} (train) of alice, running for")),
+        "{question}"
+    );
+    let reason = b
+        .find(Locator::Css(&format!("#cancel-{job} input[name=reason]")))
+        .await
+        .expect("reason");
+    reason
+        .send_keys("node maintenance at 14:00")
+        .await
+        .expect("type");
+    // The list's refresh (every 5 s) leaves it alone while it is open.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let still = b
+        .find(Locator::Css(&format!("#cancel-{job} input[name=reason]")))
+        .await
+        .expect("reason")
+        .prop("value")
+        .await
+        .expect("value");
+    assert_eq!(still.as_deref(), Some("node maintenance at 14:00"));
+    b.find(Locator::Id(&format!("admin-cancel-{job}")))
+        .await
+        .expect("confirm")
+        .click()
+        .await
+        .expect("click");
+    let ended = c.wait_ended(&alice, &job, Duration::from_secs(30)).await;
+    assert_eq!(ended["state"], "CANCELLED", "{ended}");
+    // Its owner reads who and why on the job's page.
+    let owner = c.app.login("alice", PASSWORD).await;
+    let html = owner
+        .get(c.app.url(&format!("/jobs/{job}")))
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("It was cancelled by the administrator admin after"),
+        "{html}"
+    );
+    assert!(
+        html.contains("Their reason: node maintenance at 14:00"),
+        "{html}"
+    );
+}

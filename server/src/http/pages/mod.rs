@@ -40,6 +40,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::post().to(jobs::detail::cancel_waiting),
         )
         .route("/jobs/{id}/signal", web::post().to(jobs::detail::signal))
+        .route("/jobs/{id}/hold", web::post().to(jobs::detail::hold))
+        .route("/jobs/{id}/release", web::post().to(jobs::detail::release))
+        .route("/jobs/{id}/requeue", web::post().to(jobs::detail::requeue))
         .route(
             "/jobs/{id}/resubmit",
             web::post().to(jobs::detail::resubmit),

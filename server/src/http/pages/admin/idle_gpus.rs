@@ -17,6 +17,8 @@ struct IdleGpusPage {
     nav: Nav,
     jobs: Vec<IdleRow>,
     most: i64,
+    /// Some GPU reported its utilisation this week.
+    measured: bool,
 }
 
 struct IdleRow {
@@ -39,11 +41,13 @@ pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpRe
             job,
         })
         .collect();
+    let measured = state.jobs.gpu_utilisation_measured().await?;
     render(
         &IdleGpusPage {
             nav: Nav::of(&admin.0).at(crate::http::pages::Section::Admin),
             jobs,
             most: IDLE_GPU_JOBS,
+            measured,
         },
         StatusCode::OK,
     )

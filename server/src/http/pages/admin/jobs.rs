@@ -13,7 +13,7 @@ use crate::http::pages::jobs::filters::{FilterForm, STATES};
 use crate::http::pages::jobs::parse_id;
 use crate::http::pages::jobs::queue::{lists, read_query, ListQuery, Lists, RowsFragment};
 use crate::http::pages::when::filters;
-use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
+use crate::http::pages::{not_found_page, render, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::jobs::JobAction;
 
@@ -79,11 +79,26 @@ pub async fn rows(
     render(&RowsFragment { lists }, StatusCode::OK)
 }
 
+/// The admin's cancel form: its token and why (shown to the job's owner).
+#[derive(Debug, serde::Deserialize)]
+pub struct CancelForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
+impl super::CsrfField for CancelForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 pub async fn cancel(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    post: AdminPost<CsrfForm>,
+    post: AdminPost<CancelForm>,
 ) -> Result<HttpResponse, ApiError> {
     let admin = post.admin;
     let Some(job) = parse_id(&id) else {
@@ -91,12 +106,32 @@ pub async fn cancel(
     };
     let cancelled = state
         .jobs
-        .control(&admin, &state.client_addr(&req), job, JobAction::Cancel)
+        .control_because(
+            &admin,
+            &state.client_addr(&req),
+            job,
+            JobAction::Cancel,
+            &post.form.reason,
+        )
         .await
         .map_err(ApiError::from);
     match cancelled {
         Ok(_) => Ok(see_other("/admin/jobs")),
         Err(ApiError::NotFound) => not_found_page(),
+        Err(e @ ApiError::InvalidField { .. }) => {
+            let query = match read_query(&[]) {
+                Ok(q) => q,
+                Err(response) => return Ok(*response),
+            };
+            jobs_page(
+                &state,
+                &admin,
+                Some(e.to_string()),
+                StatusCode::BAD_REQUEST,
+                query,
+            )
+            .await
+        }
         Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
             let query = match read_query(&[]) {
                 Ok(q) => q,

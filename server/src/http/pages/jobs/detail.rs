@@ -51,6 +51,10 @@ struct JobPage {
     gpus: String,
     /// The caller owns it: it may resubmit it and edit it as new.
     owner: bool,
+    /// The caller administers the portal: requeue (and hold or release anyone's).
+    admin: bool,
+    /// Held (by its owner or an administrator): it may be released.
+    held: bool,
     /// The Files page at its working directory, and the download of its output.
     folder_link: Option<String>,
     output_link: Option<String>,
@@ -260,6 +264,12 @@ fn page_for(me: &Principal, info: JobInfo, slices: &ClusterSlices, now_ms: i64) 
         ends: if running { ends(&info, now_ms) } else { None },
         gpus: gpus_text(&info.gres, info.nodes),
         owner: info.user == me.username,
+        admin: me.acts_as_admin(),
+        held: info.state == "PENDING"
+            && info
+                .reason
+                .as_deref()
+                .is_some_and(|r| r == "JobHeldUser" || r == "JobHeldAdmin"),
         folder_link: info
             .workdir
             .as_deref()
@@ -391,7 +401,17 @@ async fn page_with(
     } else {
         ClusterSlices::new()
     };
-    let happened = super::happened::happened(&info, output.as_ref().map(|t| t.text.as_str()));
+    let cancelled_by = state
+        .jobs
+        .cancelled_by(&info)
+        .await?
+        .filter(|(admin, _, _)| *admin != info.user)
+        .map(|(admin, _, reason)| super::happened::CancelledBy { admin, reason });
+    let happened = super::happened::happened(
+        &info,
+        output.as_ref().map(|t| t.text.as_str()),
+        cancelled_by.as_ref(),
+    );
     let page = JobPage {
         output,
         output_error,
@@ -454,12 +474,21 @@ async fn after_action(
     }
 }
 
+/// The cancel form: its token and, from an administrator, why (shown to the owner).
+#[derive(Debug, serde::Deserialize)]
+pub struct CancelForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
 pub async fn cancel(
     req: HttpRequest,
     state: web::Data<AppState>,
     user: PageUser,
     id: web::Path<String>,
-    form: web::Form<CsrfForm>,
+    form: web::Form<CancelForm>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     let job = match form_job(&me, &form.csrf, &id) {
@@ -468,7 +497,13 @@ pub async fn cancel(
     };
     let cancelled = state
         .jobs
-        .control(&me, &state.client_addr(&req), job, JobAction::Cancel)
+        .control_because(
+            &me,
+            &state.client_addr(&req),
+            job,
+            JobAction::Cancel,
+            &form.reason,
+        )
         .await
         .map_err(ApiError::from);
     match cancelled {
@@ -479,8 +514,94 @@ pub async fn cancel(
         Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
             job_page(&state, &me, job, Some(m), StatusCode::CONFLICT).await
         }
+        Err(e @ ApiError::InvalidField { .. }) => {
+            job_page(
+                &state,
+                &me,
+                job,
+                Some(e.to_string()),
+                StatusCode::BAD_REQUEST,
+            )
+            .await
+        }
         Err(e) => Err(e),
     }
+}
+
+/// Hold, release or requeue from the job's page (its owner, or an administrator;
+/// the scheduler decides which may): back to the page, or it again saying why not.
+async fn page_action(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+    action: JobAction,
+    what: &str,
+) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    let job = match form_job(&me, &form.csrf, &id) {
+        Ok(job) => job,
+        Err(answer) => return *answer,
+    };
+    let outcome = state
+        .jobs
+        .control(&me, &state.client_addr(&req), job, action)
+        .await
+        .map(|_| format!("/jobs/{job}"))
+        .map_err(ApiError::from);
+    after_action(&state, &me, job, outcome, what).await
+}
+
+/// `POST /jobs/{id}/hold`: a pending job will not start until released.
+pub async fn hold(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    page_action(req, state, user, id, form, JobAction::Hold, "Not held").await
+}
+
+/// `POST /jobs/{id}/release`: a held job may start again.
+pub async fn release(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    page_action(
+        req,
+        state,
+        user,
+        id,
+        form,
+        JobAction::Release,
+        "Not released",
+    )
+    .await
+}
+
+/// `POST /jobs/{id}/requeue`: a running (or ended) job goes back to the queue.
+pub async fn requeue(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    page_action(
+        req,
+        state,
+        user,
+        id,
+        form,
+        JobAction::Requeue,
+        "Not requeued",
+    )
+    .await
 }
 
 /// `POST /jobs/{id}/cancel-waiting`: cancel an array's tasks that have not started;

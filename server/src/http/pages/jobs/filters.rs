@@ -20,6 +20,8 @@ pub struct FilterForm {
     pub from: String,
     /// Submitted on or before this day (`YYYY-MM-DD`, UTC).
     pub to: String,
+    /// Only this user's jobs (everyone's list, for administrators).
+    pub user: String,
 }
 
 /// A filter value that cannot be read: the field and why, in plain words.
@@ -52,6 +54,7 @@ impl FilterForm {
             q: value("q"),
             from: value("from"),
             to: value("to"),
+            user: value("user"),
         }
     }
 
@@ -84,6 +87,20 @@ impl FilterForm {
                 ),
             });
         }
+        let user = self.user.trim();
+        if user.len() > MAX_USER_BYTES
+            || !user
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
+        {
+            return Err(BadFilter {
+                field: "user",
+                message: format!(
+                    "\"{}\" is not a user name (letters, digits, . _ - @; at most {MAX_USER_BYTES}).",
+                    shorten(user)
+                ),
+            });
+        }
         let since = day("from", &self.from)?;
         let until = day("to", &self.to)?.map(|d| d + DAY_MS);
         if let (Some(s), Some(u)) = (since, until) {
@@ -99,6 +116,7 @@ impl FilterForm {
             search: (!self.q.is_empty()).then(|| self.q.clone()),
             since,
             until,
+            user: (!user.is_empty()).then(|| user.to_string()),
         })
     }
 
@@ -110,6 +128,7 @@ impl FilterForm {
             ("q", &self.q),
             ("from", &self.from),
             ("to", &self.to),
+            ("user", &self.user),
         ]
         .iter()
         .filter(|(_, v)| !v.is_empty())
@@ -124,6 +143,8 @@ impl FilterForm {
 }
 
 const DAY_MS: i64 = 86_400_000;
+/// The longest user name the filter takes.
+const MAX_USER_BYTES: usize = 64;
 
 /// A `YYYY-MM-DD` day as the ms of its start in UTC; empty: none.
 fn day(field: &'static str, text: &str) -> Result<Option<i64>, BadFilter> {
@@ -222,5 +243,10 @@ mod tests {
         assert_eq!(bad(&[("from", "2026-11-25"), ("to", "2026-11-24")]), "to");
         let long = "x".repeat(BoardFilter::MAX_SEARCH + 1);
         assert_eq!(bad(&[("q", &long)]), "q");
+        assert_eq!(bad(&[("user", "a;b")]), "user");
+        assert_eq!(bad(&[("user", &"u".repeat(65))]), "user");
+        let ok = FilterForm::from_pairs(&pairs(&[("user", "alice")]));
+        assert_eq!(ok.filter().expect("read").user.as_deref(), Some("alice"));
+        assert_eq!(ok.query(), "user=alice&");
     }
 }

@@ -25,9 +25,20 @@ pub struct Happened {
 /// How many lines of output the story quotes.
 const LAST_LINES: usize = 8;
 
+/// Who cancelled a job, when it was an administrator: their name and the reason
+/// they gave (possibly empty).
+pub struct CancelledBy {
+    pub admin: String,
+    pub reason: String,
+}
+
 /// What happened to `job` (nothing for a job that has not ended or that completed);
 /// `output` is the end of what it printed.
-pub fn happened(job: &JobInfo, output: Option<&str>) -> Option<Happened> {
+pub fn happened(
+    job: &JobInfo,
+    output: Option<&str>,
+    cancelled_by: Option<&CancelledBy>,
+) -> Option<Happened> {
     let ran = crate::http::pages::when::span(job.time_used);
     let last = || last_lines(output?);
     let limit = || {
@@ -102,19 +113,27 @@ pub fn happened(job: &JobInfo, output: Option<&str>) -> Option<Happened> {
             advice: "Ask for more memory (#SBATCH --mem=32G) or make it use less.".into(),
             last_lines: last(),
         },
-        "CANCELLED" => Happened {
-            site: false,
-            headline: if job.start_time.is_some() {
-                format!("It was cancelled after {ran}.")
-            } else {
-                "It was cancelled before it started.".to_string()
-            },
-            advice: job
-                .message
-                .as_deref()
-                .map_or(String::new(), |m| format!("{}.", sentence(m))),
-            last_lines: None,
-        },
+        "CANCELLED" => {
+            let by = cancelled_by.map_or(String::new(), |c| {
+                format!(" by the administrator {}", c.admin)
+            });
+            Happened {
+                site: false,
+                headline: if job.start_time.is_some() {
+                    format!("It was cancelled{by} after {ran}.")
+                } else {
+                    format!("It was cancelled{by} before it started.")
+                },
+                advice: match cancelled_by {
+                    Some(c) if !c.reason.is_empty() => format!("Their reason: {}", c.reason),
+                    _ => job
+                        .message
+                        .as_deref()
+                        .map_or(String::new(), |m| format!("{}.", sentence(m))),
+                },
+                last_lines: None,
+            }
+        }
         _ => return None,
     };
     Some(story)
@@ -165,7 +184,7 @@ mod tests {
         site.message = Some(format!(
             "{SITE_FAILURE}/srv/datasets (bound at /datasets) does not exist"
         ));
-        let h = happened(&site, Some("bwrap: noise\n")).expect("a story");
+        let h = happened(&site, Some("bwrap: noise\n"), None).expect("a story");
         assert!(h.site);
         assert_eq!(
             h.headline,
@@ -181,7 +200,7 @@ mod tests {
         let mut mine = job("FAILED");
         mine.exit_code = Some(3);
         let out: String = (1..=12).map(|i| format!("line {i}\n")).collect();
-        let h = happened(&mine, Some(&out)).expect("a story");
+        let h = happened(&mine, Some(&out), None).expect("a story");
         assert!(!h.site);
         assert_eq!(h.headline, "Your script exited with 3 after 2 min.");
         assert_eq!(
@@ -190,31 +209,41 @@ mod tests {
         );
         // 121 from the script itself, with no message: the script's.
         mine.exit_code = Some(121);
-        assert!(!happened(&mine, None).expect("story").site);
+        assert!(!happened(&mine, None, None).expect("story").site);
     }
 
     #[test]
     fn limits_say_what_to_ask_for_and_a_completed_job_needs_no_story() {
         let mut t = job("TIMEOUT");
         t.time_limit = Some(7200);
-        let h = happened(&t, None).expect("story");
+        let h = happened(&t, None, None).expect("story");
         assert_eq!(
             h.headline,
             "It reached its time limit of 2 h and was stopped."
         );
         let mut m = job("OUT_OF_MEMORY");
         m.memory_mb = Some(2048);
-        assert!(happened(&m, None)
+        assert!(happened(&m, None, None)
             .expect("story")
             .headline
             .contains("the 2 GiB it was given"));
-        assert_eq!(happened(&job("COMPLETED"), Some("done")), None);
-        assert_eq!(happened(&job("RUNNING"), None), None);
+        assert_eq!(happened(&job("COMPLETED"), Some("done"), None), None);
+        assert_eq!(happened(&job("RUNNING"), None, None), None);
         let mut c = job("CANCELLED");
         c.start_time = None;
         assert_eq!(
-            happened(&c, None).expect("story").headline,
+            happened(&c, None, None).expect("story").headline,
             "It was cancelled before it started."
         );
+        let by = CancelledBy {
+            admin: "root".into(),
+            reason: "node maintenance".into(),
+        };
+        let h = happened(&c, None, Some(&by)).expect("story");
+        assert_eq!(
+            h.headline,
+            "It was cancelled by the administrator root before it started."
+        );
+        assert_eq!(h.advice, "Their reason: node maintenance");
     }
 }

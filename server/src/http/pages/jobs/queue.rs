@@ -292,6 +292,7 @@ pub(in crate::http::pages) mod tests {
             q: "train \"x\"".into(),
             from: "2026-01-01".into(),
             to: String::new(),
+            user: String::new(),
         };
         let pager = Pager::new(
             "/jobs",
