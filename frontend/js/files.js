@@ -1,7 +1,7 @@
 // The Files page: upload (in pieces, with a progress bar per file, continuing from
 // what the portal holds after an interruption), new folder, rename and delete, all
 // through /api/v1/files with the session's CSRF token. The folder itself is drawn by
-// the server; after a change the page is loaded again.
+// the server; after a change the page is loaded again, after an upload its table.
 (function () {
   "use strict";
   var root = document.getElementById("files");
@@ -63,7 +63,7 @@
     });
   }
 
-  Array.prototype.forEach.call(root.querySelectorAll("tr[data-path]"), function (row) {
+  function bindRow(row) {
     var path = row.getAttribute("data-path");
     var name = row.getAttribute("data-name");
     var isDir = row.getAttribute("data-kind") === "dir";
@@ -90,7 +90,22 @@
           .catch(function (e) { showError(e.message); });
       });
     }
-  });
+  }
+  Array.prototype.forEach.call(root.querySelectorAll("tr[data-path]"), bindRow);
+
+  // The folder's table drawn again by the server, in place (after an upload: the
+  // upload's progress stays on the page).
+  function refreshTable() {
+    return fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (res) { if (!res.ok) throw new Error("HTTP " + res.status); return res.text(); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("files-table");
+        var table = document.getElementById("files-table");
+        if (!fresh || !table) return;
+        table.replaceWith(document.importNode(fresh, true));
+        Array.prototype.forEach.call(document.querySelectorAll("#files-table tr[data-path]"), bindRow);
+      });
+  }
 
   // --- Uploads ---------------------------------------------------------------------
 
@@ -203,13 +218,9 @@
       }
       input.value = "";
       if (done > 0) {
-        var again = document.createElement("li");
-        var link = document.createElement("a");
-        link.href = window.location.href;
-        link.id = "files-refresh";
-        link.textContent = "Show the folder with the new files";
-        again.appendChild(link);
-        document.getElementById("files-uploads").appendChild(again);
+        refreshTable().catch(function () {
+          showError("The upload is done; reload the page to see the folder as it is now.");
+        });
       }
     });
   }

@@ -71,7 +71,8 @@ pub struct Crumb {
     pub path: String,
 }
 
-/// A folder's entries, folders first, then by name.
+/// A folder's entries, folders first, then by name as people read it (`run-2` before
+/// `run-10`).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Listing {
     /// The folder's real path (links resolved).
@@ -532,8 +533,7 @@ impl Files {
         entries.sort_by(|a, b| {
             (a.kind != "dir")
                 .cmp(&(b.kind != "dir"))
-                .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
-                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| natural_order(&a.name, &b.name))
         });
         let roots = self.roots_of(&identity);
         let breadcrumbs = breadcrumbs(&roots, &path);
@@ -798,6 +798,8 @@ impl Files {
                     path: named,
                     size,
                     overwrite,
+                    keep_mode: false,
+                    if_modified_ms: None,
                 },
             )
             .await?;
@@ -810,6 +812,153 @@ impl Files {
         )
         .await?;
         Ok(done)
+    }
+}
+
+/// The most of a file the page shows, and the largest file it edits.
+pub const MAX_TEXT_BYTES: u64 = 1 << 20;
+
+/// A file as the page shows it: its text when it is text and not too large.
+#[derive(Debug, Clone)]
+pub struct TextFile {
+    /// Its real path.
+    pub path: String,
+    pub name: String,
+    pub size: u64,
+    pub modified_ms: i64,
+    /// Its text (UTF-8, no NUL); `None` for a binary file or one over
+    /// [`MAX_TEXT_BYTES`].
+    pub text: Option<String>,
+}
+
+impl Files {
+    /// The file `path` for viewing: its text when it is text of at most
+    /// [`MAX_TEXT_BYTES`] (read as the user).
+    pub async fn read_text(
+        &self,
+        caller: &Principal,
+        path: &str,
+    ) -> Result<TextFile, ServiceError> {
+        let download = self.download(caller, path).await?;
+        let (size, modified_ms, name) =
+            (download.size, download.modified_ms, download.name.clone());
+        let file = download.file;
+        let text = if size <= MAX_TEXT_BYTES {
+            tokio::task::spawn_blocking(move || {
+                let mut bytes = Vec::with_capacity(size as usize);
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(&file, MAX_TEXT_BYTES + 1),
+                    &mut bytes,
+                )
+                .ok()?;
+                if bytes.contains(&0) {
+                    return None;
+                }
+                String::from_utf8(bytes).ok()
+            })
+            .await
+            .map_err(|e| ServiceError::internal(e.to_string()))?
+        } else {
+            None
+        };
+        let identity = self.identity(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        Ok(TextFile {
+            path: named.display().to_string(),
+            name,
+            size,
+            modified_ms,
+            text,
+        })
+    }
+
+    /// Save `text` as the file `path` (as the user: a new file, or in place of the
+    /// one there, keeping its permissions), only if it was last modified at
+    /// `opened_ms` when given: the file changed since it was opened is a conflict,
+    /// and nothing is written over it. Audited as `file.edit`.
+    pub async fn save_text(
+        &self,
+        caller: &Principal,
+        client_addr: &str,
+        path: &str,
+        text: &str,
+        opened_ms: Option<i64>,
+    ) -> Result<String, ServiceError> {
+        let len = text.len() as u64;
+        if len > MAX_TEXT_BYTES {
+            return Err(ServiceError::Invalid {
+                field: "text",
+                message: format!("the page edits files of at most {MAX_TEXT_BYTES} bytes"),
+            });
+        }
+        let piece = self.upload_piece(caller, path, 0, Some(len)).await?;
+        let body = futures_util::stream::iter([Ok::<Bytes, std::convert::Infallible>(
+            Bytes::copy_from_slice(text.as_bytes()),
+        )]);
+        piece.write_from(body).await?;
+        let (_turn, identity) = self.begin(caller).await?;
+        let named = self.named(&identity, "path", path)?;
+        let done = self
+            .change(
+                &identity,
+                Op::Complete {
+                    path: named,
+                    size: Some(len),
+                    overwrite: true,
+                    keep_mode: true,
+                    if_modified_ms: opened_ms,
+                },
+            )
+            .await?;
+        self.record(
+            caller,
+            client_addr,
+            "file.edit",
+            &done,
+            serde_json::json!({"size": len}),
+        )
+        .await?;
+        Ok(done)
+    }
+}
+
+/// Names as people read them: `slurm-2.out` before `slurm-10.out`, any case.
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> impl Iterator<Item = (bool, &str)> {
+        let mut rest = s;
+        std::iter::from_fn(move || {
+            let first = rest.chars().next()?;
+            let digit = first.is_ascii_digit();
+            let end = rest
+                .char_indices()
+                .find(|(_, c)| c.is_ascii_digit() != digit)
+                .map_or(rest.len(), |(i, _)| i);
+            let (chunk, after) = rest.split_at(end);
+            rest = after;
+            Some((digit, chunk))
+        })
+    }
+    let mut x = chunks(a);
+    let mut y = chunks(b);
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some((true, p)), Some((true, q))) => {
+                let (p, q) = (p.trim_start_matches('0'), q.trim_start_matches('0'));
+                let o = p.len().cmp(&q.len()).then_with(|| p.cmp(q));
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            (Some((_, p)), Some((_, q))) => {
+                let o = p.to_lowercase().cmp(&q.to_lowercase());
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+        }
     }
 }
 
@@ -874,6 +1023,32 @@ fn breadcrumbs(roots: &[Root], real: &Path) -> Vec<Crumb> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_sort_as_people_read_them() {
+        let mut names = vec![
+            "slurm-10.out",
+            "slurm-2.out",
+            "Data",
+            "alpha",
+            "slurm-02b",
+            "run1",
+            "run01",
+        ];
+        names.sort_by(|a, b| super::natural_order(a, b));
+        assert_eq!(
+            names,
+            [
+                "alpha",
+                "Data",
+                "run01",
+                "run1",
+                "slurm-2.out",
+                "slurm-02b",
+                "slurm-10.out"
+            ]
+        );
+    }
+
     use super::*;
 
     /// Bytes that differ from block to block, so a block out of place shows.

@@ -92,6 +92,14 @@ pub enum Op {
         path: PathBuf,
         size: Option<u64>,
         overwrite: bool,
+        /// The file it replaces keeps its permissions (an edited script stays
+        /// executable).
+        #[serde(default)]
+        keep_mode: bool,
+        /// Only if the file it replaces was last modified then (ms): an edit of a
+        /// file that changed since it was opened is refused as a conflict.
+        #[serde(default)]
+        if_modified_ms: Option<i64>,
     },
 }
 

@@ -296,6 +296,8 @@ pub fn perform(request: &Request) -> Result<(Answer, Option<OwnedFd>), Refusal> 
             path,
             size,
             overwrite,
+            keep_mode,
+            if_modified_ms,
         } => {
             let (dir, name) = open_parent(&roots, path, "path")?;
             writable(&dir, "path")?;
@@ -326,6 +328,32 @@ pub fn perform(request: &Request) -> Result<(Answer, Option<OwnedFd>), Refusal> 
                         "size",
                         format!("size: the upload holds {held} bytes, not {size}"),
                     ));
+                }
+            }
+            let target = statat(&dir.fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).ok();
+            if let Some(expected) = if_modified_ms {
+                let now = target.as_ref().map(|t| {
+                    t.st_mtime.saturating_mul(1000) + (t.st_mtime_nsec / 1_000_000) as i64
+                });
+                if now != Some(*expected) {
+                    return Err(refuse(
+                        RefusalKind::Conflict,
+                        "path",
+                        format!(
+                            "path {}: the file changed since it was opened (or is gone)",
+                            path.display()
+                        ),
+                    ));
+                }
+            }
+            if *keep_mode {
+                if let Some(t) = target
+                    .as_ref()
+                    .filter(|t| FileType::from_raw_mode(t.st_mode) == FileType::RegularFile)
+                {
+                    let mode = Mode::from_raw_mode(t.st_mode & 0o777);
+                    rustix::fs::chmodat(&dir.fd, partial.as_str(), mode, AtFlags::empty())
+                        .map_err(|e| failure(e, "path", path))?;
                 }
             }
             let flags = if *overwrite {
@@ -696,6 +724,8 @@ mod tests {
                 path: target.clone(),
                 size: Some(5),
                 overwrite: false,
+                keep_mode: false,
+                if_modified_ms: None,
             },
         )
         .expect_err("size");
@@ -706,6 +736,8 @@ mod tests {
                 path: target.clone(),
                 size: Some(11),
                 overwrite: false,
+                keep_mode: false,
+                if_modified_ms: None,
             },
         )
         .expect("complete");
@@ -714,5 +746,37 @@ mod tests {
             "hello world"
         );
         assert!(!home.join(partial_name("big.bin")).exists());
+
+        // An edit: in place of the file, keeping its mode, only if unchanged since.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+        let opened = modified_ms(&std::fs::metadata(&target).expect("stat"));
+        let edit = |if_modified_ms: Option<i64>| {
+            let (_, fd) = open_write(&roots, &target, 0).expect("open");
+            std::fs::File::from(fd).write_all(b"bye").expect("write");
+            run(
+                &roots,
+                Op::Complete {
+                    path: target.clone(),
+                    size: Some(3),
+                    overwrite: true,
+                    keep_mode: true,
+                    if_modified_ms,
+                },
+            )
+        };
+        let e = edit(Some(opened - 1000)).expect_err("changed since");
+        assert_eq!(e.kind, RefusalKind::Conflict);
+        assert_eq!(
+            std::fs::read_to_string(&target).expect("read"),
+            "hello world"
+        );
+        edit(Some(opened)).expect("saved");
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "bye");
+        let mode = std::fs::metadata(&target)
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o750, "the edited file keeps its mode");
     }
 }

@@ -467,3 +467,151 @@ async fn chromium_an_admin_cancel_asks_first_keeps_still_while_open_and_the_owne
         "{html}"
     );
 }
+
+#[tokio::test]
+async fn chromium_files_show_edit_and_submit_a_script_as_its_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20936).await;
+    let own = |p: &std::path::Path| {
+        std::os::unix::fs::chown(p, Some(alice.uid), Some(alice.uid)).expect("chown");
+    };
+    std::fs::create_dir_all(&alice.home).expect("home");
+    own(&alice.home);
+    let script = alice.home.join("train.sh");
+    std::fs::write(&script, "#!/bin/bash\necho epoch 1\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+    own(&script);
+    for name in ["slurm-10.out", "slurm-2.out", ".bashrc"] {
+        let p = alice.home.join(name);
+        std::fs::write(&p, "x\n").expect("file");
+        own(&p);
+    }
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", PASSWORD).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    let home = alice.home.display().to_string();
+    b.goto(&c.app.url(&format!("/files?path={home}")))
+        .await
+        .expect("files");
+    let names: Vec<String> = b
+        .execute(
+            "return [...document.querySelectorAll('#files-table tr[data-kind=file]')].map(r => r.dataset.name)",
+            vec![],
+        )
+        .await
+        .expect("names")
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["slurm-2.out", "slurm-10.out", "train.sh"],
+        "natural order, no dot files"
+    );
+    b.find(Locator::Id("files-hidden-toggle"))
+        .await
+        .expect("the hidden files' link")
+        .click()
+        .await
+        .expect("show hidden");
+    b.wait()
+        .for_element(Locator::Css("tr[data-name='.bashrc']"))
+        .await
+        .expect("dot files on request");
+
+    // The script opens in the page, is edited and saved as hers, keeping its mode.
+    b.goto(&c.app.url(&format!("/files/view?path={}", script.display())))
+        .await
+        .expect("view");
+    let text = b.find(Locator::Id("file-text")).await.expect("editor");
+    text.clear().await.expect("clear");
+    text.send_keys("#!/bin/bash\necho epoch 2\n")
+        .await
+        .expect("type");
+    b.find(Locator::Id("file-save"))
+        .await
+        .expect("save")
+        .click()
+        .await
+        .expect("click");
+    b.wait()
+        .for_element(Locator::Id("file-saved"))
+        .await
+        .expect("saved");
+    assert_eq!(
+        std::fs::read_to_string(&script).expect("read"),
+        "#!/bin/bash\necho epoch 2\n"
+    );
+    let meta = std::fs::metadata(&script).expect("stat");
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (alice.uid, 0o750));
+
+    // Changed behind the page's back: nothing is written over it, the text stays.
+    let text = b.find(Locator::Id("file-text")).await.expect("editor");
+    text.send_keys("echo mine\n").await.expect("type");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&script, "#!/bin/bash\necho theirs\n").expect("changed");
+    b.find(Locator::Id("file-save"))
+        .await
+        .expect("save")
+        .click()
+        .await
+        .expect("click");
+    let error = b
+        .wait()
+        .for_element(Locator::Id("file-error"))
+        .await
+        .expect("refused")
+        .text()
+        .await
+        .expect("text");
+    assert!(error.contains("changed since you opened it"), "{error}");
+    assert_eq!(
+        std::fs::read_to_string(&script).expect("read"),
+        "#!/bin/bash\necho theirs\n"
+    );
+    let kept = b
+        .find(Locator::Id("file-text"))
+        .await
+        .expect("editor")
+        .prop("value")
+        .await
+        .expect("value")
+        .unwrap_or_default();
+    assert!(kept.contains("echo mine"), "{kept}");
+
+    // Submit as a job: the form with the script, run in its folder.
+    b.goto(&c.app.url(&format!("/files/view?path={}", script.display())))
+        .await
+        .expect("view");
+    b.find(Locator::Id("file-submit"))
+        .await
+        .expect("submit as a job")
+        .click()
+        .await
+        .expect("click");
+    let form_script = b
+        .wait()
+        .for_element(Locator::Id("script"))
+        .await
+        .expect("the form")
+        .prop("value")
+        .await
+        .expect("value")
+        .unwrap_or_default();
+    assert!(form_script.contains("echo theirs"), "{form_script}");
+    let dir = b
+        .find(Locator::Id("working-directory"))
+        .await
+        .expect("dir")
+        .prop("value")
+        .await
+        .expect("value");
+    assert_eq!(dir.as_deref(), Some(home.as_str()));
+}

@@ -49,6 +49,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .route("/files", web::get().to(files::show))
         .route("/files/download", web::get().to(files::download))
+        .route("/files/view", web::get().to(files::view))
+        .route("/files/save", web::post().to(files::save))
         .route("/cluster", web::get().to(cluster::show))
         .route("/accounting", web::get().to(accounting::show))
         .route("/campaigns", web::get().to(campaigns::list))

@@ -135,6 +135,9 @@ pub struct StarterQuery {
     starter: Option<String>,
     /// A job whose script fills the form ("edit as new").
     from: Option<String>,
+    /// A script file of the user's ("submit as a job" in Files): its text fills the
+    /// form, its folder is the working directory.
+    file: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -215,6 +218,25 @@ pub async fn show(
                 Err(e) => return Err(e),
             },
             None => error = Some("There is no job of yours by that number."),
+        }
+    }
+    if let Some(path) = query.file.as_deref() {
+        match state.files.read_text(&me, path).await {
+            Ok(f) => {
+                match f.text {
+                    Some(text) => {
+                        let dir = std::path::Path::new(&f.path)
+                            .parent()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default();
+                        from_job = Some((text, dir));
+                    }
+                    None => error = Some(
+                        "That file is not a script the form can take (not text, or over 1 MiB).",
+                    ),
+                }
+            }
+            Err(_) => error = Some("There is no file of yours by that name."),
         }
     }
     let (script, working_directory) = match (&from_job, chosen) {
