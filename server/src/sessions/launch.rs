@@ -140,6 +140,12 @@ impl Sessions {
                     .store
                     .end_session(record.id, "failed", Some(&message), now_ms())
                     .await;
+                // Refused before it was queued: the answer says why; no card of it.
+                let _ = self
+                    .inner
+                    .store
+                    .dismiss_session(record.id, &record.user_name, now_ms())
+                    .await;
                 self.inner
                     .host
                     .remove(Some(&identity), Path::new(&record.socket_dir))

@@ -426,6 +426,15 @@ impl Sessions {
         Ok(record)
     }
 
+    /// Take `user`'s ended session `id` off their dashboard.
+    pub async fn dismiss(&self, user: &str, id: i64) -> Result<(), SessionError> {
+        if self.inner.store.dismiss_session(id, user, now_ms()).await? {
+            Ok(())
+        } else {
+            Err(SessionError::NotFound)
+        }
+    }
+
     /// A user's sessions not over, then their last ended ones.
     pub async fn list(&self, user: &str, ended: i64) -> Result<Vec<SessionRecord>, SessionError> {
         Ok(self.inner.store.sessions_of(user, ended).await?)

@@ -314,7 +314,22 @@ impl Store {
         .collect()
     }
 
-    /// A user's sessions, newest first: those not ended, and the last `ended` ended ones.
+    /// Take `user`'s ended session `id` off the dashboard; whether there was one.
+    pub async fn dismiss_session(&self, id: i64, user: &str, now: i64) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE sessions SET dismissed_at = $3 \
+             WHERE id = $1 AND user_name = $2 AND ended_at IS NOT NULL",
+        )
+        .bind(id)
+        .bind(user)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// A user's sessions, newest first: those not ended, and the last `ended` ended ones
+    /// they have not dismissed.
     #[tracing::instrument(skip_all, fields(user), err)]
     pub async fn sessions_of(&self, user: &str, ended: i64) -> Result<Vec<SessionRecord>> {
         let mut rows = sqlx::query(&format!(
@@ -327,7 +342,7 @@ impl Store {
             rows.extend(
                 sqlx::query(&format!(
                     "SELECT {COLUMNS} FROM sessions WHERE user_name = $1 AND ended_at IS NOT NULL \
-                     ORDER BY id DESC LIMIT $2"
+                     AND dismissed_at IS NULL ORDER BY id DESC LIMIT $2"
                 ))
                 .bind(user)
                 .bind(ended)

@@ -636,6 +636,80 @@ async fn a_server_that_dies_before_it_is_ready_fails_with_its_log_and_the_name_i
     );
     let s = c.session(&alice, id).await;
     assert_eq!(s["end_reason"], "failed", "{s}");
+    // Its card says it ended, with no time left, and offers Relaunch and Dismiss.
+    let home = |client: &reqwest::Client| {
+        let url = c.app.url("/");
+        let client = client.clone();
+        async move {
+            client
+                .get(url)
+                .send()
+                .await
+                .expect("home")
+                .text()
+                .await
+                .expect("html")
+        }
+    };
+    let html = home(&alice.client).await;
+    let card = html
+        .split(&format!("id=\"session-{id}\""))
+        .nth(1)
+        .and_then(|r| r.split("</li>").next())
+        .unwrap_or_else(|| panic!("no card: {html}"));
+    assert!(
+        !card.contains(" left<"),
+        "no time left on a failed one: {card}"
+    );
+    assert!(
+        card.contains(&format!("href=\"/sessions/new?relaunch={id}\"")),
+        "{card}"
+    );
+    assert!(card.contains(&format!("id=\"dismiss-{id}\"")), "{card}");
+    // Relaunch: the form with its choices.
+    let form = alice
+        .client
+        .get(c.app.url(&format!("/sessions/new?relaunch={id}")))
+        .send()
+        .await
+        .expect("form")
+        .text()
+        .await
+        .expect("html");
+    assert!(form.contains("<option value=\"broken\" selected"), "{form}");
+    assert!(
+        form.contains("id=\"session-name\" maxlength=\"64\" value=\"nb\""),
+        "{form}"
+    );
+    // Dismiss: the card goes.
+    let res = alice
+        .client
+        .post(c.app.url(&format!("/sessions/{id}/dismiss")))
+        .form(&[("csrf", alice.csrf.as_str())])
+        .send()
+        .await
+        .expect("dismiss");
+    assert!(
+        res.status().is_success() || res.status().is_redirection(),
+        "{}",
+        res.status()
+    );
+    assert!(!home(&alice.client)
+        .await
+        .contains(&format!("id=\"session-{id}\"")));
+    // A start refused before it was queued (a GPU on a cluster without): the form
+    // says why, and no failed card is left.
+    let res = c
+        .start_session(
+            &alice,
+            json!({"name": "gpu", "environment": "broken", "gpus": 1}),
+        )
+        .await;
+    assert!(res.status().is_client_error(), "{}", res.status());
+    assert!(
+        !home(&alice.client).await.contains(">gpu</strong>"),
+        "no card of it"
+    );
     // The user can start again at once, under the same name.
     let res = c
         .start_session(&alice, json!({"name": "nb", "environment": "broken"}))

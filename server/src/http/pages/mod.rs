@@ -68,6 +68,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sessions/new", web::get().to(sessions::new_form))
         .route("/sessions/{id}", web::get().to(sessions::show))
         .route("/sessions/{id}/stop", web::post().to(sessions::stop))
+        .route("/sessions/{id}/dismiss", web::post().to(sessions::dismiss))
         // JupyterLab in hub mode links here (File > Hub Control Panel, restart).
         .route("/hub/{tail:.*}", web::get().to(sessions::hub_link))
         .configure(admin::configure);

@@ -26,7 +26,12 @@ pub struct SessionRow {
 
 impl SessionRow {
     pub fn of(info: SessionInfo) -> Self {
-        let time_left = info.time_left.map(left).unwrap_or_default();
+        // Only a session that runs has time left (a failed one never had any).
+        let time_left = info
+            .time_left
+            .filter(|_| info.ended_at.is_none() && info.started_at.is_some())
+            .map(left)
+            .unwrap_or_default();
         SessionRow { info, time_left }
     }
 }
@@ -273,6 +278,8 @@ impl StartForm {
 pub struct NewQuery {
     kind: Option<String>,
     logdir: Option<String>,
+    /// An ended session of the caller's whose choices fill the form ("Relaunch").
+    relaunch: Option<i64>,
 }
 
 /// `8 CPU cores and 48 GB of memory`; `3 of 4 free now`.
@@ -416,6 +423,52 @@ pub async fn new_form(
     // cluster without GPUs.
     let offer = state.sessions.gpu_offer().await;
     let (gpus, slice) = default_gpu_choice(&gpu_kind_choices(&offer, &state.inventory.gpus));
+    // Relaunch: the same app, environment, GPUs, hours, name and log folder.
+    if let Some(id) = q.relaunch {
+        let record = state
+            .sessions
+            .get(&me.username, false, id)
+            .await
+            .map_err(ApiError::from);
+        let record = match record {
+            Ok(r) => r,
+            Err(ApiError::NotFound) => return not_found_page(),
+            Err(e) => return Err(e),
+        };
+        let info = state.sessions.info(record.clone()).await;
+        let (gpus, slice) = match &record.gpus {
+            None => ("0".to_string(), String::new()),
+            Some(g) => (
+                g.count.to_string(),
+                match &g.kind {
+                    scheduler::SliceKind::Shard => "shard".to_string(),
+                    scheduler::SliceKind::Gpu { r#type } => r#type.clone().unwrap_or_default(),
+                },
+            ),
+        };
+        let hours = info
+            .time_limit
+            .map(|s| {
+                let h = s as f64 / 3600.0;
+                if h.fract() == 0.0 {
+                    format!("{h:.0}")
+                } else {
+                    format!("{h:.2}")
+                }
+            })
+            .unwrap_or_else(|| state.sessions.config().default_hours.to_string());
+        let form = StartForm {
+            name: record.name.clone(),
+            kind: record.kind.clone(),
+            environment: record.environment.clone(),
+            gpus,
+            slice,
+            hours,
+            logdir: record.logdir.clone().unwrap_or_default(),
+            ..Default::default()
+        };
+        return new_page(&state, &me, form, None, StatusCode::OK).await;
+    }
     let form = StartForm {
         name: if kind == "notebook" {
             "default".into()
@@ -552,6 +605,32 @@ pub async fn stop(
         .await
         .map_err(ApiError::from);
     match stopped {
+        Err(ApiError::NotFound) => return not_found_page(),
+        other => other?,
+    }
+    Ok(HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/#sessions"))
+        .finish())
+}
+
+/// `POST /sessions/{id}/dismiss`: an ended session's card leaves the dashboard.
+pub async fn dismiss(
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<i64>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    if !me.csrf_ok(Some(&form.csrf)) {
+        return csrf_refused();
+    }
+    me.require(Scope::Sessions)?;
+    match state
+        .sessions
+        .dismiss(&me.username, id.into_inner())
+        .await
+        .map_err(ApiError::from)
+    {
         Err(ApiError::NotFound) => return not_found_page(),
         other => other?,
     }
