@@ -93,6 +93,9 @@ fn routes_are_read_from_the_sources() {
 /// Real data behind the routes' parameters.
 struct Data {
     job: String,
+    /// A job whose script failed (exit 3), and an array of 8 with two running.
+    failed: String,
+    array: String,
     session: Option<i64>,
     benchmark: i64,
     quota: i64,
@@ -308,6 +311,21 @@ async fn check_pages(
                     "{at}: the document is {scroll} px wide in a {inner} px window; widest: {wide}"
                 ));
             }
+            // Nor inside a card: a table that scrolls sideways hides its last columns.
+            let inside = b
+                .execute(
+                    "return Array.from(document.querySelectorAll('.card, .table-wrap'))
+                       .filter(e => e.scrollWidth > e.clientWidth + 1)
+                       .slice(0, 5).map(e => (e.id ? '#' + e.id : e.className) + ' ' + e.scrollWidth + '/' + e.clientWidth + 'px')",
+                    vec![],
+                )
+                .await
+                .ok()
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default();
+            if width <= 600 && !inside.is_empty() {
+                problems.push(format!("{at}: scrolls sideways inside: {inside:?}"));
+            }
             for error in console_errors(b).await {
                 if status >= 400 && error.starts_with(&own_status) {
                     continue;
@@ -402,6 +420,40 @@ async fn scene() -> Scene {
         .await
         .expect("job state");
     }
+    // A job that fails on its own (its last lines say why), and an array of 8.
+    let mut extra = Vec::new();
+    for script in [
+        "#!/bin/bash\n#SBATCH --job-name=train-bert\necho 'epoch 1/3: loss 2.31'\necho 'epoch 2/3: loss nan'\necho 'error: the loss is NaN; stopping' >&2\nexit 3\n",
+        "#!/bin/bash\n#SBATCH --job-name=sweep-lr --array=0-7%2\nsleep 600\n",
+    ] {
+        let res = api(reqwest::Method::POST, "/api/v1/jobs", json!({"script": script}))
+            .await
+            .expect("submit");
+        let body: Value = res.json().await.expect("json");
+        extra.push(body["id"].as_str().expect("id").to_string());
+    }
+    let (failed, array) = (extra[0].clone(), extra[1].clone());
+    for (id, want) in [
+        (failed.clone(), "FAILED"),
+        (format!("{array}_1"), "RUNNING"),
+    ] {
+        until(
+            &format!("job {id} {want}"),
+            Duration::from_secs(60),
+            || async {
+                let res = alice
+                    .client
+                    .get(c.app.url(&format!("/api/v1/jobs/{id}")))
+                    .send()
+                    .await
+                    .ok()?;
+                let job: Value = res.json().await.ok()?;
+                (job["state"] == want).then_some(())
+            },
+        )
+        .await
+        .expect("job state");
+    }
     // A campaign of two points, each a job that prints its figure.
     let res = api(
         reqwest::Method::POST,
@@ -452,6 +504,8 @@ async fn scene() -> Scene {
     Scene {
         data: Data {
             job: running,
+            failed,
+            array,
             session,
             benchmark,
             quota: quota["id"].as_i64().expect("quota id"),
@@ -467,11 +521,15 @@ async fn scene() -> Scene {
 async fn screenshots(b: &Browser, app: &TestApp, data: &Data, dir: &Path) {
     set_width(b, 1400).await;
     let job = format!("/jobs/{}", data.job);
+    let failed = format!("/jobs/{}", data.failed);
+    let array = format!("/jobs/{}", data.array);
     // Each page, and the element to scroll to the top of the picture.
     for (path, name, top) in [
         ("/", "dashboard.png", None),
         ("/sessions/new", "start-form.png", None),
         (job.as_str(), "job.png", None),
+        (failed.as_str(), "failed-job.png", None),
+        (array.as_str(), "array.png", None),
         ("/cluster", "gpu-map.png", Some("gpu-map")),
     ] {
         b.goto(&app.url(path)).await.expect("visit");
@@ -509,10 +567,13 @@ async fn every_page_is_usable_at_both_widths_for_a_user_and_an_administrator() {
     let scene = scene().await;
     let app = &scene.c.app;
     let routes = page_routes();
-    let paths: Vec<String> = routes
+    let mut paths: Vec<String> = routes
         .iter()
         .filter_map(|r| instance(r, &scene.data))
         .collect();
+    // The other shapes of a job's page: a failure's story first, an array's tasks.
+    paths.push(format!("/jobs/{}", scene.data.failed));
+    paths.push(format!("/jobs/{}", scene.data.array));
     let mut problems = Vec::new();
     let mut visited = BTreeMap::new();
 
