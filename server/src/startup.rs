@@ -250,6 +250,7 @@ impl Application {
             campaigns: crate::services::Campaigns::new(store.clone(), jobs.clone(), audit.clone()),
             nodes: crate::services::Nodes::new(scheduler.clone(), audit.clone()),
             usage: crate::services::Usage::new(store.clone()),
+            announcements: crate::services::Announcements::new(store.clone()),
             files: crate::services::Files::new(
                 identities.clone(),
                 audit.clone(),

@@ -57,6 +57,8 @@ pub struct AppState {
     pub usage: crate::services::Usage,
     /// The Files app.
     pub files: crate::services::Files,
+    /// Administrators' messages to everyone.
+    pub announcements: crate::services::Announcements,
 }
 
 impl AppState {

@@ -13,6 +13,7 @@
 //! [`ServiceError`]), SQL (the store), the scheduler's internals (its handle only).
 
 pub mod accounts;
+pub mod announcements;
 pub mod audit;
 pub mod benchmarks;
 pub mod campaigns;
@@ -28,6 +29,7 @@ pub mod reasons;
 pub mod usage;
 
 pub use accounts::Accounts;
+pub use announcements::Announcements;
 pub use audit::Audit;
 pub use benchmarks::Benchmarks;
 pub use campaigns::Campaigns;

@@ -5,6 +5,7 @@
 //! values in and get rows out; times are Unix milliseconds.
 
 mod accounting;
+mod announcements;
 mod audit;
 pub mod benchmarks;
 mod campaigns;
@@ -31,6 +32,7 @@ pub use accounting::{
     bucket_bounds, Bucket, BucketUsage, Usage, UsageFilter, UsageKey, UsageRecord, UsageRow,
     MAX_BUCKETS,
 };
+pub use announcements::AnnouncementRecord;
 pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use benchmarks::{BenchmarkFilter, BenchmarkRecord, BenchmarkRun, BenchmarkSort};
 pub use campaigns::{CampaignJob, CampaignProgress, CampaignRecord, CampaignRun, NewCampaign};

@@ -615,3 +615,149 @@ async fn chromium_files_show_edit_and_submit_a_script_as_its_owner() {
         .expect("value");
     assert_eq!(dir.as_deref(), Some(home.as_str()));
 }
+
+#[tokio::test]
+async fn chromium_an_announcement_shows_on_every_page_in_its_window_and_is_audited() {
+    use serde_json::{json, Value};
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20937).await;
+    let admin = c
+        .app
+        .login("admin", c.app.admin_password.as_deref().expect("admin"))
+        .await;
+    let token = c.app.create_token(&admin, "ops", &["read", "admin"]).await;
+    let post = |body: Value, token: String| {
+        let url = c.app.url("/api/v1/admin/announcements");
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .expect("announce")
+        }
+    };
+    let until = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2)).to_string();
+    // Refusals name their field; a user may not announce.
+    for (body, field) in [
+        (
+            json!({"message": "x", "severity": "urgent", "ends_at": until}),
+            "severity",
+        ),
+        (
+            json!({"message": "x", "ends_at": "next tuesday"}),
+            "ends_at",
+        ),
+        (json!({"message": "", "ends_at": until}), "message"),
+        (
+            json!({"message": "x", "ends_at": "2020-01-01T00:00:00Z"}),
+            "ends_at",
+        ),
+    ] {
+        let res = post(body.clone(), token.clone()).await;
+        assert_eq!(res.status(), 400, "{body}");
+        let answer: Value = res.json().await.expect("json");
+        assert_eq!(answer["field"], field, "{answer}");
+    }
+    let res = post(
+        json!({"message": "x", "ends_at": until}),
+        alice.token.clone(),
+    )
+    .await;
+    assert_eq!(res.status(), 403);
+    let res = post(
+        json!({"message": "Maintenance on Tuesday 08:00-12:00: jobs that would run into it wait.",
+               "severity": "warning", "ends_at": until}),
+        token.clone(),
+    )
+    .await;
+    assert_eq!(res.status(), 201);
+    let made: Value = res.json().await.expect("json");
+    // One to come is not shown yet.
+    let later = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24)).to_string();
+    let later_end = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(26)).to_string();
+    let res = post(
+        json!({"message": "Tomorrow's note", "starts_at": later, "ends_at": later_end}),
+        token.clone(),
+    )
+    .await;
+    assert_eq!(res.status(), 201);
+    let shown: Value = c
+        .app
+        .get_bearer("/api/v1/announcements", &alice.token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let messages: Vec<&str> = shown["announcements"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|a| a["message"].as_str())
+        .collect();
+    assert_eq!(messages.len(), 1, "{shown}");
+    assert!(messages[0].starts_with("Maintenance on Tuesday"));
+
+    // In the browser: atop the dashboard and any other page.
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", PASSWORD).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    for path in ["/", "/jobs", "/files"] {
+        b.goto(&c.app.url(path)).await.expect("page");
+        let banner = b
+            .wait()
+            .for_element(Locator::Css("#announcements .announcement-warning"))
+            .await
+            .unwrap_or_else(|e| panic!("{path}: no banner: {e}"))
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            banner.starts_with("Maintenance on Tuesday"),
+            "{path}: {banner}"
+        );
+    }
+    // Withdrawn: gone; both changes are in the audit log.
+    let res = reqwest::Client::new()
+        .delete(
+            c.app
+                .url(&format!("/api/v1/admin/announcements/{}", made["id"])),
+        )
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("withdraw");
+    assert_eq!(res.status(), 200);
+    let shown: Value = c
+        .app
+        .get_bearer("/api/v1/announcements", &alice.token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(shown["announcements"], json!([]));
+    let audit: Value = c
+        .app
+        .get_bearer("/api/v1/admin/audit?action=announcement.create", &token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        audit.to_string().contains("Maintenance on Tuesday"),
+        "{audit}"
+    );
+    let audit: Value = c
+        .app
+        .get_bearer("/api/v1/admin/audit?action=announcement.delete", &token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(audit.to_string().contains("announcement.delete"), "{audit}");
+}

@@ -1,6 +1,7 @@
 //! The JSON API under `/api/v1`, one file per resource.
 
 pub mod accounting;
+pub mod announcements;
 pub mod audit;
 pub mod benchmark_charts;
 pub mod benchmarks;
@@ -27,6 +28,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/login", web::post().to(login::post))
         .route("/me", web::get().to(me::get))
         .route("/me/usage", web::get().to(quotas::me_usage))
+        .route("/announcements", web::get().to(announcements::current))
+        .route("/admin/announcements", web::get().to(announcements::list))
+        .route(
+            "/admin/announcements",
+            web::post().to(announcements::create),
+        )
+        .route(
+            "/admin/announcements/{id}",
+            web::delete().to(announcements::delete),
+        )
         .route("/admin/audit", web::get().to(audit::list))
         .route("/admin/users", web::get().to(users::list))
         .route("/admin/users/{name}/{action}", web::post().to(users::act))
@@ -135,6 +146,7 @@ pub use crate::util::rfc3339;
           sessions::start, sessions::list, sessions::get, sessions::stop, sessions::progress,
           sessions::environments, sessions::apps, cluster::partitions, cluster::nodes, cluster::config, quotas::me_usage,
           quotas::list, quotas::get, quotas::create, quotas::update, quotas::delete,
+          announcements::current, announcements::list, announcements::create, announcements::delete,
           audit::list, nodes::act, users::list, users::act, groups::list,
           files::list, files::mkdir, files::rename, files::delete, files::download,
           files::upload_status, files::upload_piece, files::complete_upload,
@@ -157,7 +169,8 @@ pub use crate::util::rfc3339;
                        cluster::Partitions, cluster::Nodes, quotas::QuotaInfo, quotas::QuotaList,
                        quotas::NewQuota, quotas::QuotaUpdate, quotas::MyUsage,
                        quotas::QuotaUsage, crate::domain::quota::QuotaLimits, audit::AuditInfo,
-                       audit::AuditList, nodes::NodeAction, nodes::NodeChanged,
+                       audit::AuditList, announcements::Announcement, announcements::AnnouncementList,
+                       announcements::NewAnnouncement, nodes::NodeAction, nodes::NodeChanged,
                        users::UserInfo, users::UserList, users::UserChanged,
                        groups::GroupInfo, groups::GroupList,
                        crate::accounting::answer::Accounting, crate::accounting::answer::Totals,

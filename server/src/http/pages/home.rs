@@ -46,6 +46,8 @@ struct HomePage {
     /// Log folders of the user's TensorBoard sessions, to open again.
     logdirs: Vec<String>,
     apps: Vec<AppTile>,
+    /// Administrators' announcements shown now.
+    announcements: Vec<crate::services::announcements::Announcement>,
 }
 
 /// One kind of GPU slice: how many are free now of how many.
@@ -203,6 +205,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
             },
         )
         .await?;
+    let announcements = state.announcements.current().await?;
     let sessions = super::sessions::rows(&state, &me).await?;
     let mut logdirs: Vec<String> = sessions
         .iter()
@@ -227,6 +230,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
             sessions,
             logdirs,
             apps: state.sessions.apps().into_iter().map(AppTile::of).collect(),
+            announcements,
         },
         StatusCode::OK,
     )
@@ -331,6 +335,7 @@ mod tests {
                 description: "Notebooks".into(),
                 icon: "/static/icons/apps/jupyter.svg".into(),
             })],
+            announcements: vec![],
         }
     }
 

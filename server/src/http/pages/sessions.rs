@@ -29,7 +29,7 @@ impl SessionRow {
         // Only a session that runs has time left (a failed one never had any).
         let time_left = info
             .time_left
-            .filter(|_| info.ended_at.is_none() && info.started_at.is_some())
+            .filter(|_| info.ended_at.is_none())
             .map(left)
             .unwrap_or_default();
         SessionRow { info, time_left }

@@ -7,6 +7,7 @@
 //! pages call the same functions. Anyone signed in who is not an administrator gets a
 //! 403 page on every route here; no one signed in goes to the login page.
 
+mod announcements;
 mod audit;
 mod groups;
 mod idle_gpus;
@@ -51,6 +52,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/admin/sessions/{id}/stop", web::post().to(sessions::stop))
         .route("/admin/nodes", web::get().to(nodes::show))
         .route("/admin/nodes/{name}/{action}", web::post().to(nodes::act))
+        .route("/admin/announcements", web::get().to(announcements::show))
+        .route(
+            "/admin/announcements",
+            web::post().to(announcements::create),
+        )
+        .route(
+            "/admin/announcements/{id}/delete",
+            web::post().to(announcements::delete),
+        )
         .route("/admin/audit", web::get().to(audit::show));
 }
 
