@@ -16,6 +16,14 @@
 
   function say(text) { if (status) status.textContent = text; }
 
+  // What identifies the focused element across a redraw of the lists.
+  function focusKey(el) {
+    if (!el || el === document.body || !box.contains(el)) return null;
+    if (el.id) return { id: el.id };
+    var href = el.getAttribute && el.getAttribute("href");
+    return href ? { href: href } : null;
+  }
+
   var hovered = false;
   box.addEventListener("pointerenter", function () { hovered = true; });
   box.addEventListener("pointerleave", function () { hovered = false; });
@@ -38,11 +46,13 @@
         // Leave the lists alone while someone is at them: a confirmation open, the
         // pointer over them, or the focus in them (a cancel, a reason being typed).
         if (inUse()) return;
-        var focused = document.activeElement && document.activeElement.id;
+        var focused = focusKey(document.activeElement);
         box.innerHTML = html;
-        // A refresh keeps the keyboard's place.
+        // A refresh keeps the keyboard's place: the same element (by id, or a
+        // link by where it leads) has the focus again.
         if (focused) {
-          var again = document.getElementById(focused);
+          var again = focused.id ? document.getElementById(focused.id)
+            : box.querySelector('a[href="' + focused.href.replace(/["\\]/g, "") + '"]');
           if (again) again.focus();
         }
         if (window.atriumTime) window.atriumTime.refresh(box);

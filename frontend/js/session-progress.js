@@ -45,6 +45,19 @@
     });
   }
 
+  // "Tell me when it is ready": the browser's notification, once allowed.
+  var offer = document.getElementById("session-notify-offer");
+  var wantNotice = false;
+  if (offer && window.Notification && Notification.permission !== "denied") {
+    offer.hidden = false;
+    document.getElementById("session-notify").addEventListener("click", function () {
+      Notification.requestPermission().then(function (answer) {
+        wantNotice = answer === "granted";
+        offer.textContent = wantNotice ? "You will be told when it is ready." : "The browser will not show notifications for this site.";
+      });
+    });
+  }
+
   var source = new EventSource("/api/v1/sessions/" + encodeURIComponent(card.dataset.session) + "/progress");
   source.onmessage = function (event) {
     var p;
@@ -67,7 +80,16 @@
     if (p.ready && p.url) {
       link.href = p.url;
       open.hidden = false;
-      if (!opened) { opened = true; window.location.assign(p.url); }
+      if (offer) offer.hidden = true;
+      if (!opened) {
+        opened = true;
+        // Asked for, and the page is not in front: the browser says so.
+        if (wantNotice && document.hidden && window.Notification && Notification.permission === "granted") {
+          var n = new Notification("Your session is ready", { body: card.dataset.name || "", tag: "atrium-session-" + card.dataset.session });
+          n.onclick = function () { window.focus(); window.location.assign(p.url); };
+        }
+        window.location.assign(p.url);
+      }
     }
     if (p.state === "ended") {
       source.close();

@@ -84,17 +84,17 @@ impl GpuShare {
     }
 }
 
-/// `48 GB`, `1.5 GB`, `512 MB`.
+/// `48 GiB`, `1.5 GiB`, `512 MiB`: memory as every page writes it.
 pub fn memory_text(mb: u64) -> String {
     if mb >= 1024 {
         let gb = mb as f64 / 1024.0;
         if mb.is_multiple_of(1024) {
-            format!("{} GB", mb / 1024)
+            format!("{} GiB", mb / 1024)
         } else {
-            format!("{gb:.1} GB")
+            format!("{gb:.1} GiB")
         }
     } else {
-        format!("{mb} MB")
+        format!("{mb} MiB")
     }
 }
 
@@ -111,7 +111,7 @@ pub struct GpuNode {
 
 #[derive(Debug, Serialize)]
 pub struct GpuCell {
-    /// `GPU 0 · A100 · 80 GB`, or `a100 ×2` for Slurm's GPUs of one type.
+    /// `GPU 0 · A100 · 80 GiB`, or `a100 ×2` for Slurm's GPUs of one type.
     pub title: String,
     /// Discovery ran and `nvidia-smi` did not find this declared GPU (it is still
     /// scheduled).
@@ -298,7 +298,7 @@ pub fn shares(cluster: &ClusterConfig) -> Vec<GpuShare> {
 /// a MIG profile as it is.
 fn slice_type(gpu: &GpuCell, label: &str) -> String {
     if label.starts_with("GPU ") {
-        // `GPU 0 · A100-80GB · 80 GB`: the model.
+        // `GPU 0 · A100-80GB · 80 GiB`: the model.
         gpu.title.split(" · ").nth(1).unwrap_or("GPU").to_string()
     } else if label.starts_with("shard ") {
         "shard".to_string()

@@ -168,7 +168,7 @@ fn map_has_a_cell_per_slice_with_holders_and_absent_gpus() {
         states(&map[0]),
         [vec![Used], vec![Free, Used], vec![Absent, Absent]]
     );
-    assert_eq!(gpus[0].title, "GPU 0 · A100-80GB · 80 GB");
+    assert_eq!(gpus[0].title, "GPU 0 · A100-80GB · 80 GiB");
 }
 
 #[test]
@@ -242,10 +242,10 @@ fn free_slices_are_counted_per_type_and_a_gpu_brings_its_share() {
     let shares = shares(&cluster());
     assert_eq!(
         shares[0].text(),
-        "gpu: 8 CPU cores and 48 GB of memory per GPU"
+        "gpu: 8 CPU cores and 48 GiB of memory per GPU"
     );
-    assert_eq!(memory_text(1536), "1.5 GB");
-    assert_eq!(memory_text(512), "512 MB");
+    assert_eq!(memory_text(1536), "1.5 GiB");
+    assert_eq!(memory_text(512), "512 MiB");
 }
 
 fn slurm_node(name: &str, state: NodeState, slices: &[(&str, u32, u32)]) -> NodeView {

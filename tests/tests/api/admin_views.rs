@@ -345,7 +345,7 @@ async fn the_gpu_map_shows_its_legend_and_each_state_with_discovery_off() {
     );
     assert!(html.contains("2 of 2 A100-80GB free"), "{html}");
     assert!(
-        html.contains("gpu: 2 CPU cores and 2 GB of memory per GPU"),
+        html.contains("gpu: 2 CPU cores and 2 GiB of memory per GPU"),
         "{html}"
     );
     assert!(html.contains("/static/js/gpu-map.js"), "{html}");

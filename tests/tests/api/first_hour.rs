@@ -761,3 +761,67 @@ async fn chromium_an_announcement_shows_on_every_page_in_its_window_and_is_audit
         .expect("json");
     assert!(audit.to_string().contains("announcement.delete"), "{audit}");
 }
+
+#[tokio::test]
+async fn chromium_keyboard_focus_survives_the_job_lists_refresh() {
+    let c = JobCluster::start(0).await;
+    let alice = c.user("alice", 20938).await;
+    let first = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
+        .await;
+    c.sbatch(&alice, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
+        .await;
+    let b = browser().await.expect("chromium");
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(&b, "alice", PASSWORD).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+    b.goto(&c.app.url("/jobs")).await.expect("jobs");
+    let link = format!("/jobs/{first}");
+    b.execute(
+        "document.querySelector('#queue a[href=\"' + arguments[0] + '\"]').focus();",
+        vec![serde_json::json!(link)],
+    )
+    .await
+    .expect("focus");
+    // Two refreshes (every 5 s) later, the same link has the focus.
+    let refreshed =
+        atrium_tests::support::until("two refreshes", Duration::from_secs(20), || async {
+            let n = b
+                .execute(
+                    "const box = document.getElementById('job-lists');
+                 const seen = window.__refreshes || [];
+                 const at = box.getAttribute('data-refreshed');
+                 if (at && !seen.includes(at)) seen.push(at);
+                 window.__refreshes = seen;
+                 return seen.length;",
+                    vec![],
+                )
+                .await
+                .ok()?
+                .as_u64()?;
+            (n >= 2).then_some(())
+        })
+        .await;
+    refreshed.expect("the lists refreshed");
+    let focused = b
+        .execute(
+            "return document.activeElement && document.activeElement.getAttribute('href')",
+            vec![],
+        )
+        .await
+        .expect("focused");
+    assert_eq!(focused.as_str(), Some(link.as_str()));
+    // The output of a job is reachable by keyboard (it scrolls).
+    b.goto(&c.app.url(&link)).await.expect("job page");
+    let tabindex = b
+        .find(Locator::Id("job-output"))
+        .await
+        .expect("output")
+        .attr("tabindex")
+        .await
+        .expect("attr");
+    assert_eq!(tabindex.as_deref(), Some("0"));
+}

@@ -287,7 +287,7 @@ pub(super) mod tests {
         assert!(html.contains("tabindex=\"0\""), "{html}");
         assert!(html.contains("0 of 1 A100-80GB free"), "{html}");
         assert!(
-            html.contains("gpu: 8 CPU cores and 48 GB of memory per GPU"),
+            html.contains("gpu: 8 CPU cores and 48 GiB of memory per GPU"),
             "{html}"
         );
         assert!(html.contains("/static/js/gpu-map.js"), "{html}");

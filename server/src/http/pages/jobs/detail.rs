@@ -206,6 +206,11 @@ fn usage_view(e: &Efficiency) -> Option<UsageView> {
 }
 
 impl JobPage {
+    /// Its memory in GiB (MiB under one), as every page writes memory.
+    fn memory(&self, mb: &u64) -> String {
+        crate::http::gpu_map::memory_text(*mb)
+    }
+
     /// Where the live tail starts reading.
     fn follow_offset(&self) -> u64 {
         self.output.as_ref().map_or(0, |t| t.next_offset)

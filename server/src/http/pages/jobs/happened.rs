@@ -107,7 +107,7 @@ pub fn happened(
                 job.memory_mb
                     .map_or("it was given".to_string(), |mb| format!(
                         "the {} it was given",
-                        gib(mb)
+                        crate::http::gpu_map::memory_text(mb)
                     ))
             ),
             advice: "Ask for more memory (#SBATCH --mem=32G) or make it use less.".into(),
@@ -137,19 +137,6 @@ pub fn happened(
         _ => return None,
     };
     Some(story)
-}
-
-/// `2 GiB`, `1.5 GiB`, `512 MiB`.
-fn gib(mb: u64) -> String {
-    if mb < 1024 {
-        return format!("{mb} MiB");
-    }
-    let g = mb as f64 / 1024.0;
-    if g.fract() == 0.0 {
-        format!("{g:.0} GiB")
-    } else {
-        format!("{g:.1} GiB")
-    }
 }
 
 /// The text as the middle of a sentence: no final full stop.
