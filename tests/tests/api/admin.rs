@@ -38,6 +38,13 @@ fn api_routes() -> Vec<(Method, &'static str, Option<Value>)> {
             Some(json!({"limits": {"max_gpus": 9}})),
         ),
         (Method::DELETE, "/api/v1/admin/quotas/1", None),
+        (Method::GET, "/api/v1/admin/announcements", None),
+        (
+            Method::POST,
+            "/api/v1/admin/announcements",
+            Some(json!({"message": "mine", "ends_at": "2099-01-01T00:00:00Z"})),
+        ),
+        (Method::DELETE, "/api/v1/admin/announcements/1", None),
         (
             Method::POST,
             "/api/v1/admin/nodes/head/drain",
@@ -61,6 +68,7 @@ fn page_routes() -> Vec<(Method, &'static str)> {
         (Method::GET, "/admin/idle-gpus"),
         (Method::GET, "/admin/nodes"),
         (Method::GET, "/admin/audit"),
+        (Method::GET, "/admin/announcements"),
         (Method::POST, "/admin/users/admin/disable"),
         (Method::POST, "/admin/users/gus/enable"),
         (Method::POST, "/admin/quotas"),
@@ -71,6 +79,8 @@ fn page_routes() -> Vec<(Method, &'static str)> {
         (Method::POST, "/admin/nodes/head/drain"),
         (Method::POST, "/admin/nodes/head/resume"),
         (Method::POST, "/admin/nodes/head/down"),
+        (Method::POST, "/admin/announcements"),
+        (Method::POST, "/admin/announcements/1/delete"),
     ]
 }
 
@@ -81,6 +91,8 @@ fn page_form(csrf: &str) -> Vec<(&'static str, String)> {
         ("name", "gus".into()),
         ("max_gpus", "9".into()),
         ("reason", "mine".into()),
+        ("message", "mine".into()),
+        ("ends_at", "2099-01-01T00:00".into()),
     ]
 }
 

@@ -105,7 +105,10 @@ pub struct EnvironmentList {
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
         match e {
-            SessionError::Invalid { .. } => ApiError::BadRequest(e.to_string()),
+            SessionError::Invalid { field, .. } => ApiError::InvalidField {
+                field,
+                message: e.to_string(),
+            },
             SessionError::Conflict(m) => ApiError::Conflict(m),
             SessionError::NotFound => ApiError::NotFound,
             SessionError::Forbidden(m) => ApiError::Forbidden(m),

@@ -240,6 +240,15 @@ struct NewSessionPage {
     error: Option<String>,
 }
 
+impl NewSessionPage {
+    /// The field the error names (`gpus: …`), to show it beside that field.
+    fn error_for(&self, field: &str) -> Option<&str> {
+        let e = self.error.as_deref()?;
+        let (named, message) = e.split_once(": ")?;
+        (named == field).then_some(message)
+    }
+}
+
 #[derive(Debug, Deserialize, Default, Clone)]
 pub struct StartForm {
     #[serde(default)]
@@ -501,10 +510,10 @@ pub async fn start(
     let number = |field: &'static str, text: &str| -> Result<Option<f64>, String> {
         match text.trim() {
             "" => Ok(None),
-            t => t
-                .parse::<f64>()
-                .map(Some)
-                .map_err(|_| format!("{field}: {t:?} is not a number")),
+            t => t.parse::<f64>().map(Some).map_err(|_| match field {
+                "gpus" => format!("gpus: \"{t}\" is not a count; write a whole number, 0 or more"),
+                _ => format!("hours: \"{t}\" is not a number of hours; write one like 8 or 1.5"),
+            }),
         }
     };
     let parsed = number("gpus", &form.gpus).and_then(|g| Ok((g, number("hours", &form.hours)?)));
@@ -513,7 +522,7 @@ pub async fn start(
         Err(e) => return new_page(&state, &me, form, Some(e), StatusCode::BAD_REQUEST).await,
     };
     if gpus.is_some_and(|g| g < 0.0 || g.fract() != 0.0) {
-        let e = "gpus: must be a whole number".to_string();
+        let e = "gpus: write a whole number of GPUs, 0 or more".to_string();
         return new_page(&state, &me, form, Some(e), StatusCode::BAD_REQUEST).await;
     }
     let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
@@ -538,6 +547,9 @@ pub async fn start(
             .finish()),
         Err(ApiError::BadRequest(m) | ApiError::Conflict(m)) => {
             new_page(&state, &me, form, Some(m), StatusCode::BAD_REQUEST).await
+        }
+        Err(ApiError::InvalidField { message, .. }) => {
+            new_page(&state, &me, form, Some(message), StatusCode::BAD_REQUEST).await
         }
         Err(ApiError::QuotaExceeded(m)) => {
             new_page(&state, &me, form, Some(m), StatusCode::FORBIDDEN).await
@@ -836,6 +848,16 @@ pub(super) mod tests {
         assert!(html.contains("value=\"1g.10gb\""));
         assert!(html.contains("value=\"runs\""));
         assert!(html.contains("gpus: bad"));
+        assert!(
+            html.contains(
+                "<span class=\"field-error\" id=\"gpus-error\" role=\"alert\">bad</span>"
+            ),
+            "the error beside its field: {html}"
+        );
+        assert!(
+            html.contains("value=\"\" aria-describedby=\"gpu-offer\" aria-invalid=\"true\""),
+            "{html}"
+        );
         assert!(
             html.contains("src=\"/static/icons/apps/vscode.svg\""),
             "{html}"
