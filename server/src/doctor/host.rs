@@ -36,6 +36,71 @@ pub(super) async fn runtimes(config: &Config) -> Vec<Finding> {
     out
 }
 
+/// Where a session's command is looked for when its environment sets no `PATH`.
+const SESSION_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Each app's server program, in each environment it may run in on this machine's
+/// root (an image's are inside the image: not looked at): a program that is not on
+/// the environment's `PATH` fails every session of that app at its start. A warning,
+/// as a site rarely offers every built-in app.
+pub(super) fn app_commands(config: &Config) -> Finding {
+    let apps = config.apps();
+    let environments = config.environments();
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for env in environments
+        .iter()
+        .filter(|e| e.image.as_deref().is_none_or(str::is_empty))
+    {
+        let path = env.env.get("PATH").map_or(SESSION_PATH, String::as_str);
+        for app in apps
+            .iter()
+            .filter(|a| a.environments.is_empty() || a.environments.contains(&env.name))
+        {
+            let command = env.command.as_ref().unwrap_or(&app.command);
+            let Some(program) = command.first().filter(|p| !p.contains('{')) else {
+                continue;
+            };
+            checked += 1;
+            if !on_path(program, path) {
+                missing.push(format!(
+                    "{} in environment {}: {program} is not on its PATH ({path})",
+                    app.id, env.name
+                ));
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Finding::ok(
+            "apps",
+            format!("every app's server program is there ({checked} app and environment pairs)"),
+        );
+    }
+    Finding::warning(
+        "apps",
+        format!(
+            "sessions of these fail at their start: {}",
+            missing.join("; ")
+        ),
+        "install the program into the environment (its PATH), set the environment's PATH, \
+         or leave the app out of [[apps]] or of the environment",
+    )
+}
+
+/// Whether `program` (a path, or a name looked up in `path`) is an executable file.
+fn on_path(program: &str, path: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .any(|d| executable(&std::path::Path::new(d).join(program)))
+}
+
 /// The key that chose the runtime a check probes.
 fn runtime_key(check: &str) -> String {
     match check.strip_prefix("environment ") {

@@ -139,6 +139,7 @@ pub async fn run(config: &Config) -> Report {
     checks.push(host::gpus(&config.cluster).await);
     checks.push(files::data_dir(config));
     checks.push(files::mounts(config));
+    checks.push(host::app_commands(config));
     let (database, store) = services::database(config).await;
     checks.push(database);
     checks.push(services::ldap(config).await);

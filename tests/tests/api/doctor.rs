@@ -267,3 +267,32 @@ fn a_missing_mount_is_a_problem_for_doctor_and_config_check() {
     let (report, _) = doctor(&config);
     assert_eq!(status(&report, "mounts"), "ok", "{report:#}");
 }
+
+#[test]
+fn doctor_warns_of_an_apps_program_missing_from_its_environment() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    for program in ["jupyter", "tensorboard"] {
+        let p = bin.join(program);
+        std::fs::write(&p, "#!/bin/sh\n").expect("program");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let config = config(
+        dir.path(),
+        0o700,
+        &format!(
+            "[[environments]]\nname = \"py\"\nruntime = \"bubblewrap\"\nenv = {{ PATH = \"{}\" }}\n",
+            bin.display()
+        ),
+    );
+    let (report, _) = doctor(&config);
+    assert_eq!(status(&report, "apps"), "warning", "{report:#}");
+    let finding = text(&report, "apps", "finding");
+    assert!(
+        finding.contains("vscode in environment py: code-server is not on its PATH"),
+        "{finding}"
+    );
+    assert!(!finding.contains("notebook"), "jupyter is there: {finding}");
+}
