@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 /// A job submission: a script with `#SBATCH` directives, or a command to wrap,
 /// plus `sbatch` options by their long names.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitJob {
     /// The batch script.

@@ -57,7 +57,7 @@ async fn chromium_the_start_form_defaults_to_a_free_slice_while_whole_gpus_are_t
     let job = c
         .sbatch(
             &alice,
-            "#!/bin/bash\n#SBATCH --gres=gpu:A100-80GB:1\nsleep 300\n",
+            "#!/bin/bash\n#SBATCH --gres=gpu:A100-80GB:1 --time=30\nsleep 300\n",
         )
         .await;
     let running = c
@@ -70,7 +70,7 @@ async fn chromium_the_start_form_defaults_to_a_free_slice_while_whole_gpus_are_t
     let (value, text) = gpu_choice(&b, c.app.url("/sessions/new")).await;
     assert_eq!(value, "1g.10gb", "{text}");
     assert!(
-        text.contains("Whole GPU (A100-80GB) — none of 1 free now"),
+        text.contains("Whole GPU (A100-80GB) — none of 1 free now; one expected in 30 min"),
         "{text}"
     );
     let free = b

@@ -105,14 +105,62 @@ struct GpuKindChoice {
     label: String,
     free: u32,
     total: u32,
+    /// With none free: when one is expected to be, in words (`in 2 h`), from the
+    /// scheduler's plan.
+    expected: Option<String>,
 }
 
 impl GpuKindChoice {
-    /// `2 of 4 free now`, `none free now`.
+    /// `2 of 4 free now`, `none free now; expected in 2 h`.
     fn availability(&self) -> String {
-        match self.free {
-            0 => format!("none of {} free now", self.total),
-            f => format!("{f} of {} free now", self.total),
+        match (self.free, &self.expected) {
+            (0, Some(when)) => format!("none of {} free now; one expected {when}", self.total),
+            (0, None) => format!("none of {} free now", self.total),
+            (f, _) => format!("{f} of {} free now", self.total),
+        }
+    }
+}
+
+/// For each kind with none free, when one would start: the scheduler's plan for a
+/// one-GPU job of it of `hours` (a dry run: nothing is submitted).
+async fn expected_starts(
+    state: &AppState,
+    me: &Principal,
+    kinds: &mut [GpuKindChoice],
+    hours: &str,
+) {
+    let minutes = hours
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|h| *h > 0.0)
+        .map_or(60, |h| (h * 60.0).ceil() as u64);
+    let now = crate::util::now_ms();
+    for k in kinds.iter_mut().filter(|k| k.free == 0 && k.total > 0) {
+        let gres = match k.value.as_str() {
+            "" => "gpu:1".to_string(),
+            "shard" => "shard:1".to_string(),
+            t => format!("gpu:{t}:1"),
+        };
+        let body = crate::services::jobs::SubmitJob {
+            wrap: Some("true".into()),
+            options: [
+                ("gres".to_string(), serde_json::Value::from(gres)),
+                (
+                    "time".to_string(),
+                    serde_json::Value::from(minutes.to_string()),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            ..Default::default()
+        };
+        if let Ok(plan) = state.jobs.dry_run(me, body).await {
+            k.expected = plan
+                .expected_start
+                .as_deref()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map(|t| crate::http::pages::when::relative(t.as_millisecond(), now));
         }
     }
 }
@@ -144,6 +192,7 @@ fn gpu_kind_choices(
             },
             free: whole.iter().map(|k| k.free).sum(),
             total: whole.iter().map(|k| k.total).sum(),
+            expected: None,
         });
         if whole.len() > 1 {
             for k in &whole {
@@ -152,6 +201,7 @@ fn gpu_kind_choices(
                     label: format!("Whole GPU ({})", model(&k.r#type)),
                     free: k.free,
                     total: k.total,
+                    expected: None,
                 });
             }
         }
@@ -176,6 +226,7 @@ fn gpu_kind_choices(
             label: mig_words(&k.r#type, parent.as_deref()),
             free: k.free,
             total: k.total,
+            expected: None,
         });
     }
     if let Some(k) = offer.kinds.iter().find(|k| k.r#type == "shard") {
@@ -184,6 +235,7 @@ fn gpu_kind_choices(
             label: "GPU share (time-sliced with others)".into(),
             free: k.free,
             total: k.total,
+            expected: None,
         });
     }
     out
@@ -389,7 +441,8 @@ async fn new_page(
         .collect::<Vec<_>>()
         .join(" ");
     let offer = state.sessions.gpu_offer().await;
-    let gpu_kinds = gpu_kind_choices(&offer, &state.inventory.gpus);
+    let mut gpu_kinds = gpu_kind_choices(&offer, &state.inventory.gpus);
+    expected_starts(state, me, &mut gpu_kinds, &form.hours).await;
     let gpu = gpu_words(&offer);
     render(
         &NewSessionPage {
@@ -822,6 +875,7 @@ pub(super) mod tests {
                 label: mig_words("1g.10gb", Some("A100-80GB")),
                 free: 2,
                 total: 7,
+                expected: None,
             }],
             gpu: gpu_words(&crate::sessions::GpuOffer {
                 cpus_per_gpu: 8,
