@@ -101,6 +101,17 @@ async fn chromium_the_start_form_defaults_to_a_free_slice_while_whole_gpus_are_t
         let plan: serde_json::Value = res.json().await.expect("json");
         assert_eq!(plan["reason"].is_null(), now, "{gres}: {plan}");
     }
+    // The dashboard names a slice as a part of its GPU.
+    b.goto(&c.app.url("/")).await.expect("dashboard");
+    let free = b
+        .find(Locator::Id("free-1g.10gb"))
+        .await
+        .expect("the slices' line")
+        .text()
+        .await
+        .expect("text");
+    assert!(free.contains("each 1/7 of an A100-80GB"), "{free}");
+    b.goto(&c.app.url("/sessions/new")).await.expect("form");
     // Only the chosen app's fields: no log folder for JupyterLab.
     let logdir = b.find(Locator::Id("logdir")).await.expect("log folder");
     assert!(!logdir.is_displayed().await.expect("shown"));

@@ -57,6 +57,8 @@ struct FreeRow {
     kind: String,
     /// What it is, in words.
     what: &'static str,
+    /// A MIG slice as a part of its GPU (`1/7 of an A100-80GB`); empty otherwise.
+    part: String,
     free: u32,
     total: u32,
 }
@@ -83,6 +85,7 @@ fn free_rows(nodes: &[NodeView]) -> (Vec<FreeRow>, usize) {
         .into_iter()
         .map(|(kind, (free, total))| FreeRow {
             what: slice_words(kind),
+            part: String::new(),
             kind: kind.to_string(),
             free,
             total,
@@ -191,7 +194,17 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
         .await?
         .ok_or(ApiError::Unauthorized)?;
     let (nodes, _) = state.scheduler.nodes().await?;
-    let (free, nodes_unavailable) = free_rows(&nodes);
+    let (mut free, nodes_unavailable) = free_rows(&nodes);
+    for row in free.iter_mut() {
+        let parent = state
+            .inventory
+            .gpus
+            .iter()
+            .find(|g| g.mig.iter().any(|(p, _)| *p == row.kind));
+        if let Some(part) = parent.and_then(|g| super::mig_part(&row.kind, &g.model)) {
+            row.part = part;
+        }
+    }
     let slices = super::jobs::cluster_slices(&nodes);
     let (queue, queued, ended) = state
         .jobs

@@ -81,6 +81,24 @@ pub struct CsrfForm {
     pub csrf: String,
 }
 
+/// A MIG profile as a part of its GPU: `1/7 of an A100-80GB` (A30s are cut in
+/// fourths, the others in sevenths); `None` for what is not a profile.
+pub fn mig_part(profile: &str, model: &str) -> Option<String> {
+    let g: u32 = profile.split_once("g.")?.0.parse().ok()?;
+    let model = model.trim_start_matches("NVIDIA ");
+    let parts = if model.to_uppercase().contains("A30") {
+        4
+    } else {
+        7
+    };
+    let article = if model.starts_with(['A', 'E', 'H', 'I', 'O', 'a', 'e', 'h', 'i', 'o']) {
+        "an"
+    } else {
+        "a"
+    };
+    Some(format!("{g}/{parts} of {article} {model}"))
+}
+
 /// What the header of a signed-in page shows.
 pub struct Nav {
     pub username: String,

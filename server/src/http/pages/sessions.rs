@@ -244,25 +244,9 @@ fn gpu_kind_choices(
 /// `1g.10gb: 1/7 of an A100-80GB`: a MIG profile as a part of its GPU (A30s are cut
 /// in fourths, the others in sevenths).
 fn mig_words(profile: &str, model: Option<&str>) -> String {
-    let g = profile
-        .split_once("g.")
-        .and_then(|(g, _)| g.parse::<u32>().ok());
-    match (g, model) {
-        (Some(g), Some(model)) => {
-            let model = model.trim_start_matches("NVIDIA ");
-            let parts = if model.to_uppercase().contains("A30") {
-                4
-            } else {
-                7
-            };
-            let article = if model.starts_with(['A', 'E', 'H', 'I', 'O', 'a', 'e', 'h', 'i', 'o']) {
-                "an"
-            } else {
-                "a"
-            };
-            format!("{profile}: {g}/{parts} of {article} {model}")
-        }
-        _ => format!("{profile} (a MIG slice of a GPU)"),
+    match model.and_then(|m| super::mig_part(profile, m)) {
+        Some(part) => format!("{profile}: {part}"),
+        None => format!("{profile} (a MIG slice of a GPU)"),
     }
 }
 
