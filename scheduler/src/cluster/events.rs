@@ -331,6 +331,35 @@ impl Cluster {
         self.touch_dependents(id.job);
     }
 
+    /// The tasks of array `job` with records of their own in `state`.
+    fn tasks_in(&self, job: u64, state: JobState) -> Vec<JobId> {
+        self.jobs
+            .range(JobId::task(job, 0)..=JobId::task(job, u32::MAX))
+            .filter(|(_, t)| t.state == state)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// Cancels what of array `id` waits: its record's pending tasks and its tasks
+    /// that wait again (requeued).
+    fn cancel_array_waiting(&mut self, id: JobId, now: Time, eff: &mut CancelEffect) {
+        let had_pending = self
+            .jobs
+            .get(&id)
+            .and_then(|j| j.array.as_ref())
+            .is_some_and(|a| !a.pending.is_empty());
+        let pending_tasks = self.tasks_in(id.job, JobState::Pending);
+        if had_pending {
+            self.cancel_pending(id, now);
+            eff.cancelled.push(id);
+        }
+        for t in pending_tasks {
+            self.cancel_pending(t, now);
+            self.task_over(t, false, now);
+            eff.cancelled.push(t);
+        }
+    }
+
     /// Cancels only what of an array still waits (`scancel --state=PENDING ID`): its
     /// pending remainder and its requeued tasks that wait; running tasks go on. A job
     /// that is not an array: as [`Cluster::cancel`] while it waits, else nothing.
@@ -343,22 +372,7 @@ impl Cluster {
             }
             return Ok(eff);
         }
-        let had_pending = j.array.as_ref().is_some_and(|a| !a.pending.is_empty());
-        let pending_tasks: Vec<JobId> = self
-            .jobs
-            .range(JobId::task(id.job, 0)..=JobId::task(id.job, u32::MAX))
-            .filter(|(_, t)| t.state == JobState::Pending)
-            .map(|(k, _)| *k)
-            .collect();
-        if had_pending {
-            self.cancel_pending(id, now);
-            eff.cancelled.push(id);
-        }
-        for t in pending_tasks {
-            self.cancel_pending(t, now);
-            self.task_over(t, false, now);
-            eff.cancelled.push(t);
-        }
+        self.cancel_array_waiting(id, now, &mut eff);
         Ok(eff)
     }
 
@@ -368,28 +382,8 @@ impl Cluster {
         let j = self.jobs.get(&id).ok_or(OpError::NoSuchJob(id))?;
         let mut eff = CancelEffect::default();
         if j.is_array_parent() {
-            let had_pending = j.array.as_ref().is_some_and(|a| !a.pending.is_empty());
-            let running: Vec<JobId> = self
-                .jobs
-                .range(JobId::task(id.job, 0)..=JobId::task(id.job, u32::MAX))
-                .filter(|(_, t)| t.state == JobState::Running)
-                .map(|(k, _)| *k)
-                .collect();
-            let pending_tasks: Vec<JobId> = self
-                .jobs
-                .range(JobId::task(id.job, 0)..=JobId::task(id.job, u32::MAX))
-                .filter(|(_, t)| t.state == JobState::Pending)
-                .map(|(k, _)| *k)
-                .collect();
-            if had_pending {
-                self.cancel_pending(id, now);
-                eff.cancelled.push(id);
-            }
-            for t in pending_tasks {
-                self.cancel_pending(t, now);
-                self.task_over(t, false, now);
-                eff.cancelled.push(t);
-            }
+            let running = self.tasks_in(id.job, JobState::Running);
+            self.cancel_array_waiting(id, now, &mut eff);
             for t in running {
                 self.stop_running(t, JobState::Cancelled);
                 eff.signal.push(t);

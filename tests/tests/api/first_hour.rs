@@ -11,6 +11,23 @@ use atrium_tests::support::{browser, Browser};
 
 const PASSWORD: &str = "password-of-some-length";
 
+/// Log `name` in through the login form of the browser `b`.
+async fn log_in(b: &Browser, c: &JobCluster, name: &str, password: &str) {
+    b.goto(&c.app.url("/login")).await.expect("login page");
+    submit_login(b, name, password).await;
+    b.wait()
+        .for_element(Locator::Css("nav"))
+        .await
+        .expect("signed in");
+}
+
+/// A browser with `name` signed in.
+async fn signed_in(c: &JobCluster, name: &str, password: &str) -> Browser {
+    let b = browser().await.expect("chromium");
+    log_in(&b, c, name, password).await;
+    b
+}
+
 /// The start form's GPU kind as it opens: the value chosen and every option's text.
 async fn gpu_choice(b: &Browser, url: String) -> (String, String) {
     b.goto(&url).await.expect("form");
@@ -34,13 +51,7 @@ const WHOLE_AND_MIG: &str =
 async fn chromium_the_start_form_defaults_to_a_free_slice_while_whole_gpus_are_taken() {
     let c = JobCluster::start_with(0, WHOLE_AND_MIG).await;
     let alice = c.user("alice", 20931).await;
-    let b = browser().await.expect("chromium");
-    b.goto(&c.app.url("/login")).await.expect("login page");
-    submit_login(&b, "alice", PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    let b = signed_in(&c, "alice", PASSWORD).await;
     // The whole GPU free: it is the default.
     let (value, text) = gpu_choice(&b, c.app.url("/sessions/new")).await;
     assert_eq!(value, "", "{text}");
@@ -150,13 +161,7 @@ async fn chromium_a_job_failing_on_a_missing_mount_says_first_that_the_site_fail
     .await;
     let alice = c.user("alice", 20932).await;
     let failing = c.sbatch(&alice, "#!/bin/bash\necho started\n").await;
-    let b = browser().await.expect("chromium");
-    b.goto(&c.app.url("/login")).await.expect("login page");
-    submit_login(&b, "alice", PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    let b = signed_in(&c, "alice", PASSWORD).await;
     let job = c
         .wait_ended(&alice, &failing, Duration::from_secs(30))
         .await;
@@ -237,12 +242,7 @@ async fn chromium_a_job_failing_on_a_missing_mount_says_first_that_the_site_fail
         )
         .await;
     c.wait_ended(&alice, &own, Duration::from_secs(30)).await;
-    b.goto(&c.app.url("/login")).await.expect("login page");
-    submit_login(&b, "alice", PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    log_in(&b, &c, "alice", PASSWORD).await;
     b.goto(&c.app.url(&format!("/jobs/{own}")))
         .await
         .expect("job page");
@@ -290,13 +290,7 @@ async fn chromium_an_array_has_a_page_with_its_tasks_and_both_cancels() {
         Duration::from_secs(30),
     )
     .await;
-    let b = browser().await.expect("chromium");
-    b.goto(&c.app.url("/login")).await.expect("login page");
-    submit_login(&b, "alice", PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    let b = signed_in(&c, "alice", PASSWORD).await;
     // A task's page leads to its array.
     b.goto(&c.app.url(&format!("/jobs/{array}_0")))
         .await
@@ -406,14 +400,8 @@ async fn chromium_an_admin_cancel_asks_first_keeps_still_while_open_and_the_owne
         .await;
     c.wait_for(&alice, &job, &["RUNNING"], Duration::from_secs(30))
         .await;
-    let b = browser().await.expect("chromium");
-    b.goto(&c.app.url("/login")).await.expect("login page");
     let password = c.app.admin_password.clone().expect("admin password");
-    submit_login(&b, "admin", &password).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    let b = signed_in(&c, "admin", &password).await;
     b.goto(&c.app.url("/admin/jobs")).await.expect("admin jobs");
     // One click opens the question; it names the job, its owner and its run time.
     b.find(Locator::Css(&format!("#cancel-{job} summary")))
@@ -498,13 +486,7 @@ async fn chromium_files_show_edit_and_submit_a_script_as_its_owner() {
         std::fs::write(&p, "x\n").expect("file");
         own(&p);
     }
-    let b = browser().await.expect("chromium");
-    b.goto(&c.app.url("/login")).await.expect("login page");
-    submit_login(&b, "alice", PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    let b = signed_in(&c, "alice", PASSWORD).await;
     let home = alice.home.display().to_string();
     b.goto(&c.app.url(&format!("/files?path={home}")))
         .await
@@ -711,13 +693,7 @@ async fn chromium_an_announcement_shows_on_every_page_in_its_window_and_is_audit
     assert!(messages[0].starts_with("Maintenance on Tuesday"));
 
     // In the browser: atop the dashboard and any other page.
-    let b = browser().await.expect("chromium");
-    b.goto(&c.app.url("/login")).await.expect("login page");
-    submit_login(&b, "alice", PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    let b = signed_in(&c, "alice", PASSWORD).await;
     for path in ["/", "/jobs", "/files"] {
         b.goto(&c.app.url(path)).await.expect("page");
         let banner = b
@@ -782,13 +758,7 @@ async fn chromium_keyboard_focus_survives_the_job_lists_refresh() {
         .await;
     c.sbatch(&alice, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
         .await;
-    let b = browser().await.expect("chromium");
-    b.goto(&c.app.url("/login")).await.expect("login page");
-    submit_login(&b, "alice", PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
+    let b = signed_in(&c, "alice", PASSWORD).await;
     b.goto(&c.app.url("/jobs")).await.expect("jobs");
     let link = format!("/jobs/{first}");
     b.execute(
@@ -835,4 +805,13 @@ async fn chromium_keyboard_focus_survives_the_job_lists_refresh() {
         .await
         .expect("attr");
     assert_eq!(tabindex.as_deref(), Some("0"));
+    // A held job of hers is released from its page, and runs.
+    b.find(Locator::Id("job-release"))
+        .await
+        .expect("release")
+        .click()
+        .await
+        .expect("click");
+    let ended = c.wait_ended(&alice, &first, Duration::from_secs(30)).await;
+    assert_eq!(ended["state"], "COMPLETED", "{ended}");
 }

@@ -35,18 +35,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/rows", web::get().to(jobs::queue::rows))
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
-        .route(
-            "/jobs/{id}/cancel-waiting",
-            web::post().to(jobs::detail::cancel_waiting),
-        )
         .route("/jobs/{id}/signal", web::post().to(jobs::detail::signal))
-        .route("/jobs/{id}/hold", web::post().to(jobs::detail::hold))
-        .route("/jobs/{id}/release", web::post().to(jobs::detail::release))
-        .route("/jobs/{id}/requeue", web::post().to(jobs::detail::requeue))
         .route(
             "/jobs/{id}/resubmit",
             web::post().to(jobs::detail::resubmit),
         )
+        // After the three above: hold, release, requeue, cancel-waiting.
+        .route("/jobs/{id}/{action}", web::post().to(jobs::detail::act))
         .route("/files", web::get().to(files::show))
         .route("/files/download", web::get().to(files::download))
         .route("/files/view", web::get().to(files::view))

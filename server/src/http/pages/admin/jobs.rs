@@ -9,6 +9,7 @@ use askama::Template;
 
 use super::{see_other, AdminPost, AdminUser};
 use crate::auth::Principal;
+use crate::http::pages::jobs::detail::CancelForm;
 use crate::http::pages::jobs::filters::{FilterForm, STATES};
 use crate::http::pages::jobs::parse_id;
 use crate::http::pages::jobs::queue::{lists, read_query, ListQuery, Lists, RowsFragment};
@@ -77,15 +78,6 @@ pub async fn rows(
     };
     let lists = lists(&state, &admin.0, true, RECENT, "/admin/jobs", &query).await?;
     render(&RowsFragment { lists }, StatusCode::OK)
-}
-
-/// The admin's cancel form: its token and why (shown to the job's owner).
-#[derive(Debug, serde::Deserialize)]
-pub struct CancelForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    reason: String,
 }
 
 impl super::CsrfField for CancelForm {

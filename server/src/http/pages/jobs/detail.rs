@@ -483,9 +483,9 @@ async fn after_action(
 #[derive(Debug, serde::Deserialize)]
 pub struct CancelForm {
     #[serde(default)]
-    csrf: String,
+    pub csrf: String,
     #[serde(default)]
-    reason: String,
+    pub reason: String,
 }
 
 pub async fn cancel(
@@ -533,17 +533,24 @@ pub async fn cancel(
     }
 }
 
-/// Hold, release or requeue from the job's page (its owner, or an administrator;
-/// the scheduler decides which may): back to the page, or it again saying why not.
-async fn page_action(
+/// `POST /jobs/{id}/hold|release|requeue|cancel-waiting` from the job's (or the
+/// array's) page, its owner's or an administrator's (the scheduler decides which may):
+/// back to the page, or it again saying why not.
+pub async fn act(
     req: HttpRequest,
     state: web::Data<AppState>,
     user: PageUser,
-    id: web::Path<String>,
+    path: web::Path<(String, String)>,
     form: web::Form<CsrfForm>,
-    action: JobAction,
-    what: &str,
 ) -> Result<HttpResponse, ApiError> {
+    let (id, action) = path.into_inner();
+    let (action, what) = match action.as_str() {
+        "hold" => (JobAction::Hold, "Not held"),
+        "release" => (JobAction::Release, "Not released"),
+        "requeue" => (JobAction::Requeue, "Not requeued"),
+        "cancel-waiting" => (JobAction::CancelWaiting, "Not cancelled"),
+        _ => return not_found_page(),
+    };
     let me = user.0;
     let job = match form_job(&me, &form.csrf, &id) {
         Ok(job) => job,
@@ -556,80 +563,6 @@ async fn page_action(
         .map(|_| format!("/jobs/{job}"))
         .map_err(ApiError::from);
     after_action(&state, &me, job, outcome, what).await
-}
-
-/// `POST /jobs/{id}/hold`: a pending job will not start until released.
-pub async fn hold(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    user: PageUser,
-    id: web::Path<String>,
-    form: web::Form<CsrfForm>,
-) -> Result<HttpResponse, ApiError> {
-    page_action(req, state, user, id, form, JobAction::Hold, "Not held").await
-}
-
-/// `POST /jobs/{id}/release`: a held job may start again.
-pub async fn release(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    user: PageUser,
-    id: web::Path<String>,
-    form: web::Form<CsrfForm>,
-) -> Result<HttpResponse, ApiError> {
-    page_action(
-        req,
-        state,
-        user,
-        id,
-        form,
-        JobAction::Release,
-        "Not released",
-    )
-    .await
-}
-
-/// `POST /jobs/{id}/requeue`: a running (or ended) job goes back to the queue.
-pub async fn requeue(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    user: PageUser,
-    id: web::Path<String>,
-    form: web::Form<CsrfForm>,
-) -> Result<HttpResponse, ApiError> {
-    page_action(
-        req,
-        state,
-        user,
-        id,
-        form,
-        JobAction::Requeue,
-        "Not requeued",
-    )
-    .await
-}
-
-/// `POST /jobs/{id}/cancel-waiting`: cancel an array's tasks that have not started;
-/// the running ones go on. Back to the array's page, or it again saying why not.
-pub async fn cancel_waiting(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    user: PageUser,
-    id: web::Path<String>,
-    form: web::Form<CsrfForm>,
-) -> Result<HttpResponse, ApiError> {
-    let me = user.0;
-    let job = match form_job(&me, &form.csrf, &id) {
-        Ok(job) => job,
-        Err(answer) => return *answer,
-    };
-    let outcome = state
-        .jobs
-        .control(&me, &state.client_addr(&req), job, JobAction::CancelWaiting)
-        .await
-        .map(|_| format!("/jobs/{job}"))
-        .map_err(ApiError::from);
-    after_action(&state, &me, job, outcome, "Not cancelled").await
 }
 
 /// The signal form: which signal, and to whom (`steps`: what the script started,
