@@ -238,6 +238,26 @@ impl Cluster {
         self.jobs.get(&id).map(|j| self.view(j, now))
     }
 
+    /// Whether array task `id` still waits inside its array's own record (it has no
+    /// record of its own yet).
+    pub fn waits_in_array(&self, id: JobId) -> bool {
+        let Some(t) = id.task else {
+            return false;
+        };
+        self.jobs.get(&id).is_none()
+            && self
+                .jobs
+                .get(&JobId::new(id.job))
+                .and_then(|p| p.array.as_ref())
+                .is_some_and(|a| {
+                    crate::model::ArraySpec {
+                        ranges: a.pending.clone(),
+                        max_running: None,
+                    }
+                    .contains(t)
+                })
+    }
+
     /// The request of job number `job` (the job, its array, or a task of it) as
     /// submitted, while the cluster knows it.
     pub fn request_of(&self, job: u64) -> Option<&crate::model::JobRequest> {

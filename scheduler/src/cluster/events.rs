@@ -18,6 +18,9 @@ pub struct CancelEffect {
     pub cancelled: Vec<JobId>,
     /// Running jobs now COMPLETING: kill them, then call `job_finished`.
     pub signal: Vec<JobId>,
+    /// Of `cancelled`, the array tasks taken out of their array's record of waiting
+    /// tasks: they had no record of their own (their row is made from the array's).
+    pub taken_out: Vec<JobId>,
 }
 
 impl Cluster {
@@ -376,9 +379,52 @@ impl Cluster {
         Ok(eff)
     }
 
+    /// Takes task `id` out of its array's record of waiting tasks, cancelled (as
+    /// Slurm splits it off): the array goes on without it.
+    fn cancel_waiting_task(&mut self, id: JobId, now: Time) -> CancelEffect {
+        let parent_id = JobId::new(id.job);
+        let mut eff = CancelEffect::default();
+        let (Some(t), Some(mut parent)) = (id.task, self.jobs.get_mut(&parent_id)) else {
+            return eff;
+        };
+        let Some(a) = parent.array.as_mut() else {
+            return eff;
+        };
+        let rest = crate::model::ArraySpec {
+            ranges: a.pending.clone(),
+            max_running: None,
+        }
+        .without([t]);
+        a.pending = rest.map(|r| r.ranges).unwrap_or_default();
+        a.done_not_ok += 1;
+        let (emptied, over) = (a.pending.is_empty(), a.pending.is_empty() && a.active == 0);
+        if over {
+            parent.state = parent.final_state.take().unwrap_or(JobState::Cancelled);
+            parent.end_time = Some(now);
+            parent.reason = PendingReason::None;
+        } else if emptied {
+            // Its started tasks go on: the array runs, with nothing left to start.
+            parent.state = JobState::Running;
+            parent.reason = PendingReason::None;
+        }
+        let owner = parent.owner;
+        drop(parent);
+        if emptied {
+            self.dequeue(parent_id);
+        }
+        self.uncount_submitted(owner, 1);
+        eff.cancelled.push(id);
+        eff.taken_out.push(id);
+        eff
+    }
+
     /// Cancels a job: a pending one (or an array's pending tasks) at once, a running
-    /// one becomes COMPLETING until `job_finished`.
+    /// one becomes COMPLETING until `job_finished`; a task still in its array's
+    /// record of waiting tasks is taken out of it.
     pub fn cancel(&mut self, id: JobId, now: Time) -> Result<CancelEffect, OpError> {
+        if self.waits_in_array(id) {
+            return Ok(self.cancel_waiting_task(id, now));
+        }
         let j = self.jobs.get(&id).ok_or(OpError::NoSuchJob(id))?;
         let mut eff = CancelEffect::default();
         if j.is_array_parent() {

@@ -118,6 +118,14 @@ pub enum JobChange {
         account: String,
         partition: String,
     },
+    /// An array task taken out of its array's record of waiting tasks before it
+    /// started (`scancel 12_5`): its own row, made from the array's, in `state`.
+    TakenOut {
+        id: i64,
+        task: i64,
+        state: String,
+        end_time: i64,
+    },
     /// A state change without resources (hold, release, requeue, cancel of a
     /// pending job, a pending array finishing its last task).
     State {
@@ -398,6 +406,24 @@ fn change_query(change: &JobChange) -> AnyQuery<'_> {
         .bind(*exit_signal)
         .bind(message)
         .bind(reason),
+        JobChange::TakenOut {
+            id,
+            task,
+            state,
+            end_time,
+        } => sqlx::query(
+            "INSERT INTO jobs (id, task, user_name, account, partition, name, state, reason, \
+             array_spec, script, request, environment, workdir, submit_dir, submit_time, \
+             end_time, time_limit, benchmark, slurm_id) \
+             SELECT id, $2, user_name, account, partition, name, $3, NULL, NULL, '', '{}', \
+             '{}', workdir, submit_dir, submit_time, $4, time_limit, benchmark, slurm_id \
+             FROM jobs WHERE id = $1 AND task = -1 \
+             ON CONFLICT (id, task) DO NOTHING",
+        )
+        .bind(*id)
+        .bind(*task)
+        .bind(state)
+        .bind(*end_time),
         JobChange::State {
             id,
             task,

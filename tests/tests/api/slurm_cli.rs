@@ -184,6 +184,47 @@ async fn scancel_of_pending_jobs_leaves_an_arrays_running_tasks_alone() {
     let (ok, out, err) = run(cmd);
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "", "nothing waits: {out}");
+    // One waiting task by its id: taken out of its array, which goes on without it.
+    let third = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-5%1\nsleep 120\n")
+        .await;
+    c.wait_for(
+        &alice,
+        &format!("{third}_0"),
+        &["RUNNING"],
+        Duration::from_secs(30),
+    )
+    .await;
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["scancel", &format!("{third}_4")]);
+    let (ok, _, err) = run(cmd);
+    assert!(ok, "{err}");
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["squeue", "-h", "-j", &third, "-t", "PD", "-o", "%i"]);
+    let (_, out, _) = run(cmd);
+    assert_eq!(out.trim(), format!("{third}_[1-3,5%1]"), "{out}");
+    assert_eq!(
+        c.job(&alice, &format!("{third}_4")).await["state"],
+        "CANCELLED"
+    );
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args([
+        "sacct",
+        "-X",
+        "-n",
+        "-P",
+        "-o",
+        "JobID,State",
+        "-j",
+        &format!("{third}_4"),
+    ]);
+    let (_, out, _) = run(cmd);
+    assert!(out.contains(&format!("{third}_4|CANCELLED")), "{out}");
+    let mut cmd = client(&c, &alice.token, &alice.home, &bin);
+    cmd.args(["scancel", &third]);
+    let (ok, _, err) = run(cmd);
+    assert!(ok, "{err}");
+
     let mut cmd = client(&c, &alice.token, &alice.home, &bin);
     cmd.args(["scancel", &array, &other]);
     let (ok, _, err) = run(cmd);

@@ -522,7 +522,14 @@ impl Decider {
 
     /// The job's view if `who` may see it; another user's job does not exist.
     fn visible(&self, who: &Requester, job: JobId, now: Time) -> Result<JobView, SchedError> {
-        who.visible(self.cluster.job(job, now), |v| &v.user)
+        // A task still in its array's record of waiting tasks is its array's to see.
+        let view = self.cluster.job(job, now).or_else(|| {
+            self.cluster
+                .waits_in_array(job)
+                .then(|| self.cluster.job(JobId::new(job.job), now))
+                .flatten()
+        });
+        who.visible(view, |v| &v.user)
     }
 
     fn after_control(
@@ -536,6 +543,15 @@ impl Decider {
         match (action, applied) {
             (Control::Cancel | Control::CancelWaiting, Applied::Cancelled(effect)) => {
                 for j in effect.cancelled {
+                    // A task taken out of its array's record gets a row of its own.
+                    if effect.taken_out.contains(&j) {
+                        batch.changes.push(JobChange::TakenOut {
+                            id: j.job as i64,
+                            task: j.task.map_or(-1, i64::from),
+                            state: "CANCELLED".into(),
+                            end_time: self.ms(now),
+                        });
+                    }
                     batch
                         .changes
                         .push(ended(j, "CANCELLED", self.ms(now), None, None));

@@ -422,6 +422,8 @@ fn update_record(record: &mut JobRecord, change: &JobChange) {
             record.state = state.clone();
             record.reason = reason.clone();
         }
+        // The internal scheduler's: a task row of its own, not this record.
+        JobChange::TakenOut { .. } => {}
         JobChange::Updated {
             name,
             partition,
