@@ -138,6 +138,10 @@ pub struct JobInfo {
     /// The tasks an array's pending record still holds (`5-9%2`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub array_spec: Option<String>,
+    /// An array's own record (not one of its tasks'), even once none of its tasks
+    /// waits in it: its page lists its tasks.
+    #[serde(skip)]
+    pub is_array: bool,
     /// What it asked for, where known (the scheduler's queue, or `detail=true`):
     /// `--qos`, `--dependency` (`afterok:12`), `--comment`, `--constraint`,
     /// `--nodelist`, `--exclude`, the CPUs in all, `--cpus-per-task`, `--ntasks`,
@@ -1590,6 +1594,7 @@ pub fn from_view(v: JobView) -> JobInfo {
         benchmark_note: None,
         ignored: Vec::new(),
         steps: Vec::new(),
+        is_array: v.id.task.is_none() && request.as_ref().is_some_and(|r| r.array.is_some()),
         array_spec,
         ..JobInfo::default()
     };
@@ -1736,6 +1741,7 @@ pub fn from_record(r: &JobRecord) -> JobInfo {
         ignored: Vec::new(),
         steps: Vec::new(),
         array_spec: r.array_spec.clone().filter(|_| r.task == -1),
+        is_array: r.task == -1 && r.array_spec.is_some(),
         ..JobInfo::default()
     }
 }

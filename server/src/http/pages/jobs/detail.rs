@@ -345,9 +345,8 @@ async fn page_with(
         Err(ApiError::NotFound) => return not_found_page(),
         Err(e) => return Err(e),
     };
-    // An array's own number: the array as one thing, its tasks listed. (Its record
-    // may no longer say it is one once none of its tasks waits: its tasks do.)
-    if info.array_task_id.is_none() {
+    // An array's own number: the array as one thing, its tasks listed.
+    if info.is_array {
         let records = state
             .jobs
             .list(
@@ -361,21 +360,15 @@ async fn page_with(
             )
             .await?
             .jobs;
-        let is_array = info.array_spec.is_some()
-            || records
-                .iter()
-                .any(|r| r.array_task_id.is_some() || r.array_spec.is_some());
-        if is_array {
-            let owner = info.user == me.username;
-            let page = super::array::page(
-                Nav::of(me).at(crate::http::pages::Section::Jobs),
-                info,
-                records,
-                owner,
-                notice,
-            );
-            return render(&page, status);
-        }
+        let owner = info.user == me.username;
+        let page = super::array::page(
+            Nav::of(me).at(crate::http::pages::Section::Jobs),
+            info,
+            records,
+            owner,
+            notice,
+        );
+        return render(&page, status);
     }
     let (output, output_error) = match state
         .jobs
