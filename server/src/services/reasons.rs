@@ -146,12 +146,12 @@ fn split_types(t: &str) -> Vec<String> {
 }
 
 /// A MIG profile (`1g.10gb`) rather than a GPU model (`a100`).
-fn is_mig(t: &str) -> bool {
+pub fn is_mig(t: &str) -> bool {
     t.contains('.') && t.contains('g')
 }
 
 /// A slice type that is a whole GPU: neither a MIG profile nor a shard.
-pub(super) fn is_whole_gpu(t: &str) -> bool {
+pub fn is_whole_gpu(t: &str) -> bool {
     t != "shard" && !is_mig(t)
 }
 

@@ -178,14 +178,8 @@ pub struct SliceFree {
 impl SliceFree {
     /// A MIG profile (`1g.10gb`), not a whole GPU type or a share.
     pub fn is_mig(&self) -> bool {
-        is_mig_profile(&self.r#type)
+        crate::services::reasons::is_mig(&self.r#type)
     }
-}
-
-/// Whether a slice type is a MIG profile (`1g.10gb`, `3g.40gb`).
-pub fn is_mig_profile(kind: &str) -> bool {
-    kind.split_once("g.")
-        .is_some_and(|(g, rest)| g.parse::<u32>().is_ok() && rest.ends_with("gb"))
 }
 
 /// An environment as sessions use it.
@@ -356,7 +350,9 @@ impl Sessions {
                     }
                 }
                 // Whole GPUs: slices and shares are not GPUs to count.
-                let whole = kinds.iter().filter(|k| k.r#type != "shard" && !k.is_mig());
+                let whole = kinds
+                    .iter()
+                    .filter(|k| crate::services::reasons::is_whole_gpu(&k.r#type));
                 let (f, t) = whole.fold((0, 0), |(f, t), k| (f + k.free, t + k.total));
                 free = Some(f);
                 total = Some(t);

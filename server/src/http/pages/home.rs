@@ -109,7 +109,7 @@ fn slice_rank(what: &str) -> u8 {
 fn slice_words(kind: &str) -> &'static str {
     if kind == "shard" {
         "time-sliced GPU shares"
-    } else if kind.contains("g.") && kind.ends_with("gb") {
+    } else if crate::services::reasons::is_mig(kind) {
         "MIG slices"
     } else {
         "whole GPUs"

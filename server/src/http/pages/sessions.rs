@@ -174,7 +174,7 @@ fn gpu_kind_choices(
     let whole: Vec<_> = offer
         .kinds
         .iter()
-        .filter(|k| k.r#type != "shard" && !k.is_mig())
+        .filter(|k| crate::services::reasons::is_whole_gpu(&k.r#type))
         .collect();
     let mut out = Vec::new();
     if !whole.is_empty() {
