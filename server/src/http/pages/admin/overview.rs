@@ -89,11 +89,7 @@ async fn attention(
     // The cluster's own failures, by what failed.
     let mut site: BTreeMap<&str, (usize, std::collections::BTreeSet<&str>, &str)> = BTreeMap::new();
     for j in &failed {
-        let Some(m) = j
-            .message
-            .as_deref()
-            .filter(|m| m.starts_with(crate::launch::SITE_FAILURE) || j.state == "NODE_FAIL")
-        else {
+        let Some(m) = crate::http::pages::jobs::happened::site_failure(j) else {
             continue;
         };
         let e = site

@@ -32,6 +32,18 @@ pub struct CancelledBy {
     pub reason: String,
 }
 
+/// The cluster's own failure to run `job` (a folder it binds missing on the node, the
+/// node failing), not its script's: the message that says what failed. The one
+/// test of it, for a job's page and the administrators' overview.
+pub fn site_failure(job: &JobInfo) -> Option<&str> {
+    let message = job.message.as_deref()?;
+    let site = job.state == "NODE_FAIL"
+        || (job.state == "FAILED"
+            && job.exit_code == Some(i64::from(SETUP_FAILED))
+            && message.starts_with(SITE_FAILURE));
+    site.then_some(message)
+}
+
 /// What happened to `job` (nothing for a job that has not ended or that completed);
 /// `output` is the end of what it printed.
 pub fn happened(
@@ -52,7 +64,7 @@ pub fn happened(
                 job.exit_code == Some(i64::from(SETUP_FAILED)) || job.state == "NODE_FAIL"
             });
             match setup {
-                Some(m) if m.starts_with(SITE_FAILURE) || job.state == "NODE_FAIL" => Happened {
+                Some(m) if site_failure(job).is_some() => Happened {
                     site: true,
                     headline: format!(
                         "The cluster could not run this job: {}.",
