@@ -104,6 +104,10 @@ pub struct UploadStatus {
 #[derive(Debug)]
 pub struct Download {
     pub file: std::fs::File,
+    /// Its real path (links resolved), and whether it lies in a read-only root (a
+    /// data set).
+    pub path: PathBuf,
+    pub read_only: bool,
     pub size: u64,
     /// The file's name, for `Content-Disposition`.
     pub name: String,
@@ -687,6 +691,8 @@ impl Files {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "download".into()),
+                read_only: in_read_only_root(&self.roots_of(&identity), &path),
+                path,
                 modified_ms,
                 permit,
             }),
@@ -829,6 +835,8 @@ pub struct TextFile {
     /// Its text (UTF-8, no NUL); `None` for a binary file or one over
     /// [`MAX_TEXT_BYTES`].
     pub text: Option<String>,
+    /// In a data set: it may be read, not changed.
+    pub read_only: bool,
 }
 
 impl Files {
@@ -839,10 +847,15 @@ impl Files {
         caller: &Principal,
         path: &str,
     ) -> Result<TextFile, ServiceError> {
-        let download = self.download(caller, path).await?;
-        let (size, modified_ms, name) =
-            (download.size, download.modified_ms, download.name.clone());
-        let file = download.file;
+        let Download {
+            file,
+            path,
+            read_only,
+            size,
+            name,
+            modified_ms,
+            ..
+        } = self.download(caller, path).await?;
         let text = if size <= MAX_TEXT_BYTES {
             tokio::task::spawn_blocking(move || {
                 let mut bytes = Vec::with_capacity(size as usize);
@@ -861,14 +874,13 @@ impl Files {
         } else {
             None
         };
-        let identity = self.identity(caller).await?;
-        let named = self.named(&identity, "path", path)?;
         Ok(TextFile {
-            path: named.display().to_string(),
+            path: path.display().to_string(),
             name,
             size,
             modified_ms,
             text,
+            read_only,
         })
     }
 
@@ -989,6 +1001,14 @@ fn field_name(field: &str) -> &'static str {
     }
 }
 
+/// Whether the real path `real` lies in a read-only root (a data set).
+fn in_read_only_root(roots: &[Root], real: &Path) -> bool {
+    roots.iter().filter(|r| r.read_only).any(|r| {
+        let base = std::fs::canonicalize(&r.path).unwrap_or_else(|_| r.path.clone());
+        real.starts_with(base)
+    })
+}
+
 /// The way from the root `real` lies in down to it.
 fn breadcrumbs(roots: &[Root], real: &Path) -> Vec<Crumb> {
     let root = roots
@@ -1061,6 +1081,8 @@ mod tests {
         std::io::Write::write_all(&mut file, bytes).expect("written");
         Download {
             file,
+            path: PathBuf::from("/data.bin"),
+            read_only: false,
             size: bytes.len() as u64,
             name: "data.bin".into(),
             modified_ms: 0,

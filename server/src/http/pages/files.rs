@@ -304,11 +304,6 @@ async fn view_page(
         Ok(f) => f,
         Err(e) => return refused(e),
     };
-    let roots = state.files.roots(me).await?;
-    let read_only = roots
-        .iter()
-        .filter(|r| r.read_only)
-        .any(|r| std::path::Path::new(&file.path).starts_with(&r.path));
     let folder = std::path::Path::new(&file.path)
         .parent()
         .map(|p| p.display().to_string())
@@ -321,7 +316,7 @@ async fn view_page(
         &ViewPage {
             nav: Nav::of(me).at(Section::Files),
             image: is_image(&file.name),
-            editable: file.text.is_some() && !read_only && me.require(Scope::Jobs).is_ok(),
+            editable: file.text.is_some() && !file.read_only && me.require(Scope::Jobs).is_ok(),
             script,
             draft,
             notice,
