@@ -11,6 +11,18 @@ use atrium_tests::support::{browser, Browser};
 
 const PASSWORD: &str = "password-of-some-length";
 
+/// The strings the script `js` returns in the browser `b`.
+async fn strings(b: &Browser, js: &str) -> Vec<String> {
+    b.execute(js, vec![])
+        .await
+        .expect(js)
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// Log `name` in through the login form of the browser `b`.
 async fn log_in(b: &Browser, c: &JobCluster, name: &str, password: &str) {
     b.goto(&c.app.url("/login")).await.expect("login page");
@@ -184,18 +196,7 @@ async fn chromium_a_job_failing_on_a_missing_mount_says_first_that_the_site_fail
     );
     assert!(text.contains("Tell your administrator"), "{text}");
     // Before the facts, the charts and the output.
-    let order: Vec<String> = b
-        .execute(
-            "return [...document.querySelectorAll('#job-happened, dl.facts, #efficiency, #output')].map(e => e.id || e.tagName)",
-            vec![],
-        )
-        .await
-        .expect("order")
-        .as_array()
-        .expect("list")
-        .iter()
-        .map(|v| v.as_str().unwrap_or_default().to_string())
-        .collect();
+    let order: Vec<String> = strings(&b, "return [...document.querySelectorAll('#job-happened, dl.facts, #efficiency, #output')].map(e => e.id || e.tagName)").await;
     assert_eq!(
         order.first().map(String::as_str),
         Some("job-happened"),
@@ -491,18 +492,7 @@ async fn chromium_files_show_edit_and_submit_a_script_as_its_owner() {
     b.goto(&c.app.url(&format!("/files?path={home}")))
         .await
         .expect("files");
-    let names: Vec<String> = b
-        .execute(
-            "return [...document.querySelectorAll('#files-table tr[data-kind=file]')].map(r => r.dataset.name)",
-            vec![],
-        )
-        .await
-        .expect("names")
-        .as_array()
-        .expect("list")
-        .iter()
-        .map(|v| v.as_str().unwrap_or_default().to_string())
-        .collect();
+    let names: Vec<String> = strings(&b, "return [...document.querySelectorAll('#files-table tr[data-kind=file]')].map(r => r.dataset.name)").await;
     assert_eq!(
         names,
         ["slurm-2.out", "slurm-10.out", "train.sh"],
