@@ -575,7 +575,7 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
         .sbatch(
             &eve,
             "#!/bin/bash\n#SBATCH --gres=gpu:a100:1\n\
-             end=$((SECONDS + 2)); while [ $SECONDS -lt $end ]; do :; done\nexit 4\n",
+             end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do :; done\nexit 4\n",
         )
         .await;
     c.wait_for(&eve, &id, &["RUNNING"], RUN).await;
@@ -602,7 +602,7 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
         atrium_tests::support::slurm::ACCOUNT,
         "{job}"
     );
-    // What it used, from sacct (TotalCPU, MaxRSS): about 2 s of one core.
+    // What it used, from sacct (TotalCPU, MaxRSS): 2 to 3 s of one core (a bash loop to a whole second runs at least 2 s).
     let (status, e) = send(
         &c,
         reqwest::Method::GET,
