@@ -16,8 +16,14 @@
       f.hidden = f.dataset.app !== app;
       f.disabled = f.hidden;
     });
-    form.querySelectorAll(".app-logdir").forEach(function (l) {
-      l.hidden = l.dataset.apps.split(" ").indexOf(app) < 0;
+    // A field of some apps only (TensorBoard's log folder, a terminal's folder):
+    // hidden, with its error, and not sent, for the others.
+    form.querySelectorAll(".app-only").forEach(function (l) {
+      var off = l.dataset.apps.split(" ").indexOf(app) < 0;
+      l.hidden = off;
+      l.querySelectorAll("input").forEach(function (i) { i.disabled = off; });
+      var e = l.nextElementSibling;
+      if (e && e.classList.contains("field-error")) { e.hidden = off; }
     });
   }
 

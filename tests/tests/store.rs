@@ -487,6 +487,7 @@ async fn sessions_suite(store: Store) {
         environment: "python",
         gpus: Some(&one_gpu),
         logdir: None,
+        folder: None,
         secret: "s3cret",
     };
     let a = store
@@ -619,6 +620,7 @@ async fn session_gpus_suite(store: Store) {
                     environment: "python",
                     gpus: gpus.as_ref(),
                     logdir: None,
+                    folder: None,
                     secret: "s3cret",
                 },
                 "/spool/sessions",
@@ -841,6 +843,7 @@ async fn accounting_suite(store: Store) {
                     per: scheduler::GpuPer::Node,
                 }),
                 logdir: None,
+                folder: None,
                 secret: "s",
             },
             "/spool/sessions",

@@ -90,6 +90,23 @@ impl Sessions {
             ),
             _ => None,
         };
+        // "Open a terminal here": the folder its terminal opens in.
+        let folder = match (&request.folder, app.config.open_terminal) {
+            (None, _) => None,
+            (Some(f), true) => Some(
+                crate::homes::confine(f, &identity.home, &self.user_roots())
+                    .map_err(|m| invalid("folder", m))?,
+            ),
+            (Some(_), false) => {
+                return Err(invalid(
+                    "folder",
+                    format!(
+                        "{} does not open in a folder; a terminal does",
+                        app.config.title
+                    ),
+                ))
+            }
+        };
         let secret = super::SessionSecrets::new_nonce();
         let root = self.inner.host.root(&identity.home);
         let record = self
@@ -103,6 +120,7 @@ impl Sessions {
                     environment: &env.config.name,
                     gpus: gpus.as_ref(),
                     logdir: logdir.as_ref().and_then(|l| l.to_str()),
+                    folder: folder.as_ref().and_then(|f| f.to_str()),
                     secret: &secret,
                 },
                 &root.display().to_string(),

@@ -55,6 +55,9 @@ pub struct StartRequest {
     /// Time limit in hours (fractions allowed).
     pub hours: Option<f64>,
     pub logdir: Option<String>,
+    /// The folder a terminal opens in (an app with `open_terminal`): under the
+    /// user's home or project spaces.
+    pub folder: Option<String>,
     /// The app's form fields, by name (checked against the app's fields).
     pub fields: std::collections::BTreeMap<String, String>,
 }
@@ -288,6 +291,16 @@ impl Sessions {
     /// The apps with their fields, for the start form.
     pub fn app_configs(&self) -> &[App] {
         &self.inner.apps
+    }
+
+    /// The apps that open on a terminal, in a folder when asked (`folder`).
+    pub fn terminal_apps(&self) -> Vec<String> {
+        self.inner
+            .apps
+            .iter()
+            .filter(|a| a.config.open_terminal)
+            .map(|a| a.id().to_string())
+            .collect()
     }
 
     /// The app `id` names: a configured one, else a built-in one (a session

@@ -42,6 +42,9 @@ pub struct SessionInfo {
     pub nodelist: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logdir: Option<String>,
+    /// The folder its terminal opens in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
     pub created_at: String,
     /// When its job started on a node (while it is queued: none).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,6 +120,7 @@ impl Sessions {
                 .map(|v| v.nodelist.clone())
                 .filter(|n| !n.is_empty()),
             logdir: record.logdir,
+            folder: record.folder,
             created_at: rfc3339(record.created_at),
             started_at,
             ready_at: record.ready_at.map(rfc3339),

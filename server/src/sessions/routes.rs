@@ -40,6 +40,8 @@ pub struct Route {
     /// every proxied request in place of any of that name from the browser.
     pub token_cookie: Option<String>,
     pub job: Option<JobId>,
+    /// The folder its terminal opens in (`open_terminal` apps; `None`: the home).
+    pub folder: Option<String>,
     /// Unix milliseconds it was asked for.
     pub created_at: i64,
     ready: AtomicBool,
@@ -170,6 +172,7 @@ impl Sessions {
             authorization: format!("token {token}"),
             token_cookie,
             job: record.job_id.map(|j| JobId::new(j as u64)),
+            folder: record.folder.clone(),
             created_at: record.created_at,
             ready: AtomicBool::new(record.state == "ready"),
             last_activity: AtomicI64::new(record.last_activity.unwrap_or(record.created_at)),

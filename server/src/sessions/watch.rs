@@ -380,6 +380,12 @@ async fn run(
 /// one, in the main area.
 async fn open_on_a_terminal(route: &Route) {
     let Some(up) = route.upstream() else { return };
+    // "Open a terminal here": terminal 1 is made in the folder, and the workspace
+    // below opens it (without one, JupyterLab makes it in the home).
+    if let Some(folder) = &route.folder {
+        let terminal = serde_json::json!({"name": "1", "cwd": folder});
+        tell_jupyter(route, up, hyper::Method::POST, "api/terminals", terminal).await;
+    }
     let workspace = serde_json::json!({
         "data": {
             "layout-restorer:data": {
@@ -392,12 +398,25 @@ async fn open_on_a_terminal(route: &Route) {
         },
         "metadata": {"id": "terminal"}
     });
+    let path = "lab/api/workspaces/terminal";
+    tell_jupyter(route, up, hyper::Method::PUT, path, workspace).await;
+}
+
+/// Send `body` to the session's Jupyter at `path` under its prefix; a refusal or a
+/// failure is logged (the session opens all the same, on a plain JupyterLab).
+async fn tell_jupyter(
+    route: &Route,
+    up: &upstream::Upstream,
+    method: hyper::Method,
+    path: &str,
+    body: serde_json::Value,
+) {
     let result = upstream::send(
         up,
-        hyper::Method::PUT,
-        &format!("{}lab/api/workspaces/terminal", route.prefix),
+        method,
+        &format!("{}{path}", route.prefix),
         &route.authorization,
-        Some(workspace.to_string().into()),
+        Some(body.to_string().into()),
         Duration::from_secs(5),
         0,
     )
@@ -405,10 +424,10 @@ async fn open_on_a_terminal(route: &Route) {
     match result {
         Ok((status, _)) if status.is_success() => {}
         Ok((status, _)) => {
-            tracing::warn!(session = route.id, %status, "the terminal workspace was refused")
+            tracing::warn!(session = route.id, %status, path, "the session's Jupyter refused the terminal's set-up")
         }
         Err(e) => {
-            tracing::warn!(session = route.id, error = %e, "setting up the terminal workspace failed")
+            tracing::warn!(session = route.id, error = %e, path, "setting up the session's terminal failed")
         }
     }
 }

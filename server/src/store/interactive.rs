@@ -22,6 +22,8 @@ pub struct SessionRecord {
     /// The GPUs asked for (per node: a session is one node); `None` for none.
     pub gpus: Option<GpuRequest>,
     pub logdir: Option<String>,
+    /// The folder a terminal opens in (`None`: the home).
+    pub folder: Option<String>,
     pub socket_dir: String,
     pub secret: String,
     /// `pending`, `starting`, `ready`, `stopping` or `ended`.
@@ -46,11 +48,12 @@ pub struct NewSession<'a> {
     pub environment: &'a str,
     pub gpus: Option<&'a GpuRequest>,
     pub logdir: Option<&'a str>,
+    pub folder: Option<&'a str>,
     pub secret: &'a str,
 }
 
 const COLUMNS: &str = "id, user_name, name, kind, environment, job_id, gpu_kind, gpu_type, \
-    gpu_count, logdir, socket_dir, secret, state, end_reason, message, created_at, ready_at, \
+    gpu_count, logdir, folder, socket_dir, secret, state, end_reason, message, created_at, ready_at, \
     ended_at, last_activity, events";
 
 /// The `gpu_kind`, `gpu_type` and `gpu_count` columns of a GPU request.
@@ -102,6 +105,7 @@ fn from_row(row: &AnyRow) -> Result<SessionRecord> {
         job_id: opt_i64(row, "job_id")?,
         gpus: gpu_request(row)?,
         logdir: row.try_get("logdir")?,
+        folder: row.try_get("folder")?,
         socket_dir: row.try_get("socket_dir")?,
         secret: row.try_get("secret")?,
         state: row.try_get("state")?,
@@ -150,8 +154,8 @@ impl Store {
         let (gpu_kind, gpu_type, gpu_count) = gpu_columns(new.gpus);
         let row = sqlx::query(&format!(
             "INSERT INTO sessions (user_name, name, kind, environment, gpu_kind, gpu_type, \
-             gpu_count, logdir, socket_dir, secret, state, created_at, last_activity) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '', $9, 'pending', $10, $10) \
+             gpu_count, logdir, folder, socket_dir, secret, state, created_at, last_activity) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, '', $10, 'pending', $11, $11) \
              RETURNING {COLUMNS}"
         ))
         .bind(new.user_name)
@@ -162,6 +166,7 @@ impl Store {
         .bind(gpu_type)
         .bind(gpu_count)
         .bind(new.logdir)
+        .bind(new.folder)
         .bind(new.secret)
         .bind(now)
         .fetch_one(&mut *tx)

@@ -509,6 +509,20 @@ async fn chromium_files_show_edit_and_submit_a_script_as_its_owner() {
         .await
         .expect("dot files on request");
 
+    // "Open a terminal here": the start form, on the terminal, opening in this folder.
+    b.find(Locator::Id("files-terminal"))
+        .await
+        .expect("the terminal link")
+        .click()
+        .await
+        .expect("open a terminal here");
+    b.wait()
+        .for_element(Locator::Id("folder"))
+        .await
+        .expect("the start form");
+    let form = strings(&b, "return [document.querySelector('input[name=kind]:checked').value, document.getElementById('folder').value, String(document.getElementById('folder').closest('label').hidden), String(document.getElementById('logdir').closest('label').hidden)]").await;
+    assert_eq!(form, ["terminal", home.as_str(), "false", "true"]);
+
     // The script opens in the page, is edited and saved as hers, keeping its mode.
     b.goto(&c.app.url(&format!("/files/view?path={}", script.display())))
         .await

@@ -438,14 +438,47 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
         .expect("after stop");
     assert_eq!(res.status(), 404);
     // The name is free again, and all four GPUs: a terminal session starts at once and
-    // opens JupyterLab on a terminal.
+    // opens JupyterLab on a terminal, in the folder asked for ("Open a terminal here").
+    let folder = alice.home.join("work").join("here");
+    std::fs::create_dir_all(&folder).expect("folder");
+    for dir in [alice.home.join("work"), folder.clone()] {
+        std::os::unix::fs::chown(&dir, Some(20401), Some(20401)).expect("chown");
+    }
     let (term, _) = c
         .ready_session(
             &alice,
-            json!({"gpus": 4, "environment": "python", "kind": "terminal"}),
+            json!({"gpus": 4, "environment": "python", "kind": "terminal", "folder": "work/here"}),
         )
         .await;
     assert_eq!(term["url"], "/user/alice/default/lab/workspaces/terminal");
+    assert_eq!(term["folder"], folder.display().to_string());
+    // Terminal 1 is there before any browser asks, and its shell's working folder is
+    // that one (compared by device and inode: the shell sees it inside its sandbox).
+    let terminals: Value = alice
+        .client
+        .get(c.base(&term).join("api/terminals").expect("url"))
+        .send()
+        .await
+        .expect("terminals")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(terminals[0]["name"], "1", "{terminals}");
+    let want = std::fs::metadata(&folder).expect("folder");
+    let shell_in_folder = std::fs::read_dir("/proc")
+        .expect("proc")
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::metadata(e.path().join("cwd")).ok().map(|m| (e, m)))
+        .any(|(e, cwd)| {
+            cwd.dev() == want.dev()
+                && cwd.ino() == want.ino()
+                && std::fs::metadata(e.path()).is_ok_and(|m| m.uid() == 20401)
+        });
+    assert!(
+        shell_in_folder,
+        "no process of alice's works in {}",
+        folder.display()
+    );
     let base = c.base(&term);
     let workspace: Value = alice
         .client
@@ -476,6 +509,8 @@ async fn two_gpu_sessions_get_disjoint_devices_and_bad_requests_change_nothing()
         (json!({"name": "../x"}), "name"),
         (json!({"hours": 0}), "hours"),
         (json!({"kind": "tensorboard", "logdir": "/etc"}), "logdir"),
+        (json!({"kind": "terminal", "folder": "/etc"}), "folder"),
+        (json!({"kind": "notebook", "folder": "work"}), "folder"),
         (json!({"gpus": 1, "slice": "a;b"}), "slice"),
     ] {
         let res = c.start_session(&alice, body.clone()).await;

@@ -39,6 +39,9 @@ pub struct StartSession {
     pub hours: Option<f64>,
     /// TensorBoard's log folder, inside your home or a project space.
     pub logdir: Option<String>,
+    /// The folder a terminal (`terminal`) opens in, inside your home or a project
+    /// space (default: the home).
+    pub folder: Option<String>,
     /// Values of the app's form fields, by name (a string, a number or a boolean).
     #[schema(value_type = Object)]
     pub fields: Option<BTreeMap<String, serde_json::Value>>,
@@ -140,6 +143,7 @@ pub async fn start(
         slice: body.slice,
         hours: body.hours,
         logdir: body.logdir,
+        folder: body.folder,
         fields: field_values(body.fields)?,
     };
     let record = state

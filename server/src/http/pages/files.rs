@@ -34,6 +34,8 @@ struct FilesPage {
     /// Names starting with a dot are listed (`?hidden=1`); how many there are.
     show_hidden: bool,
     hidden: usize,
+    /// The app that opens a terminal in a folder ("Open a terminal here"), if any.
+    terminal_app: Option<String>,
 }
 
 impl FilesPage {
@@ -70,6 +72,16 @@ impl FilesPage {
         format!(
             "/files/download?path={}",
             crate::http::error::urlencode(&entry.path)
+        )
+    }
+
+    /// The start form for a terminal in the folder shown.
+    fn terminal_url(&self, app: &str) -> String {
+        let path = self.listing.as_ref().map_or("", |l| l.path.as_str());
+        format!(
+            "/sessions/new?kind={}&folder={}",
+            crate::http::error::urlencode(app),
+            crate::http::error::urlencode(path)
         )
     }
 
@@ -154,6 +166,7 @@ pub async fn show(
         max_file_bytes: state.files.max_file_bytes(),
         show_hidden,
         hidden: 0,
+        terminal_app: state.sessions.terminal_apps().into_iter().next(),
     };
     if path.is_empty() {
         return render(&page, StatusCode::OK);
@@ -462,6 +475,7 @@ mod tests {
             max_file_bytes: 1 << 30,
             show_hidden: false,
             hidden: 0,
+            terminal_app: Some("terminal".into()),
         };
         let html = page.render().expect("render");
         assert!(html.contains("/files?path=/home/alice/runs"), "{html}");
@@ -471,5 +485,9 @@ mod tests {
         );
         assert!(!html.contains("<b>.txt"));
         assert!(html.contains("2.0 KiB"));
+        assert!(
+            html.contains("/sessions/new?kind=terminal&#38;folder=/home/alice\""),
+            "{html}"
+        );
     }
 }

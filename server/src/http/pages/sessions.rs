@@ -268,6 +268,8 @@ struct NewSessionPage {
     apps: Vec<AppChoice>,
     /// The ids of the apps that ask for a log folder, space-separated.
     logdir_apps: String,
+    /// The apps that open a terminal in a folder ("Open a terminal here").
+    folder_apps: String,
     environments: Vec<EnvironmentChoice>,
     gpu_kinds: Vec<GpuKindChoice>,
     gpu: GpuWords,
@@ -303,6 +305,8 @@ pub struct StartForm {
     hours: String,
     #[serde(default)]
     logdir: String,
+    #[serde(default)]
+    folder: String,
     /// The apps' fields, `f.<app>.<field>`.
     #[serde(flatten)]
     fields: std::collections::BTreeMap<String, String>,
@@ -323,6 +327,9 @@ impl StartForm {
 pub struct NewQuery {
     kind: Option<String>,
     logdir: Option<String>,
+    /// The folder a terminal opens in (`?kind=terminal&folder=…`: "Open a terminal
+    /// here" on the Files page).
+    folder: Option<String>,
     /// An ended session of the caller's whose choices fill the form ("Relaunch").
     relaunch: Option<i64>,
 }
@@ -424,6 +431,7 @@ async fn new_page(
         .map(|a| a.id().to_string())
         .collect::<Vec<_>>()
         .join(" ");
+    let folder_apps = state.sessions.terminal_apps().join(" ");
     let offer = state.sessions.gpu_offer().await;
     let mut gpu_kinds = gpu_kind_choices(&offer, &state.inventory.gpus);
     expected_starts(state, me, &mut gpu_kinds, &form.hours).await;
@@ -433,6 +441,7 @@ async fn new_page(
             nav: Nav::of(me),
             apps,
             logdir_apps,
+            folder_apps,
             environments,
             gpu_kinds,
             gpu,
@@ -511,6 +520,7 @@ pub async fn new_form(
             slice,
             hours,
             logdir: record.logdir.clone().unwrap_or_default(),
+            folder: record.folder.clone().unwrap_or_default(),
             ..Default::default()
         };
         return new_page(&state, &me, form, None, StatusCode::OK).await;
@@ -526,6 +536,7 @@ pub async fn new_form(
         slice,
         hours: state.sessions.config().default_hours.to_string(),
         logdir: q.logdir.unwrap_or_default(),
+        folder: q.folder.unwrap_or_default(),
         ..Default::default()
     };
     new_page(&state, &me, form, None, StatusCode::OK).await
@@ -571,6 +582,14 @@ pub async fn start(
         slice: text(&form.slice),
         hours,
         logdir: text(&form.logdir),
+        // Sent by a form without its script for any app: only a terminal takes it.
+        folder: text(&form.folder).filter(|_| {
+            state
+                .sessions
+                .terminal_apps()
+                .iter()
+                .any(|a| a == form.kind.trim())
+        }),
         fields: form.values_of(form.kind.trim()),
     };
     let started = state
@@ -735,6 +754,7 @@ pub(super) mod tests {
             cuda_visible_devices: Some("0,1".into()),
             nodelist: Some("head".into()),
             logdir: None,
+            folder: None,
             created_at: "2026-11-23T02:00:00Z".into(),
             started_at: None,
             ready_at: None,
@@ -850,6 +870,7 @@ pub(super) mod tests {
                 }],
             }],
             logdir_apps: "tensorboard".into(),
+            folder_apps: "terminal".into(),
             environments: vec![EnvironmentChoice {
                 name: "pytorch".into(),
                 description: "PyTorch 2 / CUDA 12".into(),
