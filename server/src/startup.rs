@@ -187,17 +187,18 @@ impl Application {
         };
         let jobs_runtime = settings.runtime.clone();
         let spool = settings.spool_dir.clone();
+        // Jobs' notices (the internal scheduler's; Slurm mails its own) and sessions'.
+        let notifier = crate::notifications::Notifier::start(&config.notify)?;
         let (scheduler, scheduler_task) = if config.scheduler.is_slurm() {
             tracing::info!("jobs and sessions are Slurm jobs (scheduler.backend = \"slurm\")");
             let slurm = crate::sched::slurm::SlurmSettings::from_config(&config.slurm, as_root);
             crate::sched::slurm::start(store.clone(), slurm, metrics.slurm.clone()).await?
         } else {
-            let notifier = crate::notifications::Notifier::start(&config.notify)?;
             crate::sched::internal::start(
                 store.clone(),
                 config.jobs.admission(inventory.cluster.clone()),
                 settings,
-                notifier,
+                notifier.clone(),
                 metrics.scheduler.clone(),
             )
         };
@@ -224,6 +225,7 @@ impl Application {
             identities.clone(),
             audit.clone(),
             metrics.sessions_ready.clone(),
+            notifier,
         )
         .await?;
         let jobs = crate::services::Jobs::new(

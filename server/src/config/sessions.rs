@@ -28,6 +28,9 @@ pub struct SessionsConfig {
     pub time_limit_warning: HumanDuration,
     /// How long a started session's server may take to answer before it fails.
     pub ready_timeout: HumanDuration,
+    /// A session that waited in the queue at least this long is told to its user once
+    /// it is ready, by `[notify]`'s mail and webhook (`0s`: never).
+    pub ready_mail_after: HumanDuration,
     /// Administrators may open other users' sessions through the proxy.
     pub admin_access: bool,
     /// The partition sessions run in (default: the default partition).
@@ -44,6 +47,7 @@ impl Default for SessionsConfig {
             cull_interval: HumanDuration::from_secs(60),
             time_limit_warning: HumanDuration::from_secs(300),
             ready_timeout: HumanDuration::from_secs(300),
+            ready_mail_after: HumanDuration::from_secs(60),
             admin_access: false,
             partition: None,
         }

@@ -52,11 +52,28 @@ pub fn subject(n: &Notice) -> String {
             format!("{head} Reached {p}% of time limit, Run time {run}")
         }
         NoticeEvent::InvalidDependency => format!("{head} Failed, invalid dependency"),
+        NoticeEvent::SessionReady => format!(
+            "atrium: your session {} is ready, Queued time {run}",
+            printable(&n.name)
+        ),
     }
 }
 
 /// The body: the same facts, one a line.
 pub fn body(n: &Notice) -> String {
+    if n.event == NoticeEvent::SessionReady {
+        let mut text = format!(
+            "Your session {} (job {}) is ready after {} in the queue.\n",
+            printable(&n.name),
+            n.job,
+            elapsed(n.seconds.unwrap_or(0))
+        );
+        if let Some(link) = &n.link {
+            text.push_str(&format!("Open it: {link}\n"));
+        }
+        text.push_str("Its time limit counts from when it started.\n");
+        return text;
+    }
     let mut text = format!(
         "Job {} ({}) of {}: {}\nEvent: {}\nState: {}\n",
         n.job,
@@ -160,6 +177,7 @@ mod tests {
             exit_code: Some(0),
             exit_signal: None,
             seconds: Some(62),
+            link: None,
         }
     }
 
@@ -189,6 +207,30 @@ mod tests {
             subject(&began),
             "Slurm Job_id=12 Name=train Began, Queued time 1-01:01:01"
         );
+    }
+
+    #[test]
+    fn a_ready_session_says_where_to_open_it() {
+        let n = Notice {
+            event: NoticeEvent::SessionReady,
+            name: "lab".into(),
+            state: "RUNNING".into(),
+            exit_code: None,
+            seconds: Some(312),
+            link: Some("https://gpu.example.org/user/alice/lab/lab".into()),
+            ..notice()
+        };
+        assert_eq!(
+            subject(&n),
+            "atrium: your session lab is ready, Queued time 00:05:12"
+        );
+        let text = body(&n);
+        assert!(
+            text.starts_with("Your session lab (job 12) is ready after 00:05:12 in the queue.\n"),
+            "{text}"
+        );
+        assert!(text.contains("Open it: https://gpu.example.org/user/alice/lab/lab\n"));
+        assert_eq!(webhook_body(&n).event, "session_ready");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Job notifications (`--mail-type`, `--mail-user`): mail through an SMTP relay
+//! Job notifications (`--mail-type`, `--mail-user`) and a queued session's "ready": mail through an SMTP relay
 //! (lettre, over the portal's rustls) or the site's `sendmail`, and an optional
 //! webhook, as `[notify]` configures them (off by default).
 //!
@@ -40,6 +40,9 @@ pub enum NoticeEvent {
     TimeLimit(u8),
     /// `INVALID_DEPEND`: the job was cancelled because its dependency cannot be met.
     InvalidDependency,
+    /// A session that waited in the queue is ready (`sessions.ready_mail_after`):
+    /// not a Slurm event; told whatever the job asked for.
+    SessionReady,
 }
 
 impl NoticeEvent {
@@ -55,6 +58,7 @@ impl NoticeEvent {
             NoticeEvent::TimeLimit(90) => "time_limit_90",
             NoticeEvent::TimeLimit(_) => "time_limit",
             NoticeEvent::InvalidDependency => "invalid_depend",
+            NoticeEvent::SessionReady => "session_ready",
         }
     }
 
@@ -75,6 +79,7 @@ impl NoticeEvent {
             NoticeEvent::TimeLimit(90) => types.has(M::TIME_LIMIT_90),
             NoticeEvent::TimeLimit(_) => types.has(M::TIME_LIMIT),
             NoticeEvent::InvalidDependency => types.has(M::INVALID_DEPEND),
+            NoticeEvent::SessionReady => true,
         }
     }
 
@@ -103,8 +108,10 @@ pub struct Notice {
     pub state: String,
     pub exit_code: Option<i64>,
     pub exit_signal: Option<i64>,
-    /// Run time (for `Began`: time queued), seconds.
+    /// Run time (for `Began` and `SessionReady`: time queued), seconds.
     pub seconds: Option<i64>,
+    /// Where to open it (a ready session's address).
+    pub link: Option<String>,
 }
 
 /// The handle the scheduler backends send notices to. Cheap to clone.

@@ -215,6 +215,8 @@ struct Inner {
     audit: crate::services::Audit,
     routes: RwLock<routes::Routes>,
     metrics: crate::metrics::SessionMetrics,
+    /// Tells a user that a session which waited in the queue is ready.
+    notifier: crate::notifications::Notifier,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -248,6 +250,7 @@ impl Sessions {
         identities: crate::identities::Identities,
         audit: crate::services::Audit,
         metrics: crate::metrics::SessionMetrics,
+        notifier: crate::notifications::Notifier,
     ) -> anyhow::Result<(Sessions, tokio::task::JoinHandle<()>)> {
         let mut environments = Vec::new();
         for e in config.environments() {
@@ -272,6 +275,7 @@ impl Sessions {
                 audit,
                 routes: RwLock::new(routes::Routes::default()),
                 metrics,
+                notifier,
             }),
         };
         sessions.restore().await?;

@@ -307,6 +307,7 @@ async fn run(
                             ..Default::default()
                         });
                         tracing::info!(session = route.id, user = %route.owner, "session ready");
+                        tell_ready(sessions, route, job, &view);
                         continue;
                     }
                     Err(
@@ -374,6 +375,38 @@ async fn run(
             }
         }
     }
+}
+
+/// A session that waited in the queue at least `sessions.ready_mail_after` is told to
+/// its user once ready (mail and webhook, where `[notify]` has them).
+fn tell_ready(sessions: &Sessions, route: &Route, job: JobId, view: &scheduler::JobView) {
+    let after = sessions.inner.config.sessions.ready_mail_after.0;
+    let queued = view
+        .start_time
+        .map_or(0, |start| (start - view.submit_time).max(0));
+    if after.is_zero() || (queued as u64) < after.as_secs() {
+        return;
+    }
+    let link = sessions.inner.config.public_url.as_deref().map(|base| {
+        format!(
+            "{}{}",
+            base.trim_end_matches('/'),
+            url(&route.prefix, &route.app)
+        )
+    });
+    sessions.inner.notifier.send(crate::notifications::Notice {
+        job: job.to_string(),
+        job_id: job.job,
+        name: route.name.clone(),
+        user: route.owner.clone(),
+        mail_user: None,
+        event: crate::notifications::NoticeEvent::SessionReady,
+        state: view.state.name().to_string(),
+        exit_code: None,
+        exit_signal: None,
+        seconds: Some(queued),
+        link,
+    });
 }
 
 /// A terminal session opens JupyterLab on a terminal: its `terminal` workspace has

@@ -13,6 +13,7 @@ use mailin::{Action, Handler, Response, SessionBuilder};
 
 use crate::helpers::atrium_command;
 use crate::jobs::JobCluster;
+use serde_json::{json, Value};
 
 /// One message as the server received it.
 #[derive(Debug, Clone, Default)]
@@ -225,4 +226,53 @@ fn a_bad_notify_section_stops_the_portal_at_start_naming_the_key() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("notify.smtp"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_session_that_waited_in_the_queue_mails_its_user_once_ready() {
+    let sink = SmtpSink::start();
+    // One GPU: the second session waits for the first to end.
+    let sessions = format!("ready_mail_after = \"1s\"\n{}", notify_config(sink.port));
+    let Some(c) = crate::sessions::SessionCluster::start(1, &sessions).await else {
+        return;
+    };
+    let alice = c.user("alice", 20712).await;
+    let (first, _) = c
+        .ready_session(
+            &alice,
+            json!({"name": "first", "gpus": 1, "environment": "python"}),
+        )
+        .await;
+    let res = c
+        .start_session(
+            &alice,
+            json!({"name": "second", "gpus": 1, "environment": "python"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let second: Value = res.json().await.expect("json");
+    let id = second["id"].as_i64().expect("id");
+    let queued = c.follow(&alice, id, |e| e["state"] == "pending").await;
+    assert_eq!(queued.last().map(|e| &e["state"]), Some(&json!("pending")));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    c.stop(&alice, first["id"].as_i64().expect("id")).await;
+    let events = c.follow(&alice, id, |e| e["ready"] == true).await;
+    assert_eq!(events.last().map(|e| &e["ready"]), Some(&json!(true)));
+
+    let wait = Duration::from_secs(30);
+    atrium_tests::support::until("the ready session's mail", wait, || async {
+        (!sink.messages().is_empty()).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\nportal log:\n{}", c.log_tail()));
+    let messages = sink.messages();
+    // The first session started at once: it is not mailed.
+    assert_eq!(messages.len(), 1, "{messages:#?}");
+    assert_eq!(messages[0].to, ["alice@example.org"]);
+    let data = &messages[0].data;
+    assert!(
+        data.contains("Subject: atrium: your session second is ready, Queued time 00:00:0"),
+        "{data}"
+    );
+    assert!(data.contains("in the queue."), "{data}");
 }

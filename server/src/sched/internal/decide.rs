@@ -179,6 +179,7 @@ impl Decider {
             exit_code: exit.0,
             exit_signal: exit.1,
             seconds,
+            link: None,
         });
     }
 
