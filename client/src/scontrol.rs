@@ -2,7 +2,7 @@
 //! `show job|node|partition|config|step` in its `Key=Value` records (`-o`: one line
 //! each), `show hostnames|hostlist|hostlistsorted`, `hold`, `uhold`, `release`,
 //! `requeue` (a job's own `scontrol requeue $SLURM_JOB_ID` with the job's token),
-//! `top`, `update JobId=… TimeLimit=…|Partition=…|Dependency=…|NumNodes=…` for
+//! `top`, `update JobId=… TimeLimit=…|Partition=…|Dependency=…|NumNodes=…|Nice=…` for
 //! pending jobs, `ping` and `version`; keywords as scontrol matches them (prefixes
 //! with their minimum lengths), its messages and exit status. `suspend` and `resume`
 //! are refused as Slurm refuses them to users: atrium's scheduler does not suspend.
@@ -714,6 +714,18 @@ async fn update(words: &[String]) -> anyhow::Result<()> {
             changes.insert("name".into(), value.into());
         } else if is("comment", 3) {
             changes.insert("comment".into(), value.into());
+        } else if is("nice", 2) {
+            // Nice=N (administrators); `Nice=` alone is Slurm's default, 100.
+            let nice = match value {
+                "" => 100,
+                v => v.parse::<i64>().map_err(|_| {
+                    failure(vec![
+                        format!("Invalid nice value: {value}"),
+                        "Request aborted".into(),
+                    ])
+                })?,
+            };
+            changes.insert("nice".into(), nice.into());
         } else {
             return Err(failure(vec![
                 format!("Update of this parameter is not supported: {word}"),
@@ -1027,7 +1039,8 @@ const USAGE: &str = "scontrol [<OPTION>] [<COMMAND>]
      uhold <job_list>         place user hold on specified job
      update <SPECIFICATIONS>  update job: JobId=<id> TimeLimit=<time>,
                               Partition=<name>, Dependency=<deps>,
-                              NumNodes=<count>, JobName=<name>, Comment=<text>
+                              NumNodes=<count>, JobName=<name>, Comment=<text>,
+                              Nice=<adjustment> (administrators)
      version                  display tool version number.";
 
 #[cfg(test)]

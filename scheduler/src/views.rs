@@ -58,6 +58,10 @@ pub struct JobView {
     pub state: JobState,
     pub reason: Option<PendingReason>,
     pub priority: i64,
+    /// An administrator's change to its nice (`scontrol update Nice=`, `scontrol top`),
+    /// added to what the job asked for (`--nice`).
+    #[serde(default)]
+    pub admin_nice: i32,
     pub submit_time: Time,
     pub start_time: Option<Time>,
     /// A pending job's planned start: where the last pass's backfill reserved
@@ -184,6 +188,7 @@ impl Cluster {
             state: j.state,
             reason,
             priority: j.priority,
+            admin_nice: j.admin_nice,
             submit_time: j.submit_time,
             start_time: j.start_time,
             expected_start: self.expected_start_of(j),

@@ -978,8 +978,9 @@ fn a_pending_jobs_request_changes_and_it_keeps_its_id_and_place_in_time() {
     );
 }
 
-#[test]
-fn top_puts_a_job_before_its_owners_others() {
+/// One GPU, taken by alice's job 1; her two next (`first`, then `second` with
+/// `second_options`) wait, scheduled at 1000.
+fn two_waiting(second_options: &str) -> (Cluster, JobId, JobId) {
     let mut cl = Cluster::new(cluster(1, 1)).unwrap();
     cl.submit(req("#SBATCH --gres=gpu:1"), &alice(), 0).unwrap();
     cl.schedule(0);
@@ -987,9 +988,19 @@ fn top_puts_a_job_before_its_owners_others() {
         .submit(req("#SBATCH --gres=gpu:1"), &alice(), 10)
         .unwrap();
     let second = cl
-        .submit(req("#SBATCH --gres=gpu:1"), &alice(), 20)
+        .submit(
+            req(&format!("#SBATCH --gres=gpu:1 {second_options}")),
+            &alice(),
+            20,
+        )
         .unwrap();
     cl.schedule(1000);
+    (cl, first, second)
+}
+
+#[test]
+fn top_puts_a_job_before_its_owners_others() {
+    let (mut cl, first, second) = two_waiting("");
     cl.top(second, 1000).unwrap();
     let p = |c: &Cluster, id| c.job(id, 1000).unwrap().priority;
     assert!(
@@ -998,4 +1009,22 @@ fn top_puts_a_job_before_its_owners_others() {
         p(&cl, second),
         p(&cl, first)
     );
+}
+
+#[test]
+fn an_administrators_nice_replaces_the_jobs_own_and_moves_it_in_the_queue() {
+    let (mut cl, first, polite) = two_waiting("--nice=100");
+    let p = |c: &Cluster, id| c.job(id, 1000).unwrap().priority;
+    assert!(p(&cl, polite) < p(&cl, first));
+    // Nice=-50: 150 above where --nice=100 had put it, and before the other.
+    let before = p(&cl, polite);
+    cl.set_nice(polite, -50, 1000).unwrap();
+    assert_eq!(p(&cl, polite), before + 150);
+    assert_eq!(cl.job(polite, 1000).unwrap().admin_nice, -150);
+    assert!(p(&cl, polite) > p(&cl, first));
+    // Nice=0 again: as if it had asked for none.
+    cl.set_nice(polite, 0, 1000).unwrap();
+    assert_eq!(p(&cl, polite), before + 100);
+    // A running job keeps its priority.
+    assert!(cl.set_nice(JobId::new(1), -10, 1000).is_err());
 }

@@ -101,6 +101,21 @@ impl Cluster {
         }
     }
 
+    /// An administrator sets pending job `id`'s nice (`scontrol update Nice=`): its
+    /// priority is what it asked for less `nice` (negative: higher). A job that is not
+    /// pending is not changed.
+    pub fn set_nice(&mut self, id: JobId, nice: i32, now: Time) -> Result<(), OpError> {
+        let job = self.jobs.get(&id).ok_or(OpError::NoSuchJob(id))?;
+        if job.state != JobState::Pending {
+            return Err(OpError::WrongState {
+                job: id,
+                state: job.state,
+            });
+        }
+        let asked = job.req.nice.unwrap_or(0);
+        self.set_admin_nice(id, nice.saturating_sub(asked), now)
+    }
+
     /// Put pending job `id` first among its owner's pending jobs in its partition
     /// (`scontrol top`): its nice is lowered until its priority is above theirs.
     pub fn top(&mut self, id: JobId, now: Time) -> Result<(), OpError> {

@@ -80,6 +80,7 @@ pub fn job(id: u64, user: &str, name: &str, slices: Vec<SliceId>) -> JobView {
         },
         reason: slices.is_empty().then_some(PendingReason::Resources),
         priority: 1,
+        admin_nice: 0,
         submit_time: 0,
         start_time: None,
         expected_start: None,

@@ -181,6 +181,8 @@ pub(in crate::sched) enum Control {
     },
     /// `scontrol top`: first among its owner's pending jobs.
     Top,
+    /// `scontrol update Nice=`: an administrator sets a pending job's nice.
+    Nice(i32),
     /// `scontrol update`: a pending job asks for something else.
     Update(Box<JobUpdate>),
 }
@@ -380,6 +382,10 @@ impl Scheduler {
     /// Put a pending job first among its owner's (`scontrol top`).
     pub async fn top(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
         self.control(who, job, Control::Top).await
+    }
+    /// Set a pending job's nice, an administrator's (`scontrol update Nice=`).
+    pub async fn nice(&self, who: &Requester, job: JobId, nice: i32) -> Result<(), SchedError> {
+        self.control(who, job, Control::Nice(nice)).await
     }
     /// Change what a pending job asks for (`scontrol update`).
     pub async fn update(

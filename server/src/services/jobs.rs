@@ -1279,9 +1279,20 @@ impl Jobs {
         body: &UpdateJob,
     ) -> Result<JobInfo, ServiceError> {
         let changes = body.checked()?;
+        let nice = body.nice()?;
+        if nice.is_some() && !caller.acts_as_admin() {
+            return Err(ServiceError::Forbidden(
+                "nice: only an administrator may change a job's nice".into(),
+            ));
+        }
         let who = requester(caller);
-        let before = self.scheduler.job(&who, job).await?;
-        self.scheduler.update(&who, job, changes).await?;
+        let before = self.show(caller, job).await?;
+        if let Some(changes) = changes {
+            self.scheduler.update(&who, job, changes).await?;
+        }
+        if let Some(nice) = nice {
+            self.scheduler.nice(&who, job, nice).await?;
+        }
         let info = self.show(caller, job).await?;
         if before.user != caller.username {
             self.audit
@@ -1291,8 +1302,8 @@ impl Jobs {
                     "job.update",
                     &info.id,
                     serde_json::json!({"user": before.user,
-                        "before": {"time_limit": before.time_limit.to_string(), "partition": before.partition, "name": before.name},
-                        "after": {"time_limit": info.time_limit, "partition": info.partition, "name": info.name}}),
+                        "before": {"time_limit": before.time_limit, "partition": before.partition, "name": before.name, "nice": before.nice, "priority": before.priority},
+                        "after": {"time_limit": info.time_limit, "partition": info.partition, "name": info.name, "nice": info.nice, "priority": info.priority}}),
                 )
                 .await?;
         }
@@ -1376,11 +1387,33 @@ pub struct UpdateJob {
     pub nodes: Option<String>,
     pub name: Option<String>,
     pub comment: Option<String>,
+    /// The job's nice, replacing its own (`scontrol update Nice=`): administrators
+    /// only; negative raises its priority. -2147483645 to 2147483645, as Slurm's.
+    pub nice: Option<i64>,
 }
 
+/// The widest nice Slurm takes, either way.
+pub const MAX_NICE: i64 = 2_147_483_645;
+
 impl UpdateJob {
-    /// The changes, each read as sbatch reads its option, or the field refused.
-    pub fn checked(&self) -> Result<crate::sched::JobUpdate, ServiceError> {
+    /// The nice asked for, or the field refused.
+    pub fn nice(&self) -> Result<Option<i32>, ServiceError> {
+        self.nice
+            .map(|n| {
+                i32::try_from(n)
+                    .ok()
+                    .filter(|n| i64::from(*n).abs() <= MAX_NICE)
+                    .ok_or_else(|| ServiceError::Invalid {
+                        field: "nice",
+                        message: format!("nice: {n} is not between -{MAX_NICE} and {MAX_NICE}"),
+                    })
+            })
+            .transpose()
+    }
+
+    /// The changes, each read as sbatch reads its option, or the field refused; none
+    /// at all (the nice aside) is `None`.
+    pub fn checked(&self) -> Result<Option<crate::sched::JobUpdate>, ServiceError> {
         let text = |field: &'static str,
                     v: &Option<String>,
                     max: usize|
@@ -1429,9 +1462,12 @@ impl UpdateJob {
             out.comment = Some(c);
         }
         if out == crate::sched::JobUpdate::default() {
-            return Err(ServiceError::BadRequest("No changes specified".into()));
+            if self.nice.is_none() {
+                return Err(ServiceError::BadRequest("No changes specified".into()));
+            }
+            return Ok(None);
         }
-        Ok(out)
+        Ok(Some(out))
     }
 }
 
@@ -1600,6 +1636,10 @@ pub fn from_view(v: JobView) -> JobInfo {
     };
     if let Some(asked) = request {
         with_request(&mut info, &asked);
+    }
+    // One nice, as Slurm shows it: the job's own and an administrator's change.
+    if v.admin_nice != 0 {
+        info.nice = Some(info.nice.unwrap_or(0) + i64::from(v.admin_nice));
     }
     info
 }

@@ -592,3 +592,177 @@ async fn the_job_page_sends_a_signal_to_a_running_job_without_ending_it() {
     assert_eq!(cancel, 409);
     assert!(res.text().await.expect("body").contains("Not sent"));
 }
+
+/// A page's form posted by `client` to `path`.
+async fn post_form(
+    c: &JobCluster,
+    client: &reqwest::Client,
+    path: &str,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    client
+        .post(c.app.url(path))
+        .form(form)
+        .send()
+        .await
+        .expect("post")
+}
+
+/// Priority from the job page: its owner puts a waiting job first of theirs (`scontrol
+/// top`); an administrator sets its nice, which moves it and which its owner sees; the
+/// owner cannot set a nice, through the page or the API.
+#[tokio::test]
+async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() {
+    let c = JobCluster::start(1).await;
+    let alice = c.user("alice", 20809).await;
+    // The GPU is taken: the next two wait, in the queue, with priorities.
+    let busy = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --gres=gpu:1\nsleep 300\n")
+        .await;
+    c.wait_for(&alice, &busy, &["RUNNING"], Duration::from_secs(30))
+        .await;
+    let first = c
+        .sbatch(&alice, "#!/bin/bash\n#SBATCH --gres=gpu:1\ntrue\n")
+        .await;
+    let second = c
+        .sbatch(
+            &alice,
+            "#!/bin/bash\n#SBATCH --gres=gpu:1 --nice=10\ntrue\n",
+        )
+        .await;
+    let priority = |v: &Value| v["priority"].as_i64().expect("priority");
+    let (p1, p2) = (
+        priority(&c.job(&alice, &first).await),
+        priority(&c.job(&alice, &second).await),
+    );
+    assert!(p2 < p1, "{p2} {p1}");
+
+    let web = c.app.login("alice", PASSWORD).await;
+    let (_, show) = page(&c, &web, &format!("/jobs/{second}")).await;
+    assert!(show.contains("id=\"job-priority\""), "{show}");
+    assert!(show.contains(&format!("action=\"/jobs/{second}/top\"")));
+    assert!(!show.contains("id=\"nice-form\""), "not hers to set");
+    let token = csrf(&c, &web).await;
+    let res = post_form(
+        &c,
+        &web,
+        &format!("/jobs/{second}/top"),
+        &[("csrf", token.as_str())],
+    )
+    .await;
+    assert_eq!(res.status(), 303);
+    // (Priorities are read together: alice's fair share falls while her job runs.)
+    let both = || async {
+        (
+            priority(&c.job(&alice, &first).await),
+            priority(&c.job(&alice, &second).await),
+        )
+    };
+    let (p1, p2) = both().await;
+    assert!(p2 > p1, "{p2} {p1}");
+    // Her own nice: refused, through the page and the API, and nothing changes.
+    let res = post_form(
+        &c,
+        &web,
+        &format!("/jobs/{first}/nice"),
+        &[("csrf", token.as_str()), ("nice", "-100")],
+    )
+    .await;
+    assert_eq!(res.status(), 409);
+    assert!(res
+        .text()
+        .await
+        .expect("body")
+        .contains("Priority not changed"));
+    let res = reqwest::Client::new()
+        .patch(c.app.url(&format!("/api/v1/jobs/{first}")))
+        .bearer_auth(&alice.token)
+        .json(&json!({"nice": -100}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(res.status(), 403);
+    let (p1, p2) = both().await;
+    assert!(p2 > p1, "{p2} {p1}");
+
+    // The administrator raises the first above it again: Nice=-1000.
+    let admin = c
+        .app
+        .login("admin", c.app.admin_password.as_deref().expect("admin"))
+        .await;
+    let (_, shown) = page(&c, &admin, &format!("/jobs/{first}")).await;
+    assert!(shown.contains("id=\"nice-form\""), "{shown}");
+    let admin_token = csrf(&c, &admin).await;
+    let res = post_form(
+        &c,
+        &admin,
+        &format!("/jobs/{first}/nice"),
+        &[("csrf", admin_token.as_str()), ("nice", "a lot")],
+    )
+    .await;
+    assert_eq!(res.status(), 400);
+    assert!(res
+        .text()
+        .await
+        .expect("body")
+        .contains("is not a whole number"));
+    let res = post_form(
+        &c,
+        &admin,
+        &format!("/jobs/{first}/nice"),
+        &[("csrf", admin_token.as_str()), ("nice", "-1000")],
+    )
+    .await;
+    assert_eq!(res.status(), 303);
+    let now = c.job(&alice, &first).await;
+    assert_eq!(now["nice"], -1000);
+    let (p1, p2) = both().await;
+    assert!(p1 > p2 + 900, "{p1} {p2}");
+    let (_, hers) = page(&c, &web, &format!("/jobs/{first}")).await;
+    assert!(hers.contains("(nice -1000)"), "{hers}");
+    // In the audit log, with the figures before and after.
+    let admin_api = c
+        .app
+        .create_token(&admin, "ops", &["read", "jobs", "admin"])
+        .await;
+    let audit: Value = c
+        .app
+        .get_bearer("/api/v1/admin/audit?action=job.update", &admin_api)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let text = audit.to_string();
+    assert!(text.contains("\"nice\":-1000"), "{text}");
+    // `scontrol update Nice=` is the same change: hers is refused, Slurm's words, exit
+    // 1; the administrator's takes.
+    let scontrol = |token: &str, nice: &str| {
+        let mut cmd =
+            crate::slurm_cli::client(&c, token, &alice.home, &crate::helpers::atrium_bin());
+        cmd.args([
+            "scontrol",
+            "update",
+            &format!("JobId={second}"),
+            &format!("Nice={nice}"),
+        ]);
+        cmd.output().expect("scontrol")
+    };
+    let refused = scontrol(&alice.token, "-5");
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains(&format!("for job {second}")), "{err}");
+    let taken = scontrol(&admin_api, "-5000");
+    assert!(
+        taken.status.success(),
+        "{}",
+        String::from_utf8_lossy(&taken.stderr)
+    );
+    assert_eq!(c.job(&alice, &second).await["nice"], -5000);
+    let cancel = reqwest::Client::new()
+        .delete(c.app.url(&format!("/api/v1/jobs/{busy}")))
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .expect("cancel");
+    assert!(cancel.status().is_success());
+}

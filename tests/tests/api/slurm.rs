@@ -264,6 +264,29 @@ async fn a_controller_outage_shows_unknown_and_a_restart_loses_nothing() {
     c.wait_for(&bea, &running, &["RUNNING"], RUN).await;
     let pending = c.wait_for(&bea, &held, &["PENDING"], RUN).await;
     assert_eq!(pending["reason"], "JobHeldUser", "{pending}");
+    // An administrator's nice goes to Slurm (as root: a negative nice is an
+    // operator's); the owner's is refused before Slurm is asked.
+    let nice = |token: String| {
+        let url = c.app.url(&format!("/api/v1/jobs/{held}"));
+        async move {
+            reqwest::Client::new()
+                .patch(url)
+                .bearer_auth(token)
+                .json(&serde_json::json!({"nice": -100}))
+                .send()
+                .await
+                .expect("patch")
+        }
+    };
+    assert_eq!(nice(bea.token.clone()).await.status(), 403);
+    let admin = c
+        .app
+        .login("admin", c.app.admin_password.as_deref().expect("admin"))
+        .await;
+    let ops = c.app.create_token(&admin, "ops", &["jobs", "admin"]).await;
+    let res = nice(ops).await;
+    let status = res.status();
+    assert_eq!(status, 200, "{}", res.text().await.unwrap_or_default());
 
     // slurmctld away: the states are unknown, nothing is ended or cancelled.
     slurm.stop_controller().await.expect("stop slurmctld");

@@ -36,6 +36,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::get().to(jobs::detail::show))
         .route("/jobs/{id}/cancel", web::post().to(jobs::detail::cancel))
         .route("/jobs/{id}/signal", web::post().to(jobs::detail::signal))
+        .route("/jobs/{id}/nice", web::post().to(jobs::detail::nice))
         .route(
             "/jobs/{id}/resubmit",
             web::post().to(jobs::detail::resubmit),

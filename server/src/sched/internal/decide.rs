@@ -442,6 +442,14 @@ impl Decider {
             },
             Control::Requeue => Event::Requeue { job, now },
             Control::Top => Event::Top { job, now },
+            Control::Nice(_) if !who.admin => {
+                let _ = reply.send(Err(SchedError::Forbidden(
+                    "Access/permission denied: only an administrator may change a job's nice"
+                        .into(),
+                )));
+                return;
+            }
+            Control::Nice(nice) => Event::Nice { job, nice, now },
         };
         match self.record(batch, &event) {
             Ok(applied) => {

@@ -60,6 +60,12 @@ pub enum Event {
         job: JobId,
         now: Time,
     },
+    /// An administrator sets a pending job's nice (`scontrol update Nice=`).
+    Nice {
+        job: JobId,
+        nice: i32,
+        now: Time,
+    },
     /// Forget jobs that ended at or before this time (their rows stay in the database).
     Purge {
         ended_before: Time,
@@ -143,6 +149,10 @@ impl Event {
             }
             Event::Top { job, now } => {
                 cluster.top(*job, *now)?;
+                Applied::Done
+            }
+            Event::Nice { job, nice, now } => {
+                cluster.set_nice(*job, *nice, *now)?;
                 Applied::Done
             }
             Event::Purge { ended_before } => {

@@ -264,6 +264,14 @@ impl Backend {
             Some(t) => format!("{}_{t}", entry.slurm_id),
             None => entry.slurm_id.clone(),
         };
+        // A nice below the job's own is Slurm's operators': an administrator's change
+        // runs as root, anything else as the job's owner.
+        let as_root = matches!(action, Control::Nice(_));
+        if as_root && !who.admin {
+            return Err(SchedError::Forbidden(
+                "Access/permission denied: only an administrator may change a job's nice".into(),
+            ));
+        }
         let (program, args): (&str, Vec<String>) = match action {
             Control::Cancel => ("scancel", vec![target]),
             Control::CancelWaiting => ("scancel", vec!["--state=PENDING".into(), target]),
@@ -281,6 +289,14 @@ impl Backend {
                 ("scancel", args)
             }
             Control::Top => ("scontrol", vec!["top".into(), target]),
+            Control::Nice(nice) => (
+                "scontrol",
+                vec![
+                    "update".into(),
+                    format!("JobId={target}"),
+                    format!("Nice={nice}"),
+                ],
+            ),
             Control::Update(changes) => {
                 let mut args = vec!["update".into(), format!("JobId={target}")];
                 if let Some(t) = changes.time_limit {
@@ -310,7 +326,7 @@ impl Backend {
         let user = self.identity(&entry.record.user_name).await?;
         self.settings
             .cli
-            .run(program, &args, Some(&user), &[], None, None)
+            .run(program, &args, (!as_root).then_some(&user), &[], None, None)
             .await
             .map_err(|e| match e {
                 CliError::Refused(m) => SchedError::Conflict(m),

@@ -287,6 +287,7 @@ fn apply_row(
             None
         },
         priority: row.priority,
+        admin_nice: 0,
         submit_time: row.submit_time.unwrap_or(base.view.submit_time),
         start_time: row.start_time,
         // A pending job's StartTime is Slurm's expected start (`squeue --start`).
@@ -480,6 +481,7 @@ pub(super) fn view_of_record(r: &JobRecord, now: i64) -> JobView {
         state,
         reason: r.reason.as_deref().and_then(PendingReason::parse),
         priority: 0,
+        admin_nice: 0,
         submit_time: r.submit_time / 1000,
         start_time: r.start_time.map(|t| t / 1000),
         expected_start: None,

@@ -23,7 +23,7 @@ use crate::http::pages::when::{filters, span};
 use crate::http::pages::{csrf_refused, not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::efficiency::Efficiency;
-use crate::services::jobs::{JobAction, JobInfo, SignalJob, SIGNAL_NAMES};
+use crate::services::jobs::{JobAction, JobInfo, SignalJob, UpdateJob, SIGNAL_NAMES};
 use crate::services::output::Tail;
 use crate::services::reasons::{self, plural, ClusterSlices, Explained, GpuAsk};
 
@@ -209,6 +209,18 @@ impl JobPage {
     /// Its memory in GiB (MiB under one), as every page writes memory.
     fn memory(&self, mb: &u64) -> String {
         crate::http::gpu_map::memory_text(*mb)
+    }
+
+    /// Its scheduling priority (`sprio`'s figure), `unknown` where none is told.
+    fn priority(&self) -> String {
+        self.job
+            .priority
+            .map_or_else(|| "unknown".into(), |p| p.to_string())
+    }
+
+    /// Its nice: its own and an administrator's change.
+    fn nice(&self) -> i64 {
+        self.job.nice.unwrap_or(0)
     }
 
     /// Where the live tail starts reading.
@@ -542,6 +554,7 @@ pub async fn act(
         "release" => (JobAction::Release, "Not released"),
         "requeue" => (JobAction::Requeue, "Not requeued"),
         "cancel-waiting" => (JobAction::CancelWaiting, "Not cancelled"),
+        "top" => (JobAction::Top, "Not moved"),
         _ => return not_found_page(),
     };
     let me = user.0;
@@ -556,6 +569,53 @@ pub async fn act(
         .map(|_| format!("/jobs/{job}"))
         .map_err(ApiError::from);
     after_action(&state, &me, job, outcome, what).await
+}
+
+/// The priority form: an administrator's nice for the job.
+#[derive(Debug, serde::Deserialize)]
+pub struct NiceForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    nice: String,
+}
+
+/// `POST /jobs/{id}/nice`: an administrator sets a pending job's nice (`scontrol
+/// update Nice=`); back to the page, or it again saying why not.
+pub async fn nice(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    user: PageUser,
+    id: web::Path<String>,
+    form: web::Form<NiceForm>,
+) -> Result<HttpResponse, ApiError> {
+    let me = user.0;
+    let job = match form_job(&me, &form.csrf, &id) {
+        Ok(job) => job,
+        Err(answer) => return *answer,
+    };
+    let outcome = match form.nice.trim().parse::<i64>() {
+        Ok(n) => {
+            let body = UpdateJob {
+                nice: Some(n),
+                ..UpdateJob::default()
+            };
+            state
+                .jobs
+                .update(&me, &state.client_addr(&req), job, &body)
+                .await
+                .map(|_| format!("/jobs/{job}"))
+                .map_err(ApiError::from)
+        }
+        Err(_) => Err(ApiError::InvalidField {
+            field: "nice",
+            message: format!(
+                "nice: \"{}\" is not a whole number",
+                form.nice.trim().chars().take(20).collect::<String>()
+            ),
+        }),
+    };
+    after_action(&state, &me, job, outcome, "Priority not changed").await
 }
 
 /// The signal form: which signal, and to whom (`steps`: what the script started,
