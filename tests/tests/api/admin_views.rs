@@ -143,7 +143,7 @@ async fn audit_filters_round_trip_and_a_bad_value_is_a_400_naming_it() {
         "{html}"
     );
     assert!(
-        html.contains("name=\"from\" value=\"2020-01-01\""),
+        html.contains("name=\"from\" type=\"date\" value=\"2020-01-01\""),
         "{html}"
     );
     assert!(

@@ -20,6 +20,7 @@ use crate::benchmarks::{names, Suite};
 use crate::http::api::benchmarks::query_pairs;
 use crate::http::authn::PageUser;
 use crate::http::error::urlencode;
+use crate::http::pages::when::filters;
 use crate::http::{ApiError, AppState};
 use crate::services::benchmarks::RunInfo;
 

@@ -51,8 +51,8 @@ impl FilesPage {
         if entry.modified_ms <= 0 {
             return String::new();
         }
-        let text = crate::util::rfc3339(entry.modified_ms);
-        text.trim_end_matches('Z').replacen('T', " ", 1) + " UTC"
+        // As every page writes a time (the browser shows it in its own zone).
+        crate::http::pages::when::readable(entry.modified_ms)
     }
 
     fn iso(&self, entry: &EntryInfo) -> String {

@@ -10,7 +10,9 @@
 //!
 //! - `{{ t|when }}`: `<time datetime="ISO" title="3 h ago">25 Nov 2026, 14:20 UTC</time>`;
 //! - `{{ t|when_relative }}`: `<time datetime="ISO" title="25 Nov 2026, 14:20 UTC"
-//!   data-relative>3 h ago</time>` (the script refreshes it each minute).
+//!   data-relative>3 h ago</time>` (the script refreshes it each minute);
+//! - `type="{{ form.from|date_input }}"`: every filter's day field is the browser's
+//!   date picker (a full time given in the address stays text).
 //!
 //! Text that is not an RFC 3339 time (empty, a placeholder) is shown as it is,
 //! escaped.
@@ -139,6 +141,18 @@ pub mod filters {
         )))
     }
 
+    /// `{{ value|date_input }}`: the type of a filter's day field, `date` (the
+    /// browser's date picker, every page's one) for a day or nothing, `text` for a
+    /// full time given in the address (`2025-03-01T12:00:00Z`), kept as it is.
+    pub fn date_input(
+        text: impl std::fmt::Display,
+        _: &dyn askama::Values,
+    ) -> askama::Result<&'static str> {
+        let text = text.to_string();
+        let day = text.is_empty() || text.trim().parse::<jiff::civil::Date>().is_ok();
+        Ok(if day { "date" } else { "text" })
+    }
+
     /// `{{ t|when_relative }}`: the relative time, the readable one in its title.
     pub fn when_relative(
         text: impl std::fmt::Display,
@@ -158,6 +172,15 @@ mod tests {
 
     /// 25 Nov 2026, 14:20:00 UTC.
     const NOW: i64 = 1_795_616_400_000;
+
+    #[test]
+    fn a_day_or_nothing_gets_the_date_picker_a_full_time_stays_text() {
+        let kind = |t: &str| filters::date_input(t, &()).expect("filter");
+        assert_eq!(kind(""), "date");
+        assert_eq!(kind("2026-01-01"), "date");
+        assert_eq!(kind("2026-01-01T12:00:00Z"), "text");
+        assert_eq!(kind("yesterday"), "text");
+    }
 
     #[test]
     fn the_clock_constant_is_what_it_says() {

@@ -344,7 +344,7 @@ mod tests {
             "{html}"
         );
         assert!(
-            html.contains("name=\"from\" value=\"2026-01-01\""),
+            html.contains("name=\"from\" type=\"date\" value=\"2026-01-01\""),
             "{html}"
         );
         assert!(html.contains("&#60;bob&#62;"), "{html}");
