@@ -550,7 +550,12 @@ impl Portal {
                 .await?;
             let done =
                 got.jobs.is_empty() || jobs.len() as u64 + got.jobs.len() as u64 >= got.total;
-            jobs.extend(got.jobs);
+            // The first page is the list (a thousand jobs are ~1 MB: not copied again).
+            if jobs.is_empty() {
+                jobs = got.jobs;
+            } else {
+                jobs.extend(got.jobs);
+            }
             if done {
                 break;
             }

@@ -629,6 +629,13 @@ pub fn job_matches(job: &JobInfo, ids: &[String]) -> bool {
 /// An array's pending tasks one per line where Slurm shows them so: all with `-r`,
 /// those `-j A_T` names (and not `-j A`) without.
 fn pending_tasks(jobs: Vec<JobInfo>, r: &Request) -> Vec<JobInfo> {
+    // No array waits: the list as it is (not moved job by job into another).
+    if !jobs
+        .iter()
+        .any(|j| j.array_spec.is_some() && j.array_task_id.is_none())
+    {
+        return jobs;
+    }
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
         let spec = job
