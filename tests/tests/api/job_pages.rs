@@ -615,11 +615,13 @@ async fn post_form(
 async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() {
     let c = JobCluster::start(1).await;
     let alice = c.user("alice", 20809).await;
-    // The GPU is taken: the next two wait, in the queue, with priorities.
+    let bob = c.user("bob", 20810).await;
+    // Bob's job takes the GPU (so that alice's fair share, and with it her jobs'
+    // priorities, stay as they are): her next two wait, with priorities.
     let busy = c
-        .sbatch(&alice, "#!/bin/bash\n#SBATCH --gres=gpu:1\nsleep 300\n")
+        .sbatch(&bob, "#!/bin/bash\n#SBATCH --gres=gpu:1\nsleep 300\n")
         .await;
-    c.wait_for(&alice, &busy, &["RUNNING"], Duration::from_secs(30))
+    c.wait_for(&bob, &busy, &["RUNNING"], Duration::from_secs(30))
         .await;
     let first = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --gres=gpu:1\ntrue\n")
@@ -651,7 +653,6 @@ async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() 
     )
     .await;
     assert_eq!(res.status(), 303);
-    // (Priorities are read together: alice's fair share falls while her job runs.)
     let both = || async {
         (
             priority(&c.job(&alice, &first).await),
@@ -760,7 +761,7 @@ async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() 
     assert_eq!(c.job(&alice, &second).await["nice"], -5000);
     let cancel = reqwest::Client::new()
         .delete(c.app.url(&format!("/api/v1/jobs/{busy}")))
-        .bearer_auth(&alice.token)
+        .bearer_auth(&bob.token)
         .send()
         .await
         .expect("cancel");
