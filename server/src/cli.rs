@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::auth::{local, password};
 use crate::config::{Config, Loaded};
+use crate::services::account_changes::{AccountChanges, Actor};
+use crate::services::{Audit, ServiceError};
 use crate::startup::{open_store, Application};
-use crate::store::{NewAuditEntry, NewUser, Store};
-use crate::util::now_ms;
+use crate::store::{NewUser, Store};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -426,27 +426,6 @@ fn cli_actor() -> String {
     )
 }
 
-async fn audit(
-    store: &Store,
-    action: &str,
-    target: &str,
-    detail: serde_json::Value,
-) -> anyhow::Result<()> {
-    store
-        .audit(
-            &NewAuditEntry {
-                actor: &cli_actor(),
-                action,
-                target,
-                detail: &detail.to_string(),
-                client_addr: "local",
-            },
-            now_ms(),
-        )
-        .await?;
-    Ok(())
-}
-
 /// A number of a user row, or `-`.
 fn show(n: Option<i64>) -> String {
     n.map_or("-".into(), |n| n.to_string())
@@ -471,7 +450,31 @@ fn read_password(prompt: &str) -> anyhow::Result<String> {
     Ok(password)
 }
 
+/// The account changes of `atrium user`, written as the portal writes them (the same
+/// service and audit entries), named by who ran the command.
+fn changes(store: &Store) -> AccountChanges {
+    AccountChanges::new(store.clone(), Audit::new(store.clone()))
+}
+
+/// A service's refusal as the command's error, in its words.
+fn refused(e: ServiceError) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+/// Who ran the command, for the audit entries: [`cli_actor`]'s words.
+struct CliActor(String);
+
+impl CliActor {
+    fn as_actor(&self) -> Actor<'_> {
+        Actor {
+            name: &self.0,
+            client_addr: "local",
+        }
+    }
+}
+
 async fn user_command(store: &Store, config: &Config, command: UserCommand) -> anyhow::Result<()> {
+    let cli_actor = CliActor(cli_actor());
     match command {
         UserCommand::Add(add) => {
             let pass = read_password("Password: ")?;
@@ -486,34 +489,25 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
                     .context("auth.admin_groups names no local group (only directory DNs)")?;
                 groups.push(admin_group.clone());
             }
-            let user = local::add_user(
-                store,
-                &config.accounts,
-                NewUser {
-                    username: add.username.clone(),
-                    display_name: add.display_name,
-                    email: add.email,
-                    uid_number: add.uid,
-                    gid_number: add.gid,
-                    home: add.home,
-                    password_hash: None,
-                },
-                &pass,
-                &groups,
-            )
-            .await?;
-            audit(
-                store,
-                "user.add",
-                &user.username,
-                serde_json::json!({
-                    "groups": groups,
-                    "uid": user.uid_number,
-                    "gid": user.gid_number,
-                    "home": user.home,
-                }),
-            )
-            .await?;
+            let changes = changes(store);
+            let user = changes
+                .add(
+                    cli_actor.as_actor(),
+                    &config.accounts,
+                    NewUser {
+                        username: add.username.clone(),
+                        display_name: add.display_name,
+                        email: add.email,
+                        uid_number: add.uid,
+                        gid_number: add.gid,
+                        home: add.home,
+                        password_hash: None,
+                    },
+                    &pass,
+                    &groups,
+                )
+                .await
+                .map_err(refused)?;
             println!(
                 "created user {} (id {}, uid {}, gid {}, home {})",
                 user.username,
@@ -543,6 +537,7 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
             }
         }
         UserCommand::Passwd { username } => {
+            // Asked only of an account that can take one.
             let user = store
                 .user_by_name(&username)
                 .await?
@@ -551,37 +546,23 @@ async fn user_command(store: &Store, config: &Config, command: UserCommand) -> a
                 bail!("{username} is not a local account; change its password in the directory");
             }
             let pass = read_password("New password: ")?;
-            let hash = tokio::task::spawn_blocking(move || password::hash(&pass)).await??;
-            let revoked = store.set_password_hash(user.id, &hash, now_ms()).await?;
-            let detail = serde_json::json!({ "revoked": revoked.to_json() });
-            audit(store, "user.passwd", &username, detail).await?;
+            let revoked = changes(store)
+                .set_password(cli_actor.as_actor(), &username, pass)
+                .await
+                .map_err(refused)?;
             println!(
                 "password of {username} changed; {} browser session(s) ended and {} API token(s) revoked",
                 revoked.sessions, revoked.tokens
             );
         }
         UserCommand::Disable { username, enable } => {
-            let user = store
-                .user_by_name(&username)
-                .await?
-                .with_context(|| format!("no user {username:?}"))?;
-            let revoked = store.set_disabled(user.id, !enable, now_ms()).await?;
-            let action = if enable {
-                "user.enable"
-            } else {
-                "user.disable"
-            };
-            audit(
-                store,
-                action,
-                &username,
-                serde_json::json!({
-                    "before": { "disabled": user.disabled },
-                    "after": { "disabled": !enable },
-                    "revoked": revoked.to_json(),
-                }),
-            )
-            .await?;
+            let (_, revoked) = changes(store)
+                .set_disabled(cli_actor.as_actor(), &username, !enable)
+                .await
+                .map_err(|e| match e {
+                    ServiceError::NotFound => anyhow::anyhow!("no user {username:?}"),
+                    e => refused(e),
+                })?;
             if enable {
                 println!("{username} enabled");
             } else {

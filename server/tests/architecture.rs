@@ -392,3 +392,48 @@ fn the_client_crate_depends_on_nothing_of_the_server() {
         );
     }
 }
+
+/// The command line writes no row itself: `atrium user …` goes through the services
+/// (`services::account_changes`), so its changes and their audit entries are the
+/// portal's. It may read (accounts, groups, quotas), back the database up and close
+/// it.
+#[test]
+fn the_command_line_writes_through_the_services() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli.rs"))
+        .expect("cli.rs");
+    let reads = [
+        "user_by_name",
+        "list_users",
+        "groups_of",
+        "quotas",
+        "backup_into",
+        "close",
+        "clone",
+    ];
+    // Every `store.method(` call, across line breaks (`store\n    .method(`).
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join("");
+    let mut called = BTreeSet::new();
+    for (i, _) in flat.match_indices("store.") {
+        let rest = &flat[i + "store.".len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if rest[name.len()..].starts_with('(') {
+            called.insert(name);
+        }
+    }
+    let writes: Vec<&String> = called
+        .iter()
+        .filter(|m| !reads.contains(&m.as_str()))
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "cli.rs calls the store's {writes:?}: write through a service"
+    );
+    assert!(
+        called.contains("user_by_name"),
+        "the check reads the calls: {called:?}"
+    );
+    assert!(!text.contains("NewAuditEntry"), "cli.rs writes audit rows");
+}

@@ -15,6 +15,7 @@ use scheduler::{JobState, SqueueFilter};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::account_changes::{AccountChanges, Actor};
 use super::{Audit, ServiceError};
 use crate::auth::personal_tokens::{self, IssuedToken, TokenError, TokenRequest};
 use crate::auth::{Authenticator, Principal};
@@ -126,6 +127,7 @@ pub struct Accounts {
     scheduler: Scheduler,
     quotas: Quotas,
     audit: Audit,
+    changes: AccountChanges,
     /// Longest life of a personal token (`auth.token_max_days`).
     token_max_days: u32,
 }
@@ -140,6 +142,7 @@ impl Accounts {
         token_max_days: u32,
     ) -> Accounts {
         Accounts {
+            changes: AccountChanges::new(store.clone(), audit.clone()),
             store,
             auth,
             scheduler,
@@ -274,27 +277,12 @@ impl Accounts {
                 "you cannot disable your own account".into(),
             ));
         }
-        let user = self
-            .store
-            .user_by_name(username)
-            .await?
-            .ok_or(ServiceError::NotFound)?;
-        let now = now_ms();
-        let revoked = self.store.set_disabled(user.id, disabled, now).await?;
-        self.auth.invalidate();
-        let action = if disabled {
-            "user.disable"
-        } else {
-            "user.enable"
+        let actor = Actor {
+            name: &caller.username,
+            client_addr,
         };
-        let detail = serde_json::json!({
-            "before": {"disabled": user.disabled},
-            "after": {"disabled": disabled},
-            "revoked": revoked.to_json(),
-        });
-        self.audit
-            .record(&caller.username, client_addr, action, username, detail)
-            .await?;
+        let (user, _) = self.changes.set_disabled(actor, username, disabled).await?;
+        self.auth.invalidate();
         Ok(UserChanged {
             username: user.username,
             disabled,

@@ -6,12 +6,14 @@
 //! Owns: the rules of jobs (`jobs`), their output (`output`), quotas (`quotas`),
 //! benchmark runs and sizing (`benchmarks`), node control (`nodes`),
 //! usage accounting (`usage`), users' files (`files`: the Files app),
-//! accounts and tokens (`accounts`), and the audit log (`audit`). Sessions
+//! accounts and tokens (`accounts`; the changes the command line makes too:
+//! `account_changes`), and the audit log (`audit`). Sessions
 //! (`crate::sessions`) and identities (`crate::identities`) are services of their
 //! own, below this layer: they may call these, these never call them.
 //! Must not touch: HTTP types (requests, responses, status codes: `http` maps
 //! [`ServiceError`]), SQL (the store), the scheduler's internals (its handle only).
 
+pub mod account_changes;
 pub mod accounts;
 pub mod announcements;
 pub mod audit;
@@ -28,6 +30,7 @@ pub mod quotas;
 pub mod reasons;
 pub mod usage;
 
+pub use account_changes::AccountChanges;
 pub use accounts::Accounts;
 pub use announcements::Announcements;
 pub use audit::Audit;

@@ -120,6 +120,35 @@ async fn user_commands_manage_local_accounts_live() {
         401
     );
     app.login("erin", "erin-password-2").await;
+
+    // In the audit log as the portal writes them, named by who ran the command.
+    let admin = app
+        .login("admin", app.admin_password.as_deref().expect("admin"))
+        .await;
+    let ops = app.create_token(&admin, "ops", &["read", "admin"]).await;
+    let audit: serde_json::Value = app
+        .get_bearer("/api/v1/admin/audit?target=erin", &ops)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let actions: Vec<(String, String, String)> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (text("action"), text("actor"), text("client_addr"))
+        })
+        .collect();
+    for action in ["user.add", "user.disable", "user.enable", "user.passwd"] {
+        assert!(
+            actions.iter().any(|(a, actor, from)| a == action
+                && actor.contains("(command line")
+                && from == "local"),
+            "{action}: {actions:?}"
+        );
+    }
 }
 
 /// `user list` rows as (username, uid, gid, home).
