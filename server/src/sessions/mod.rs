@@ -87,6 +87,27 @@ pub enum SessionError {
     Internal(String),
 }
 
+/// A session's refusal as every service's: the table from there to HTTP is one
+/// (`http::error`). A bad field keeps its name, and its message says it.
+impl From<SessionError> for crate::services::ServiceError {
+    fn from(e: SessionError) -> Self {
+        use crate::services::ServiceError as E;
+        match e {
+            SessionError::Invalid { field, .. } => E::Invalid {
+                field,
+                message: e.to_string(),
+            },
+            SessionError::Conflict(m) => E::Conflict(m),
+            SessionError::NotFound => E::NotFound,
+            SessionError::Forbidden(m) => E::Forbidden(m),
+            SessionError::Scheduler(e) => e.into(),
+            SessionError::Store(e) => E::Store(e),
+            SessionError::Quota(e) => e.into(),
+            SessionError::Internal(m) => E::Internal(m),
+        }
+    }
+}
+
 impl From<crate::identities::IdentityError> for SessionError {
     fn from(e: crate::identities::IdentityError) -> Self {
         match e {

@@ -16,20 +16,10 @@ pub use crate::services::quotas::{MyUsage, QuotaUsage};
 
 use super::rfc3339;
 
+/// As the services' refusals are (one table: `services`' `From<QuotaError>`).
 impl From<QuotaError> for ApiError {
     fn from(e: QuotaError) -> Self {
-        match e {
-            QuotaError::Invalid(m) => ApiError::BadRequest(m),
-            QuotaError::UnknownName(message) => ApiError::InvalidField {
-                field: "name",
-                message,
-            },
-            QuotaError::Exceeded(m) => ApiError::QuotaExceeded(m),
-            QuotaError::NotFound => ApiError::NotFound,
-            QuotaError::Conflict => ApiError::Conflict(e.to_string()),
-            QuotaError::Unavailable(m) => ApiError::Unavailable(m),
-            QuotaError::Internal(m) => ApiError::Internal(m),
-        }
+        crate::services::ServiceError::from(e).into()
     }
 }
 

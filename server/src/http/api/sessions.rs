@@ -105,21 +105,10 @@ pub struct EnvironmentList {
     pub environments: Vec<EnvironmentInfo>,
 }
 
+/// As the services' refusals are (one table: `sessions`' `From<SessionError>`).
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
-        match e {
-            SessionError::Invalid { field, .. } => ApiError::InvalidField {
-                field,
-                message: e.to_string(),
-            },
-            SessionError::Conflict(m) => ApiError::Conflict(m),
-            SessionError::NotFound => ApiError::NotFound,
-            SessionError::Forbidden(m) => ApiError::Forbidden(m),
-            SessionError::Scheduler(e) => e.into(),
-            SessionError::Store(e) => e.into(),
-            SessionError::Quota(e) => e.into(),
-            SessionError::Internal(m) => ApiError::internal(m),
-        }
+        crate::services::ServiceError::from(e).into()
     }
 }
 
