@@ -72,6 +72,14 @@ impl Principal {
         self.has_scope(Scope::Admin)
     }
 
+    /// The one rule of whose work a caller sees and acts on: their own, or anyone's
+    /// when acting as an administrator ([`Principal::acts_as_admin`]). Another user's
+    /// is "not found" to everyone else. (The scheduler's `Requester::may_see` is the
+    /// same rule for a caller the services have already read.)
+    pub fn may_see(&self, owner: &str) -> bool {
+        self.acts_as_admin() || owner == self.username
+    }
+
     /// The scopes this caller holds.
     pub fn scopes(&self) -> Scopes {
         Scopes::new(
@@ -427,5 +435,40 @@ impl Authenticator {
         self.cache
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod may_see_tests {
+    use super::*;
+
+    fn caller(name: &str, admin_account: bool, scopes: &[Scope]) -> Principal {
+        Principal {
+            user_id: 1,
+            username: name.into(),
+            admin_account,
+            credential: Credential::Token {
+                id: 1,
+                scopes: Scopes::new(scopes.to_vec()),
+                expires_at: None,
+            },
+        }
+    }
+
+    #[test]
+    fn a_caller_sees_their_own_and_an_acting_administrator_everyones() {
+        let alice = caller("alice", false, &[Scope::Read, Scope::Admin]);
+        assert!(alice.may_see("alice"));
+        assert!(
+            !alice.may_see("bob"),
+            "the admin scope grants nothing to a user"
+        );
+        let script = caller("root", true, &[Scope::Read, Scope::Jobs]);
+        assert!(
+            !script.may_see("bob"),
+            "an administrator's token without admin"
+        );
+        let admin = caller("root", true, &[Scope::Read, Scope::Admin]);
+        assert!(admin.may_see("bob"));
     }
 }

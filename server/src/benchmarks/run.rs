@@ -364,12 +364,13 @@ pub enum DeleteRefusal {
     NotOwner,
 }
 
-/// Whether `user` (an administrator or not) may delete `run`: its owner or an
-/// administrator may delete a local run; nobody a reference run.
-pub fn may_delete(run: &BenchmarkRecord, user: &str, is_admin: bool) -> Result<(), DeleteRefusal> {
+/// Whether a caller may delete `run`, given whether they may see its owner's work
+/// (`Principal::may_see`: its owner or an administrator): a local run, then; a
+/// reference run, never.
+pub fn may_delete(run: &BenchmarkRecord, sees_owner: bool) -> Result<(), DeleteRefusal> {
     if run.is_reference() {
         Err(DeleteRefusal::Reference)
-    } else if is_admin || run.run.user_name == user {
+    } else if sees_owner {
         Ok(())
     } else {
         Err(DeleteRefusal::NotOwner)
@@ -501,16 +502,13 @@ mod tests {
             created_at: 0,
             run: run().check("alice").expect("good"),
         };
-        assert_eq!(may_delete(&record, "alice", false), Ok(()));
+        assert_eq!(may_delete(&record, record.run.user_name == "alice"), Ok(()));
         assert_eq!(
-            may_delete(&record, "bob", false),
+            may_delete(&record, record.run.user_name == "bob"),
             Err(DeleteRefusal::NotOwner)
         );
-        assert_eq!(may_delete(&record, "root", true), Ok(()));
+        assert_eq!(may_delete(&record, true), Ok(()));
         record.run.source = "isilon-dss8440-2019".into();
-        assert_eq!(
-            may_delete(&record, "root", true),
-            Err(DeleteRefusal::Reference)
-        );
+        assert_eq!(may_delete(&record, true), Err(DeleteRefusal::Reference));
     }
 }

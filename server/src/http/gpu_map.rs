@@ -248,7 +248,7 @@ pub async fn current(state: &AppState, viewer: &Principal) -> Result<GpuMap, Api
             ..SqueueFilter::default()
         })
         .await?;
-    let may_open = |owner: &str| viewer.acts_as_admin() || owner == viewer.username;
+    let may_open = |owner: &str| viewer.may_see(owner);
     Ok(gpu_map_for(state, &nodes, &jobs, &may_open))
 }
 

@@ -100,7 +100,7 @@ impl Benchmarks {
                 Err(StoreError::NotFound) => None,
                 Err(e) => return Err(e.into()),
             };
-            if !owner.is_some_and(|o| o == caller.username || caller.acts_as_admin()) {
+            if !owner.is_some_and(|o| caller.may_see(&o)) {
                 return Err(ServiceError::BadRequest(format!(
                     "job_id: no job {job} of yours"
                 )));
@@ -151,8 +151,8 @@ impl Benchmarks {
             .benchmark_run(id)
             .await?
             .ok_or(ServiceError::NotFound)?;
-        may_delete(&record, &caller.username, caller.acts_as_admin()).map_err(|refusal| {
-            match refusal {
+        may_delete(&record, caller.may_see(&record.run.user_name)).map_err(
+            |refusal| match refusal {
                 DeleteRefusal::Reference => ServiceError::Forbidden(
                     "reference runs are published results and cannot be deleted".into(),
                 ),
@@ -160,8 +160,8 @@ impl Benchmarks {
                     "only {} (who recorded it) or an administrator may delete run {id}",
                     record.run.user_name
                 )),
-            }
-        })?;
+            },
+        )?;
         let target = format!("benchmark {id}");
         let detail = serde_json::json!({ "before": RunInfo::from(record.clone()) }).to_string();
         let audit = (record.run.user_name != caller.username).then(|| NewAuditEntry {
@@ -186,7 +186,7 @@ impl Benchmarks {
         let Some(record) = self.store.benchmark_run(id).await? else {
             return Ok(None);
         };
-        let deletable = may_delete(&record, &caller.username, caller.acts_as_admin()).is_ok();
+        let deletable = may_delete(&record, caller.may_see(&record.run.user_name)).is_ok();
         Ok(Some((record.into(), deletable)))
     }
 

@@ -439,7 +439,7 @@ impl Campaigns {
         self.store
             .campaign(id)
             .await?
-            .filter(|c| c.user_name == caller.username || caller.acts_as_admin())
+            .filter(|c| caller.may_see(&c.user_name))
             .ok_or(ServiceError::NotFound)
     }
 

@@ -1089,7 +1089,7 @@ impl Jobs {
     ) -> Result<Option<JobRecord>, ServiceError> {
         let task = job.task.map_or(-1, i64::from);
         match self.store.job(job.job as i64, task).await {
-            Ok(r) if r.user_name == caller.username || caller.acts_as_admin() => Ok(Some(r)),
+            Ok(r) if caller.may_see(&r.user_name) => Ok(Some(r)),
             Ok(_) | Err(StoreError::NotFound) => Ok(None),
             Err(e) => Err(e.into()),
         }

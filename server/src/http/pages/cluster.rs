@@ -91,7 +91,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
             PENDING_SHOWN,
         )
         .await?;
-    let may_open = |owner: &str| me.acts_as_admin() || owner == me.username;
+    let may_open = |owner: &str| me.may_see(owner);
     let page = ClusterPage {
         nav: Nav::of(&me).at(crate::http::pages::Section::Cluster),
         partitions: partitions.into_iter().map(partition_row).collect(),
