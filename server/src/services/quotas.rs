@@ -277,14 +277,19 @@ impl Quotas {
             .collect())
     }
 
-    /// Create a quota (audited with the change) and apply it.
+    /// Create a quota for `kind` (`default`, `user`, `group`, `account`) and `name`
+    /// (audited with the change) and apply it: the scope and the limits are checked
+    /// here, whoever asks (the API, the page).
     pub async fn create(
         &self,
-        scope: &LimitScope,
+        kind: &str,
+        name: &str,
         limits: &QuotaLimits,
         now: i64,
         audit: ChangedBy<'_>,
     ) -> Result<Quota, QuotaError> {
+        let scope = &requested_scope(kind, name)?;
+        checked_limits(limits)?;
         self.check_exists(scope).await?;
         let (kind, name) = scope_parts(scope);
         let json =
@@ -355,6 +360,7 @@ impl Quotas {
         now: i64,
         audit: ChangedBy<'_>,
     ) -> Result<Quota, QuotaError> {
+        checked_limits(limits)?;
         let before = self.stored(id).await?;
         let json =
             serde_json::to_string(limits).map_err(|e| QuotaError::Internal(e.to_string()))?;

@@ -9,9 +9,7 @@ use utoipa::ToSchema;
 use crate::auth::{Principal, Scope};
 use crate::domain::quota::QuotaLimits;
 use crate::http::{ApiError, AppState};
-use crate::services::quotas::{
-    checked_limits, requested_scope, scope_parts, ChangedBy, Quota, QuotaError,
-};
+use crate::services::quotas::{scope_parts, ChangedBy, Quota, QuotaError};
 pub use crate::services::quotas::{MyUsage, QuotaUsage};
 
 use super::rfc3339;
@@ -117,13 +115,17 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Admin)?;
     let body = body.into_inner();
-    let scope = requested_scope(&body.scope, &body.name)?;
-    checked_limits(&body.limits)?;
     let addr = state.client_addr(&req);
     let audit = ChangedBy::new(&caller, &addr);
     let quota = state
         .quotas
-        .create(&scope, &body.limits, crate::util::now_ms(), audit)
+        .create(
+            &body.scope,
+            &body.name,
+            &body.limits,
+            crate::util::now_ms(),
+            audit,
+        )
         .await?;
     Ok(HttpResponse::Created().json(QuotaInfo::from(&quota)))
 }
@@ -139,7 +141,6 @@ pub async fn update(
     body: web::Json<QuotaUpdate>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Admin)?;
-    checked_limits(&body.limits)?;
     let addr = state.client_addr(&req);
     let audit = ChangedBy::new(&caller, &addr);
     let quota = state

@@ -2,8 +2,8 @@
 //! /admin/quotas/{id}`: a form to change one; their posts, and delete.
 //!
 //! The form's text fields become `QuotaLimits` here; whether the scope and limits are
-//! valid is the quota API's `requested_scope` and `checked_limits`, and the change
-//! (applied live, audited) is `state.quotas`'.
+//! valid, and the change (applied live, audited), is `state.quotas`' (`Quotas::create`
+//! and `update` check them, as for the API); a refusal draws the form again.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +19,7 @@ use crate::http::api::rfc3339;
 use crate::http::pages::when::filters;
 use crate::http::pages::{not_found_page, render, CsrfForm, Nav};
 use crate::http::{ApiError, AppState};
-use crate::services::quotas::{checked_limits, requested_scope, ChangedBy};
+use crate::services::quotas::ChangedBy;
 use crate::services::quotas::{fmt_num, scope_parts, scope_target, Quota, QuotaError};
 use crate::util::now_ms;
 
@@ -131,19 +131,15 @@ impl QuotaForm {
             max_session_hours: hours(l.max_session_hours),
         }
     }
-
-    /// The scope and limits asked for, checked as the API checks them.
-    fn checked(&self) -> Result<(scheduler::LimitScope, QuotaLimits), String> {
-        let limits = self.limits()?;
-        let scope = requested_scope(self.scope.trim(), self.name.trim()).map_err(message)?;
-        checked_limits(&limits).map_err(message)?;
-        Ok((scope, limits))
-    }
 }
 
-/// A client error's text, for the page.
-fn message(e: QuotaError) -> String {
-    e.to_string()
+/// A refusal of what the form asked for (the scope, a limit): the form again, saying
+/// why beside what it names; anything else is the error page's.
+fn refused_field(e: &QuotaError) -> Option<String> {
+    match e {
+        QuotaError::Invalid(m) | QuotaError::UnknownName(m) => Some(labelled_message(m)),
+        _ => None,
+    }
 }
 
 /// One field of the form as the page shows it: its label, a hint, the value.
@@ -324,8 +320,8 @@ pub async fn create(
     post: AdminPost<QuotaForm>,
 ) -> Result<HttpResponse, ApiError> {
     let AdminPost { admin, form } = post;
-    let (scope, limits) = match form.checked() {
-        Ok(checked) => checked,
+    let limits = match form.limits() {
+        Ok(limits) => limits,
         Err(m) => {
             let m = labelled_message(&m);
             return quotas_page(&state, &admin, form, Some(m), StatusCode::BAD_REQUEST);
@@ -333,15 +329,17 @@ pub async fn create(
     };
     let addr = state.client_addr(&req);
     let audit = ChangedBy::new(&admin, &addr);
-    match state.quotas.create(&scope, &limits, now_ms(), audit).await {
+    let (kind, name) = (form.scope.trim(), form.name.trim());
+    match state
+        .quotas
+        .create(kind, name, &limits, now_ms(), audit)
+        .await
+    {
         Ok(_) => Ok(see_other("/admin/quotas")),
-        Err(QuotaError::UnknownName(m)) => quotas_page(
-            &state,
-            &admin,
-            form,
-            Some(labelled_message(&m)),
-            StatusCode::BAD_REQUEST,
-        ),
+        Err(e) if refused_field(&e).is_some() => {
+            let m = refused_field(&e);
+            quotas_page(&state, &admin, form, m, StatusCode::BAD_REQUEST)
+        }
         Err(e @ QuotaError::Conflict) => quotas_page(
             &state,
             &admin,
@@ -380,10 +378,7 @@ pub async fn update(
     let Some(quota) = find(&state, id.into_inner()) else {
         return not_found_page();
     };
-    let limits = match form.limits().and_then(|l| {
-        checked_limits(&l).map_err(message)?;
-        Ok(l)
-    }) {
+    let limits = match form.limits() {
         Ok(limits) => limits,
         Err(m) => {
             let m = labelled_message(&m);
@@ -399,6 +394,10 @@ pub async fn update(
     {
         Ok(_) => Ok(see_other("/admin/quotas")),
         Err(QuotaError::NotFound) => not_found_page(),
+        Err(e) if refused_field(&e).is_some() => {
+            let m = refused_field(&e);
+            edit_page(&admin, &quota, form, m, StatusCode::BAD_REQUEST)
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -441,6 +440,16 @@ mod tests {
         f
     }
 
+    /// What the form asks for as `Quotas::create` checks it: the form's text read,
+    /// then the scope and limits.
+    fn checked(f: &QuotaForm) -> Result<(scheduler::LimitScope, QuotaLimits), String> {
+        use crate::services::quotas::{checked_limits, requested_scope};
+        let limits = f.limits()?;
+        let scope = requested_scope(f.scope.trim(), f.name.trim()).map_err(|e| e.to_string())?;
+        checked_limits(&limits).map_err(|e| e.to_string())?;
+        Ok((scope, limits))
+    }
+
     #[test]
     fn a_form_becomes_limits_and_back() {
         let f = form(&[
@@ -451,7 +460,7 @@ mod tests {
             ("max_gpu_hours", "100.5"),
             ("max_session_hours", "8"),
         ]);
-        let (scope, limits) = f.checked().expect("valid");
+        let (scope, limits) = checked(&f).expect("valid");
         assert_eq!(scope, scheduler::LimitScope::Group("vision".into()));
         assert_eq!(limits.max_gpus, Some(4));
         assert_eq!(limits.max_gpus_per_type.get("1g.10gb"), Some(&4));
@@ -497,12 +506,15 @@ mod tests {
             (vec![("scope", "team"), ("name", "ann")], "scope:"),
             (vec![("scope", "user"), ("name", "a b")], "name:"),
         ] {
-            let error = form(&fields).checked().expect_err("refused");
+            let error = checked(&form(&fields)).expect_err("refused");
             assert!(error.starts_with(named), "{fields:?}: {error}");
         }
-        let error = form(&[("scope", "user"), ("name", "ann"), ("max_gpus", "two")])
-            .checked()
-            .expect_err("refused");
+        let error = checked(&form(&[
+            ("scope", "user"),
+            ("name", "ann"),
+            ("max_gpus", "two"),
+        ]))
+        .expect_err("refused");
         assert_eq!(
             labelled_message(&error),
             "Most GPUs at once: \"two\" is not a whole number (leave it empty for no limit)"
