@@ -7,9 +7,9 @@
 //! benchmark runs and sizing (`benchmarks`), node control (`nodes`),
 //! usage accounting (`usage`), users' files (`files`: the Files app),
 //! accounts and tokens (`accounts`; the changes the command line makes too:
-//! `account_changes`), and the audit log (`audit`). Sessions
-//! (`crate::sessions`) and identities (`crate::identities`) are services of their
-//! own, below this layer: they may call these, these never call them.
+//! `account_changes`), and the audit log (`audit`). Sessions (`crate::sessions`)
+//! are a service of their own beside this layer: they call these (quotas, audit),
+//! these never call them. Identities (`crate::identities`) sit below: these call them.
 //! Must not touch: HTTP types (requests, responses, status codes: `http` maps
 //! [`ServiceError`]), SQL (the store), the scheduler's internals (its handle only).
 
