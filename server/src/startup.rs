@@ -251,6 +251,11 @@ impl Application {
             benchmarks: crate::services::Benchmarks::new(store.clone()),
             campaigns: crate::services::Campaigns::new(store.clone(), jobs.clone(), audit.clone()),
             nodes: crate::services::Nodes::new(scheduler.clone(), audit.clone()),
+            cluster: crate::services::Cluster::new(
+                scheduler,
+                inventory,
+                config.scheduler.is_slurm(),
+            ),
             usage: crate::services::Usage::new(store.clone()),
             announcements: crate::services::Announcements::new(store.clone()),
             files: crate::services::Files::new(
@@ -258,9 +263,7 @@ impl Application {
                 audit.clone(),
                 config.storage.clone(),
             ),
-            scheduler,
             quotas,
-            inventory,
             identities,
             audit,
             jobs,

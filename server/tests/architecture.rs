@@ -437,3 +437,31 @@ fn the_command_line_writes_through_the_services() {
     );
     assert!(!text.contains("NewAuditEntry"), "cli.rs writes audit rows");
 }
+
+/// No handler holds the scheduler or the GPU inventory: the pages and the API reach
+/// the cluster through the `Cluster` service (and jobs, sessions, nodes through
+/// theirs). Read on the sources of `http/`: no `Scheduler` handle named, no
+/// `state.scheduler` or `state.inventory` read (over line breaks too).
+#[test]
+fn the_http_layer_reaches_the_scheduler_only_through_the_services() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    assert!(files.len() > 20, "the http sources are read: {files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        let flat: String = text.split_whitespace().collect::<Vec<_>>().join("");
+        for banned in [
+            "state.scheduler",
+            "state.inventory",
+            "sched::Scheduler",
+            "sched::handle",
+        ] {
+            assert!(
+                !flat.contains(banned),
+                "{} names {banned}: go through a service",
+                file.display()
+            );
+        }
+    }
+}

@@ -240,10 +240,10 @@ pub async fn json(caller: Principal, state: web::Data<AppState>) -> Result<HttpR
 
 /// The map now, as `viewer` may see it.
 pub async fn current(state: &AppState, viewer: &Principal) -> Result<GpuMap, ApiError> {
-    let (nodes, _) = state.scheduler.nodes().await?;
+    let (nodes, _) = state.cluster.nodes().await?;
     let jobs = state
-        .scheduler
-        .squeue(SqueueFilter {
+        .cluster
+        .jobs(SqueueFilter {
             states: vec![JobState::Running, JobState::Completing],
             ..SqueueFilter::default()
         })
@@ -261,13 +261,13 @@ pub fn gpu_map_for(
     jobs: &[JobView],
     may_open: &dyn Fn(&str) -> bool,
 ) -> GpuMap {
-    let brings = shares(&state.inventory.cluster);
-    let nodes = if state.config.scheduler.is_slurm() {
+    let brings = shares(state.cluster.shape());
+    let nodes = if state.cluster.is_slurm() {
         slurm_gpu_map(nodes)
     } else {
         gpu_map(
-            &state.inventory.cluster,
-            &state.inventory.gpus,
+            state.cluster.shape(),
+            state.cluster.gpus(),
             state.config.cluster.discover_gpus,
             nodes,
             jobs,

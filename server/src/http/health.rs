@@ -37,8 +37,8 @@ pub async fn metrics(
     // The queue, the GPUs and the sessions now; while the scheduler is still being
     // restored the last values stay.
     let (queue, nodes, sessions) = tokio::join!(
-        state.scheduler.queue_counts(),
-        state.scheduler.nodes(),
+        state.cluster.queue_counts(),
+        state.cluster.nodes(),
         state.store.session_counts(),
     );
     match (queue, nodes, sessions) {

@@ -42,9 +42,7 @@ pub struct AppState {
     pub metrics: Metrics,
     pub secure_cookies: bool,
     pub trusted_proxies: Vec<IpAddr>,
-    pub scheduler: crate::sched::Scheduler,
     pub quotas: crate::services::Quotas,
-    pub inventory: Arc<crate::sched::inventory::Inventory>,
     pub sessions: crate::sessions::Sessions,
     pub identities: crate::identities::Identities,
     pub audit: crate::services::Audit,
@@ -54,6 +52,8 @@ pub struct AppState {
     /// Benchmark campaigns.
     pub campaigns: crate::services::Campaigns,
     pub nodes: crate::services::Nodes,
+    /// The cluster's nodes, partitions, queue counts and GPUs, for the pages and the API.
+    pub cluster: crate::services::Cluster,
     pub usage: crate::services::Usage,
     /// The Files app.
     pub files: crate::services::Files,

@@ -71,7 +71,7 @@ pub async fn partitions(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let (_, partitions) = state.scheduler.nodes().await?;
+    let (_, partitions) = state.cluster.nodes().await?;
     Ok(HttpResponse::Ok().json(Partitions { partitions }))
 }
 
@@ -82,9 +82,9 @@ pub async fn nodes(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let (nodes, partitions) = state.scheduler.nodes().await?;
+    let (nodes, partitions) = state.cluster.nodes().await?;
     let started = state.metrics.start_time.get();
-    let host = (!state.config.scheduler.is_slurm())
+    let host = (!state.cluster.is_slurm())
         .then(|| {
             nodes
                 .first()
@@ -93,7 +93,7 @@ pub async fn nodes(
         .flatten();
     Ok(HttpResponse::Ok().json(Nodes {
         nodes,
-        gpus: state.inventory.gpus.clone(),
+        gpus: state.cluster.gpus().to_vec(),
         partitions,
         host,
     }))
@@ -108,7 +108,7 @@ pub async fn config(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let jobs = &state.config.jobs;
-    let slurm = state.config.scheduler.is_slurm();
+    let slurm = state.cluster.is_slurm();
     let mut out = serde_json::Map::new();
     let mut put = |k: &str, v: serde_json::Value| {
         out.insert(k.to_string(), v);

@@ -71,18 +71,18 @@ struct PendingRow {
 pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Read)?;
-    let (nodes, partitions) = state.scheduler.nodes().await?;
+    let (nodes, partitions) = state.cluster.nodes().await?;
     // The jobs holding slices, and the first page of those waiting.
     let jobs = state
-        .scheduler
-        .squeue(SqueueFilter {
+        .cluster
+        .jobs(SqueueFilter {
             states: vec![JobState::Running, JobState::Completing],
             ..SqueueFilter::default()
         })
         .await?;
     let (pending, pending_total) = state
-        .scheduler
-        .squeue_page(
+        .cluster
+        .jobs_page(
             SqueueFilter {
                 states: vec![JobState::Pending],
                 ..SqueueFilter::default()

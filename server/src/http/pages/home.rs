@@ -193,12 +193,12 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
         .profile(me.user_id)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    let (nodes, _) = state.scheduler.nodes().await?;
+    let (nodes, _) = state.cluster.nodes().await?;
     let (mut free, nodes_unavailable) = free_rows(&nodes);
     for row in free.iter_mut() {
         let parent = state
-            .inventory
-            .gpus
+            .cluster
+            .gpus()
             .iter()
             .find(|g| g.mig.iter().any(|(p, _)| *p == row.kind));
         if let Some(part) = parent.and_then(|g| super::mig_part(&row.kind, &g.model)) {

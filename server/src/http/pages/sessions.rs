@@ -433,7 +433,7 @@ async fn new_page(
         .join(" ");
     let folder_apps = state.sessions.terminal_apps().join(" ");
     let offer = state.sessions.gpu_offer().await;
-    let mut gpu_kinds = gpu_kind_choices(&offer, &state.inventory.gpus);
+    let mut gpu_kinds = gpu_kind_choices(&offer, state.cluster.gpus());
     expected_starts(state, me, &mut gpu_kinds, &form.hours).await;
     let gpu = gpu_words(&offer);
     render(
@@ -477,7 +477,7 @@ pub async fn new_form(
     // What starts now: a free whole GPU, else a free slice or share; none on a
     // cluster without GPUs.
     let offer = state.sessions.gpu_offer().await;
-    let (gpus, slice) = default_gpu_choice(&gpu_kind_choices(&offer, &state.inventory.gpus));
+    let (gpus, slice) = default_gpu_choice(&gpu_kind_choices(&offer, state.cluster.gpus()));
     // Relaunch: the same app, environment, GPUs, hours, name and log folder.
     if let Some(id) = q.relaunch {
         let record = state

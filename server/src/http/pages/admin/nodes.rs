@@ -44,8 +44,8 @@ async fn nodes_page(
     error: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let (nodes, _) = state.scheduler.nodes().await?;
-    let jobs = state.scheduler.squeue(SqueueFilter::default()).await?;
+    let (nodes, _) = state.cluster.nodes().await?;
+    let jobs = state.cluster.jobs(SqueueFilter::default()).await?;
     let page = NodesPage {
         nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         nodes: nodes.iter().cloned().map(node_row).collect(),

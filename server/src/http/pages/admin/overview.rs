@@ -206,8 +206,8 @@ async fn utilisation(state: &AppState) -> Result<Utilisation, ApiError> {
     .map(|(k, v)| (k.to_string(), v));
     let query = Query::parse(&pairs, now).map_err(|e| ApiError::internal(e.to_string()))?;
     let usage = state.usage.by_bucket(&query, UsageKey::User).await?;
-    let gpus = if state.config.scheduler.is_slurm() {
-        let (nodes, _) = state.scheduler.nodes().await?;
+    let gpus = if state.cluster.is_slurm() {
+        let (nodes, _) = state.cluster.nodes().await?;
         nodes
             .iter()
             .flat_map(|n| &n.slices)
@@ -215,8 +215,8 @@ async fn utilisation(state: &AppState) -> Result<Utilisation, ApiError> {
             .sum()
     } else {
         state
-            .inventory
             .cluster
+            .shape()
             .nodes
             .iter()
             .map(|n| n.gpus.len() as f64)
@@ -232,7 +232,7 @@ async fn utilisation(state: &AppState) -> Result<Utilisation, ApiError> {
 
 pub async fn show(state: web::Data<AppState>, admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let accounts = state.accounts.summary().await?;
-    let (nodes, _) = state.scheduler.nodes().await?;
+    let (nodes, _) = state.cluster.nodes().await?;
     let mut node_states: BTreeMap<&str, usize> = BTreeMap::new();
     for n in &nodes {
         *node_states.entry(n.state.name()).or_default() += 1;

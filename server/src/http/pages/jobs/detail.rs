@@ -404,7 +404,7 @@ async fn page_with(
         .await
         .map_err(ApiError::from)?;
     let slices = if info.state == "PENDING" {
-        match state.scheduler.nodes().await {
+        match state.cluster.nodes().await {
             Ok((nodes, _)) => cluster_slices(&nodes),
             Err(_) => ClusterSlices::new(),
         }

@@ -153,7 +153,7 @@ pub struct SubmitForm {
 /// The cluster's GPU types, whole GPUs first, and its partitions, the default first,
 /// for the fields; none when the scheduler cannot say.
 async fn field_choices(state: &AppState) -> (Vec<String>, Vec<PartitionChoice>) {
-    let Ok((nodes, partitions)) = state.scheduler.nodes().await else {
+    let Ok((nodes, partitions)) = state.cluster.nodes().await else {
         return (Vec::new(), Vec::new());
     };
     let mut types: Vec<String> = super::cluster_slices(&nodes)

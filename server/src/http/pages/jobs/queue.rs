@@ -117,7 +117,7 @@ pub async fn lists(
         .board_filtered(me, everyone, &query.filter, recent, page)
         .await?;
     let slices = if queue.iter().any(|j| j.state == "PENDING") {
-        match state.scheduler.nodes().await {
+        match state.cluster.nodes().await {
             Ok((nodes, _)) => cluster_slices(&nodes),
             Err(_) => ClusterSlices::new(),
         }
