@@ -1286,7 +1286,8 @@ impl Jobs {
             ));
         }
         let who = requester(caller);
-        let before = self.show(caller, job).await?;
+        // The scheduler's view is enough for the audit's "before" (a pending job).
+        let before = from_view(self.scheduler.job(&who, job).await?);
         if let Some(changes) = changes {
             self.scheduler.update(&who, job, changes).await?;
         }
