@@ -199,6 +199,8 @@ fn write_replacing(target: &Path, data: &[u8], executable: bool) -> std::io::Res
 /// make); each user is looked at once per portal run.
 #[derive(Debug)]
 pub struct Homes {
+    store: Store,
+    identities: crate::identities::Identities,
     enabled: bool,
     templates: bool,
     exe: Option<PathBuf>,
@@ -206,8 +208,15 @@ pub struct Homes {
 }
 
 impl Homes {
-    pub fn new(create_homes: bool, templates: bool) -> Homes {
+    pub fn new(
+        store: Store,
+        identities: crate::identities::Identities,
+        create_homes: bool,
+        templates: bool,
+    ) -> Homes {
         Homes {
+            store,
+            identities,
             enabled: create_homes && nix::unistd::geteuid().is_root(),
             templates,
             exe: std::env::current_exe().ok(),
@@ -221,11 +230,11 @@ impl Homes {
     }
 
     /// Prepare `user`'s storage; errors are logged (the login goes on).
-    pub async fn prepare(&self, store: &Store, user: &User) {
+    pub async fn prepare(&self, user: &User) {
         if !self.enabled || self.done().contains(&user.id) {
             return;
         }
-        match self.try_prepare(store, user).await {
+        match self.try_prepare(user).await {
             Ok(()) => {
                 self.done().insert(user.id);
             }
@@ -235,9 +244,8 @@ impl Homes {
         }
     }
 
-    async fn try_prepare(&self, store: &Store, user: &User) -> anyhow::Result<()> {
-        let identities = crate::identities::Identities::new(store.clone(), true);
-        let Some(identity) = identities.posix(&user.username).await? else {
+    async fn try_prepare(&self, user: &User) -> anyhow::Result<()> {
+        let Some(identity) = self.identities.posix(&user.username).await? else {
             return Ok(());
         };
         let for_home = identity.clone();
@@ -245,7 +253,7 @@ impl Homes {
             tracing::info!(user = %user.username, home = %identity.home.display(), "created the user's home");
         }
         if !self.templates
-            || store.templates_digest(user.id).await?.as_deref() == Some(starters_digest())
+            || self.store.templates_digest(user.id).await?.as_deref() == Some(starters_digest())
         {
             return Ok(());
         }
@@ -271,7 +279,7 @@ impl Homes {
             }
             anyhow::bail!("copying the templates failed ({status}): {}", text.trim());
         }
-        store
+        self.store
             .set_templates_digest(user.id, starters_digest())
             .await?;
         Ok(())

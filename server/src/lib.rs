@@ -18,6 +18,7 @@ pub mod identities;
 pub mod launch;
 pub mod metrics;
 pub mod notifications;
+pub mod portal;
 pub mod privilege;
 pub mod sched;
 pub mod services;

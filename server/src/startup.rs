@@ -189,21 +189,33 @@ impl Application {
         let spool = settings.spool_dir.clone();
         // Jobs' notices (the internal scheduler's; Slurm mails its own) and sessions'.
         let notifier = crate::notifications::Notifier::start(&config.notify)?;
+        // Who each account is, resolved in one place for every part that acts as a user.
+        let identities = crate::identities::Identities::new(store.clone(), as_root);
         let (scheduler, scheduler_task) = if config.scheduler.is_slurm() {
             tracing::info!("jobs and sessions are Slurm jobs (scheduler.backend = \"slurm\")");
             let slurm = crate::sched::slurm::SlurmSettings::from_config(&config.slurm, as_root);
-            crate::sched::slurm::start(store.clone(), slurm, metrics.slurm.clone()).await?
+            crate::sched::slurm::start(
+                store.clone(),
+                identities.clone(),
+                slurm,
+                metrics.slurm.clone(),
+            )
+            .await?
         } else {
             crate::sched::internal::start(
                 store.clone(),
+                identities.clone(),
                 config.jobs.admission(inventory.cluster.clone()),
                 settings,
                 notifier.clone(),
                 metrics.scheduler.clone(),
             )
         };
-        let _recorder =
-            crate::benchmarks::recorder::spawn(store.clone(), inventory.clone(), as_root);
+        let _recorder = crate::benchmarks::recorder::spawn(
+            store.clone(),
+            identities.clone(),
+            inventory.clone(),
+        );
         let quotas = crate::services::Quotas::load(
             store.clone(),
             scheduler.clone(),
@@ -211,7 +223,6 @@ impl Application {
         )
         .await?;
         let config = Arc::new(config);
-        let identities = crate::identities::Identities::new(store.clone(), as_root);
         let audit = crate::services::Audit::new(store.clone());
         let (sessions, culler) = crate::sessions::Sessions::start(
             store.clone(),
@@ -246,7 +257,7 @@ impl Application {
             config.auth.token_max_days,
         );
         let scheduler_handle = scheduler.clone();
-        let state = web::Data::new(AppState {
+        let portal = crate::portal::Portal {
             accounts,
             benchmarks: crate::services::Benchmarks::new(store.clone()),
             campaigns: crate::services::Campaigns::new(store.clone(), jobs.clone(), audit.clone()),
@@ -264,18 +275,22 @@ impl Application {
                 config.storage.clone(),
             ),
             quotas,
-            identities,
             audit,
             jobs,
             homes: Arc::new(crate::homes::Homes::new(
+                store.clone(),
+                identities,
                 config.accounts.create_homes,
                 config.accounts.templates,
             )),
-            secure_cookies: config.secure_cookies(),
             sessions,
-            config,
             store: store.clone(),
             auth: auth.clone(),
+            config: config.clone(),
+        };
+        let state = web::Data::new(AppState {
+            portal,
+            secure_cookies: config.secure_cookies(),
             logins,
             limiter,
             metrics,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::parse;
 use super::{names, Metric, RunSetup};
 use super::{Outcome, Suite};
+use crate::identities::Identities;
 use crate::launch::usage::{ReadRate, Usage};
 use crate::sched::inventory::Inventory;
 use crate::store::benchmarks::{BenchmarkRun, LOCAL};
@@ -24,8 +25,8 @@ const MAX_READ: u64 = 16 << 20;
 /// Read ended benchmark jobs' outputs for as long as the portal runs.
 pub fn spawn(
     store: Store,
+    identities: Identities,
     inventory: Arc<Inventory>,
-    check_owner: bool,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
@@ -40,7 +41,7 @@ pub fn spawn(
                 }
             };
             for job in jobs {
-                let note = record(&store, &inventory, &job, check_owner).await;
+                let note = record(&store, &identities, &inventory, &job).await;
                 if let Err(e) = store.set_benchmark_note(job.id, job.task, &note).await {
                     tracing::warn!(job = job.id, error = %e, "noting a benchmark job failed");
                 }
@@ -52,9 +53,9 @@ pub fn spawn(
 /// Read, parse and record one job; returns the note for the job.
 async fn record(
     store: &Store,
+    identities: &Identities,
     inventory: &Inventory,
     job: &JobRecord,
-    check_owner: bool,
 ) -> String {
     let Some(path) = job.stdout_path.clone() else {
         return "nothing recorded: the job has no output file".into();
@@ -62,22 +63,13 @@ async fn record(
     // A plain file of the job's user; of the portal's only when it runs jobs as itself.
     // As root, a job whose user has no uid is never read: root's files are nobody's
     // benchmark output.
-    let owner = if check_owner {
-        match store.user_by_name(&job.user_name).await {
-            Ok(Some(u)) => match u.uid_number.and_then(|n| u32::try_from(n).ok()) {
-                Some(0) | None => {
-                    return "nothing recorded: the job's user has no uid of their own".into()
-                }
-                Some(uid) => uid,
-            },
-            Ok(None) => return "nothing recorded: the job's user is gone".into(),
-            Err(e) => {
-                tracing::warn!(job = job.id, error = %e, "looking up a benchmark job's user failed");
-                return "nothing recorded: looking up the job's user failed".into();
-            }
+    let owner = match identities.file_owner(&job.user_name).await {
+        Ok(Some(uid)) => uid,
+        Ok(None) => return "nothing recorded: the job's user has no uid of their own".into(),
+        Err(e) => {
+            tracing::warn!(job = job.id, error = %e, "looking up a benchmark job's user failed");
+            return "nothing recorded: looking up the job's user failed".into();
         }
-    } else {
-        crate::launch::current_ids().0
     };
     let shown = path.clone();
     let read = tokio::task::spawn_blocking(move || {

@@ -12,7 +12,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::store::StoreError;
+use crate::services::ServiceError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -222,22 +222,13 @@ impl ResponseError for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => Self::NotFound,
-            StoreError::Conflict(what) => Self::Conflict(format!("{what} already exists")),
-            StoreError::Database(sqlx::Error::PoolTimedOut)
-            | StoreError::Database(sqlx::Error::Io(_)) => Self::Unavailable(e.to_string()),
-            other => Self::Internal(other.to_string()),
-        }
-    }
-}
-
-impl From<crate::services::ServiceError> for ApiError {
-    fn from(e: crate::services::ServiceError) -> Self {
+/// Every service's error reaches HTTP as a [`ServiceError`], and so does what the
+/// services' errors are made of (the store's, the scheduler's, sessions', quotas',
+/// tokens'): their one table of statuses is the services' `From` impls and this.
+impl<E: Into<ServiceError>> From<E> for ApiError {
+    fn from(e: E) -> Self {
         use crate::services::ServiceError as E;
-        match e {
+        match e.into() {
             E::BadRequest(m) => Self::BadRequest(m),
             E::Invalid { field, message } => Self::InvalidField { field, message },
             E::InvalidPath { field, message } => Self::InvalidPath { field, message },
@@ -262,7 +253,6 @@ impl From<crate::services::ServiceError> for ApiError {
             },
             E::Restoring => Self::restoring(),
             E::NotSupported(m) => Self::NotImplemented(m),
-            E::Store(e) => e.into(),
             E::Internal(cause) => Self::Internal(cause),
         }
     }
@@ -305,12 +295,6 @@ pub fn urlencode(text: &str) -> String {
         }
     }
     out
-}
-
-impl From<crate::sched::SchedError> for ApiError {
-    fn from(e: crate::sched::SchedError) -> Self {
-        crate::services::ServiceError::from(e).into()
-    }
 }
 
 #[cfg(test)]

@@ -14,8 +14,7 @@ pub async fn healthz() -> HttpResponse {
 /// The process can serve: its database answers.
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     state
-        .store
-        .ping()
+        .ready()
         .await
         .map_err(|e| ApiError::Unavailable(format!("database: {e}")))?;
     Ok(HttpResponse::Ok()
@@ -39,7 +38,7 @@ pub async fn metrics(
     let (queue, nodes, sessions) = tokio::join!(
         state.cluster.queue_counts(),
         state.cluster.nodes(),
-        state.store.session_counts(),
+        state.sessions.counts(),
     );
     match (queue, nodes, sessions) {
         (Ok(queue), Ok((nodes, _)), Ok(sessions)) => {

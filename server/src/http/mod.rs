@@ -16,49 +16,34 @@ pub mod proxy;
 pub mod signin;
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 
 use crate::auth::login::Logins;
 use crate::auth::rate_limit::LoginLimiter;
-use crate::auth::Authenticator;
-use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::store::Store;
+use crate::portal::Portal;
 
 pub use error::ApiError;
 
 /// What every handler may use.
 #[derive(Debug)]
 pub struct AppState {
-    pub config: Arc<Config>,
-    pub store: Store,
-    pub auth: Arc<Authenticator>,
+    /// The services, as `state.jobs`, `state.sessions` … through `Deref`.
+    pub portal: Portal,
     pub logins: Logins,
-    /// Users' homes and templates, prepared at login.
-    pub homes: Arc<crate::homes::Homes>,
     pub limiter: LoginLimiter,
     pub metrics: Metrics,
     pub secure_cookies: bool,
     pub trusted_proxies: Vec<IpAddr>,
-    pub quotas: crate::services::Quotas,
-    pub sessions: crate::sessions::Sessions,
-    pub identities: crate::identities::Identities,
-    pub audit: crate::services::Audit,
-    pub jobs: crate::services::Jobs,
-    pub accounts: crate::services::Accounts,
-    pub benchmarks: crate::services::Benchmarks,
-    /// Benchmark campaigns.
-    pub campaigns: crate::services::Campaigns,
-    pub nodes: crate::services::Nodes,
-    /// The cluster's nodes, partitions, queue counts and GPUs, for the pages and the API.
-    pub cluster: crate::services::Cluster,
-    pub usage: crate::services::Usage,
-    /// The Files app.
-    pub files: crate::services::Files,
-    /// Administrators' messages to everyone.
-    pub announcements: crate::services::Announcements,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Portal;
+
+    fn deref(&self) -> &Portal {
+        &self.portal
+    }
 }
 
 impl AppState {

@@ -10,7 +10,7 @@ use super::{ApiError, AppState};
 use crate::auth::local::LoginError;
 use crate::auth::principal::NewLogin;
 use crate::metrics::LoginOutcome;
-use crate::store::User;
+use crate::services::records::User;
 use crate::util::now_ms;
 
 /// How long a login waits while its address is full of other logins being checked
@@ -100,8 +100,8 @@ pub async fn sign_in(
         .map_err(|e| Failure::Unavailable(e.into()))?;
     tracing::info!(user = %user.username, client = %addr, source = %user.source, "login");
     // The home and templates in the background: a login never waits on storage.
-    let (homes, store, who) = (state.homes.clone(), state.store.clone(), user.clone());
-    tokio::spawn(async move { homes.prepare(&store, &who).await });
+    let (homes, who) = (state.homes.clone(), user.clone());
+    tokio::spawn(async move { homes.prepare(&who).await });
     Ok((user, login))
 }
 

@@ -1,10 +1,12 @@
-//! The one scheduler handle: [`Scheduler`] (a cheap clone of the channel into the
-//! running backend), the [`Command`] protocol both backends answer, who asks
-//! ([`Requester`]) and what can go wrong ([`SchedError`]). The permission rule every
-//! backend applies to a job (a user sees only their own; another user's job does not
-//! exist) is [`Requester::visible`].
+//! The one scheduler handle: [`Scheduler`] (a cheap clone of the running backend),
+//! the [`SchedulerBackend`] trait both backends implement (the internal one by
+//! sending to its actor, Slurm's directly), who asks ([`Requester`]) and what can go
+//! wrong ([`SchedError`]). The permission rule every backend applies to a job (a
+//! user sees only their own; another user's job does not exist) is
+//! [`Requester::visible`].
 //!
-//! Owns: the protocol between handlers and a backend, and the permission rule.
+//! Owns: the operations a backend answers, the wait for a backend that is not ready
+//! yet, and the permission rule.
 //! Must not touch: either backend (`internal`, `slurm` depend on this, never the
 //! reverse), the store, processes, HTTP types.
 //!
@@ -15,13 +17,14 @@
 //! never sent, so it never takes effect later.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use scheduler::{
-    JobId, JobOutcome, JobView, LimitUsage, LimitsConfig, NodeCommand, NodeView, Owner,
-    PartitionView, QueueCounts, SqueueFilter, TestOnly,
+    JobId, JobView, LimitUsage, LimitsConfig, NodeCommand, NodeView, Owner, PartitionView,
+    QueueCounts, SqueueFilter, TestOnly,
 };
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
 use super::submission::Submission;
 
@@ -85,84 +88,63 @@ pub enum SchedError {
 /// client's patience.
 pub const RESTORE_WAIT: Duration = Duration::from_secs(10);
 
-pub(in crate::sched) type Reply<T> = oneshot::Sender<Result<T, SchedError>>;
-
-/// What a handler asks of the backend; each carries where the answer goes.
-pub(in crate::sched) enum Command {
-    Submit {
+/// What a scheduler backend answers. The handle waits for the backend to be ready
+/// before it asks anything but [`Self::set_limits_first`] and [`Self::shutdown`].
+#[async_trait::async_trait]
+pub(in crate::sched) trait SchedulerBackend:
+    Send + Sync + std::fmt::Debug
+{
+    /// Submit; answers once the job is durable.
+    async fn submit(
+        &self,
         owner: Owner,
-        submission: Box<Submission>,
+        submission: Submission,
         workdir: PathBuf,
-        reply: Reply<JobId>,
-    },
+    ) -> Result<JobId, SchedError>;
     /// `sbatch --test-only`: what the submission would do; nothing is recorded.
-    TestOnly {
+    async fn test_only(
+        &self,
         owner: Owner,
-        submission: Box<Submission>,
+        submission: Submission,
         workdir: PathBuf,
-        reply: Reply<TestOnly>,
-    },
-    Control {
-        who: Requester,
-        job: JobId,
-        action: Control,
-        reply: Reply<()>,
-    },
-    Job {
-        who: Requester,
-        job: JobId,
-        reply: Reply<JobView>,
-    },
-    Squeue {
-        filter: SqueueFilter,
-        reply: Reply<Vec<JobView>>,
-    },
-    /// One page of `Squeue` and how many lines there are in all.
-    SqueuePage {
+    ) -> Result<TestOnly, SchedError>;
+    async fn control(&self, who: Requester, job: JobId, action: Control) -> Result<(), SchedError>;
+    async fn job(&self, who: Requester, job: JobId) -> Result<JobView, SchedError>;
+    async fn squeue(&self, filter: SqueueFilter) -> Result<Vec<JobView>, SchedError>;
+    /// One page of `squeue` and how many lines there are in all.
+    async fn squeue_page(
+        &self,
         filter: SqueueFilter,
         offset: usize,
         limit: usize,
-        reply: Reply<(Vec<JobView>, u64)>,
-    },
-    Nodes {
-        reply: Reply<(Vec<NodeView>, Vec<PartitionView>)>,
-    },
+    ) -> Result<(Vec<JobView>, u64), SchedError>;
+    async fn nodes(&self) -> Result<(Vec<NodeView>, Vec<PartitionView>), SchedError>;
     /// The lines `squeue` lists, counted by partition, state and pending reason.
-    QueueCounts { reply: Reply<QueueCounts> },
+    async fn queue_counts(&self) -> Result<QueueCounts, SchedError>;
     /// The factors of the pending jobs' priorities (`sprio`).
-    Priority {
+    async fn priority(
+        &self,
         filter: scheduler::PriorityFilter,
-        reply: Reply<scheduler::PriorityList>,
-    },
+    ) -> Result<scheduler::PriorityList, SchedError>;
     /// The fair-share figures of the accounts and their users (`sshare`).
-    Shares { reply: Reply<scheduler::SharesView> },
+    async fn shares(&self) -> Result<scheduler::SharesView, SchedError>;
     /// What a job used, where the backend's own accounting knows it (Slurm's
     /// `sacct`); atrium's supervisors write theirs to the store, and the internal
     /// backend answers `None`.
-    Usage {
-        job: JobId,
-        reply: Reply<Option<JobUsage>>,
-    },
+    async fn usage(&self, job: JobId) -> Result<Option<JobUsage>, SchedError>;
+    /// Replace every quota; answers once durable.
+    async fn set_limits(&self, limits: LimitsConfig) -> Result<(), SchedError>;
+    /// [`Self::set_limits`] ahead of every request, ready or not; the answer comes
+    /// through the receiver.
+    fn set_limits_first(
+        &self,
+        limits: LimitsConfig,
+    ) -> Result<oneshot::Receiver<Result<(), SchedError>>, SchedError>;
+    async fn limit_usages(&self, owners: Vec<Owner>) -> Result<Vec<Vec<LimitUsage>>, SchedError>;
+    async fn set_node(&self, node: String, command: NodeCommand) -> Result<(), SchedError>;
     /// Write what must be written before the portal stops (the internal scheduler:
-    /// a last snapshot) and stop answering.
-    Shutdown { reply: Reply<()> },
-    Limits {
-        limits: Box<LimitsConfig>,
-        reply: Reply<()>,
-    },
-    LimitUsage {
-        owners: Vec<Owner>,
-        reply: Reply<Vec<Vec<LimitUsage>>>,
-    },
-    Node {
-        node: String,
-        command: NodeCommand,
-        reply: Reply<()>,
-    },
-    /// A job step atrium supervises ended (the internal backend's step tasks send it
-    /// into the same queue, so that it is ordered with the commands; Slurm reports
-    /// its own ends and ignores it).
-    StepEnded(StepEnd),
+    /// a last snapshot) and stop answering; ahead of every request, ready or not.
+    async fn shutdown(&self) -> Result<(), SchedError>;
 }
 
 /// What a user may do to a job of theirs.
@@ -225,21 +207,11 @@ impl JobUpdate {
     }
 }
 
-/// How a step ended, as the internal backend records it.
-#[derive(Debug, Clone)]
-pub(in crate::sched) struct StepEnd {
-    pub job: JobId,
-    pub outcome: JobOutcome,
-    /// The supervisor stopped it at its time limit.
-    pub time_limit: bool,
-    pub message: Option<String>,
-}
-
 /// The handle handlers use. Cheap to clone. A backend's `start` makes it
 /// (`sched::internal::start`, `sched::slurm::start`).
 #[derive(Clone, Debug)]
 pub struct Scheduler {
-    tx: mpsc::Sender<Command>,
+    backend: Arc<dyn SchedulerBackend>,
     judge: OptionJudge,
     /// `true` once the backend answers (the internal one: its queue rebuilt); the
     /// sender dropped without it: the backend failed to start.
@@ -258,18 +230,25 @@ pub enum OptionJudge {
 }
 
 impl Scheduler {
-    /// The handle on a backend that answers what `tx` carries once `ready` is true.
+    /// The handle on `backend`, which answers once `ready` is true.
     pub(in crate::sched) fn new(
-        tx: mpsc::Sender<Command>,
+        backend: Arc<dyn SchedulerBackend>,
         judge: OptionJudge,
         ready: watch::Receiver<bool>,
     ) -> Scheduler {
         Scheduler {
-            tx,
+            backend,
             judge,
             ready,
             restore_wait: RESTORE_WAIT,
         }
+    }
+
+    /// This handle waiting `wait` (not [`RESTORE_WAIT`]) for the backend.
+    #[cfg(test)]
+    pub(in crate::sched) fn waiting(mut self, wait: Duration) -> Scheduler {
+        self.restore_wait = wait;
+        self
     }
 
     /// Whether the backend answers now (false while the queue is being restored).
@@ -299,34 +278,16 @@ impl Scheduler {
         self.judge
     }
 
-    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, SchedError> {
+    /// The backend, once it is ready.
+    async fn ready(&self) -> Result<&dyn SchedulerBackend, SchedError> {
         self.until_ready().await?;
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(make(reply))
-            .await
-            .map_err(|_| SchedError::Unavailable)?;
-        rx.await.map_err(|_| SchedError::Unavailable)?
-    }
-
-    /// Queue a command now, ready or not (ahead of every request that waits for the
-    /// backend); the answer comes through the returned receiver.
-    fn queue_first<T>(
-        &self,
-        make: impl FnOnce(Reply<T>) -> Command,
-    ) -> Result<oneshot::Receiver<Result<T, SchedError>>, SchedError> {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .try_send(make(reply))
-            .map_err(|_| SchedError::Unavailable)?;
-        Ok(rx)
+        Ok(self.backend.as_ref())
     }
 
     /// Ask the backend to write what it must before the portal stops (the internal
     /// scheduler: a last snapshot) and to stop; answers when done.
     pub async fn shutdown(&self) -> Result<(), SchedError> {
-        let rx = self.queue_first(|reply| Command::Shutdown { reply })?;
-        rx.await.map_err(|_| SchedError::Unavailable)?
+        self.backend.shutdown().await
     }
 
     /// Submit; answers once the job is durable.
@@ -336,13 +297,7 @@ impl Scheduler {
         submission: Submission,
         workdir: PathBuf,
     ) -> Result<JobId, SchedError> {
-        self.ask(|reply| Command::Submit {
-            owner,
-            submission: Box::new(submission),
-            workdir,
-            reply,
-        })
-        .await
+        self.ready().await?.submit(owner, submission, workdir).await
     }
 
     /// What a submission would do (`sbatch --test-only`), checked as a submission is
@@ -353,13 +308,10 @@ impl Scheduler {
         submission: Submission,
         workdir: PathBuf,
     ) -> Result<TestOnly, SchedError> {
-        self.ask(|reply| Command::TestOnly {
-            owner,
-            submission: Box::new(submission),
-            workdir,
-            reply,
-        })
-        .await
+        self.ready()
+            .await?
+            .test_only(owner, submission, workdir)
+            .await
     }
 
     pub async fn cancel(&self, who: &Requester, job: JobId) -> Result<(), SchedError> {
@@ -415,28 +367,17 @@ impl Scheduler {
         job: JobId,
         action: Control,
     ) -> Result<(), SchedError> {
-        self.ask(|reply| Command::Control {
-            who: who.clone(),
-            job,
-            action,
-            reply,
-        })
-        .await
+        self.ready().await?.control(who.clone(), job, action).await
     }
 
     /// A job the scheduler still knows (pending, running or ended since it started).
     pub async fn job(&self, who: &Requester, job: JobId) -> Result<JobView, SchedError> {
-        self.ask(|reply| Command::Job {
-            who: who.clone(),
-            job,
-            reply,
-        })
-        .await
+        self.ready().await?.job(who.clone(), job).await
     }
 
     /// Jobs as `squeue` lists them.
     pub async fn squeue(&self, filter: SqueueFilter) -> Result<Vec<JobView>, SchedError> {
-        self.ask(|reply| Command::Squeue { filter, reply }).await
+        self.ready().await?.squeue(filter).await
     }
 
     /// One page of [`Self::squeue`] (`limit` lines from `offset`) and how many lines
@@ -447,23 +388,17 @@ impl Scheduler {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<JobView>, u64), SchedError> {
-        self.ask(|reply| Command::SqueuePage {
-            filter,
-            offset,
-            limit,
-            reply,
-        })
-        .await
+        self.ready().await?.squeue_page(filter, offset, limit).await
     }
 
     /// Nodes and partitions as `sinfo` shows them.
     pub async fn nodes(&self) -> Result<(Vec<NodeView>, Vec<PartitionView>), SchedError> {
-        self.ask(|reply| Command::Nodes { reply }).await
+        self.ready().await?.nodes().await
     }
 
     /// How many jobs are pending and running, by partition, state and reason.
     pub async fn queue_counts(&self) -> Result<QueueCounts, SchedError> {
-        self.ask(|reply| Command::QueueCounts { reply }).await
+        self.ready().await?.queue_counts().await
     }
 
     /// The weights and the factors of the pending jobs' priorities that match
@@ -472,28 +407,24 @@ impl Scheduler {
         &self,
         filter: scheduler::PriorityFilter,
     ) -> Result<scheduler::PriorityList, SchedError> {
-        self.ask(|reply| Command::Priority { filter, reply }).await
+        self.ready().await?.priority(filter).await
     }
 
     /// The fair-share figures of every account and its users (`sshare`); the caller
     /// applies who may see which.
     pub async fn shares(&self) -> Result<scheduler::SharesView, SchedError> {
-        self.ask(|reply| Command::Shares { reply }).await
+        self.ready().await?.shares().await
     }
 
     /// What `job` used, as the backend's own accounting knows it (`None`: it keeps
     /// none; the caller has checked that the job is visible to whom it answers).
     pub async fn usage(&self, job: JobId) -> Result<Option<JobUsage>, SchedError> {
-        self.ask(|reply| Command::Usage { job, reply }).await
+        self.ready().await?.usage(job).await
     }
 
     /// Replace every quota; they apply from the next pass. Answers once durable.
     pub async fn set_limits(&self, limits: LimitsConfig) -> Result<(), SchedError> {
-        self.ask(|reply| Command::Limits {
-            limits: Box::new(limits),
-            reply,
-        })
-        .await
+        self.ready().await?.set_limits(limits).await
     }
 
     /// [`Self::set_limits`] at startup: queued at once, ahead of every request waiting
@@ -503,10 +434,7 @@ impl Scheduler {
         &self,
         limits: LimitsConfig,
     ) -> Result<oneshot::Receiver<Result<(), SchedError>>, SchedError> {
-        self.queue_first(|reply| Command::Limits {
-            limits: Box::new(limits),
-            reply,
-        })
+        self.backend.set_limits_first(limits)
     }
 
     /// The quotas that apply to `owner` and what of each is in use.
@@ -520,18 +448,12 @@ impl Scheduler {
         &self,
         owners: Vec<Owner>,
     ) -> Result<Vec<Vec<LimitUsage>>, SchedError> {
-        self.ask(|reply| Command::LimitUsage { owners, reply })
-            .await
+        self.ready().await?.limit_usages(owners).await
     }
 
     /// Drain, resume or down a node. Answers once durable.
     pub async fn set_node(&self, node: String, command: NodeCommand) -> Result<(), SchedError> {
-        self.ask(|reply| Command::Node {
-            node,
-            command,
-            reply,
-        })
-        .await
+        self.ready().await?.set_node(node, command).await
     }
 }
 
@@ -555,55 +477,6 @@ mod tests {
             admin: true,
         };
         assert!(admin.visible(Some(("ada", 1)), |j| j.0).is_ok());
-    }
-
-    /// A handle on a channel nobody serves yet, waiting `wait` for readiness.
-    fn restoring(wait: Duration) -> (Scheduler, mpsc::Receiver<Command>, watch::Sender<bool>) {
-        let (tx, rx) = mpsc::channel(4);
-        let (ready_tx, ready) = watch::channel(false);
-        let mut handle = Scheduler::new(tx, OptionJudge::Atrium, ready);
-        handle.restore_wait = wait;
-        (handle, rx, ready_tx)
-    }
-
-    #[tokio::test]
-    async fn a_request_to_a_scheduler_still_restoring_is_refused_unsent_after_the_wait() {
-        let (handle, mut rx, _ready) = restoring(Duration::from_millis(20));
-        assert!(!handle.is_ready());
-        let answer = handle.nodes().await;
-        assert!(matches!(answer, Err(SchedError::Restoring)), "{answer:?}");
-        assert!(rx.try_recv().is_err(), "a refused request is never sent");
-    }
-
-    #[tokio::test]
-    async fn a_request_waits_for_the_restore_and_startup_commands_go_first() {
-        let (handle, mut rx, ready) = restoring(RESTORE_WAIT);
-        let limits = handle
-            .set_limits_first(LimitsConfig::default())
-            .expect("queued");
-        let asking = tokio::spawn({
-            let handle = handle.clone();
-            async move { handle.nodes().await }
-        });
-        // Nothing but the startup command is queued until the scheduler is ready.
-        assert!(matches!(rx.recv().await, Some(Command::Limits { .. })));
-        assert!(rx.try_recv().is_err());
-        ready.send(true).expect("ready");
-        match rx.recv().await {
-            Some(Command::Nodes { reply }) => {
-                let _ = reply.send(Ok((Vec::new(), Vec::new())));
-            }
-            _ => panic!("expected the waiting request"),
-        }
-        assert!(asking.await.expect("task").is_ok());
-        drop(limits);
-    }
-
-    #[tokio::test]
-    async fn a_scheduler_that_failed_to_restore_is_unavailable() {
-        let (handle, _rx, ready) = restoring(RESTORE_WAIT);
-        drop(ready);
-        assert!(matches!(handle.nodes().await, Err(SchedError::Unavailable)));
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod nodes;
 pub mod output;
 pub mod quotas;
 pub mod reasons;
+pub mod records;
 pub mod usage;
 
 pub use account_changes::AccountChanges;
@@ -97,8 +98,6 @@ pub enum ServiceError {
     /// Not available here (with this scheduler backend): says what to use instead.
     #[error("{0}")]
     NotSupported(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
     /// Something that should not happen; the cause goes to the log only.
     #[error("{0}")]
     Internal(String),
@@ -107,6 +106,20 @@ pub enum ServiceError {
 impl ServiceError {
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         Self::Internal(cause.to_string())
+    }
+}
+
+/// The store's errors as a service's: a missing row is not found, a duplicate a
+/// conflict, a database out of reach unavailable; the rest internal.
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => Self::NotFound,
+            StoreError::Conflict(what) => Self::Conflict(format!("{what} already exists")),
+            StoreError::Database(sqlx::Error::PoolTimedOut)
+            | StoreError::Database(sqlx::Error::Io(_)) => Self::Unavailable(e.to_string()),
+            other => Self::Internal(other.to_string()),
+        }
     }
 }
 
@@ -129,7 +142,7 @@ impl From<IdentityError> for ServiceError {
     fn from(e: IdentityError) -> Self {
         match e {
             IdentityError::Missing(_) => Self::Forbidden(e.to_string()),
-            IdentityError::Store(e) => Self::Store(e),
+            IdentityError::Store(e) => e.into(),
         }
     }
 }

@@ -101,7 +101,7 @@ impl From<SessionError> for crate::services::ServiceError {
             SessionError::NotFound => E::NotFound,
             SessionError::Forbidden(m) => E::Forbidden(m),
             SessionError::Scheduler(e) => e.into(),
-            SessionError::Store(e) => E::Store(e),
+            SessionError::Store(e) => e.into(),
             SessionError::Quota(e) => e.into(),
             SessionError::Internal(m) => E::Internal(m),
         }
@@ -470,6 +470,11 @@ impl Sessions {
     }
 
     /// A user's sessions not over, then their last ended ones.
+    /// How many sessions have not ended, by app kind and state (for the metrics).
+    pub async fn counts(&self) -> Result<Vec<(String, String, i64)>, SessionError> {
+        Ok(self.inner.store.session_counts().await?)
+    }
+
     pub async fn list(&self, user: &str, ended: i64) -> Result<Vec<SessionRecord>, SessionError> {
         Ok(self.inner.store.sessions_of(user, ended).await?)
     }

@@ -13,7 +13,7 @@ use crate::accounting::chart::{self, Stacks};
 use crate::accounting::{csv, GroupBy, Query};
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
-use crate::store::{bucket_bounds, UsageKey};
+use crate::services::records::{bucket_bounds, UsageKey};
 
 /// The parameters of both routes.
 #[derive(Debug, IntoParams)]

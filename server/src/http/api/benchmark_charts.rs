@@ -14,7 +14,7 @@ use crate::benchmarks::chart::{self, Chart, SeriesBy};
 use crate::benchmarks::names;
 use crate::benchmarks::run::{ListQuery, MAX_LIMIT};
 use crate::http::{ApiError, AppState};
-use crate::store::BenchmarkSort;
+use crate::services::records::BenchmarkSort;
 
 /// The chart of the runs `req` asks for.
 pub async fn chart_of(

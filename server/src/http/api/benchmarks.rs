@@ -238,7 +238,7 @@ pub async fn delete(
 mod tests {
     use super::*;
     use crate::benchmarks::{Metric, RunSetup};
-    use crate::store::{BenchmarkRecord, BenchmarkRun};
+    use crate::services::records::{BenchmarkRecord, BenchmarkRun};
 
     #[test]
     fn csv_has_a_column_per_metric_and_unit() {

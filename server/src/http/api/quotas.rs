@@ -9,17 +9,10 @@ use utoipa::ToSchema;
 use crate::auth::{Principal, Scope};
 use crate::domain::quota::QuotaLimits;
 use crate::http::{ApiError, AppState};
-use crate::services::quotas::{scope_parts, ChangedBy, Quota, QuotaError};
+use crate::services::quotas::{scope_parts, ChangedBy, Quota};
 pub use crate::services::quotas::{MyUsage, QuotaUsage};
 
 use super::rfc3339;
-
-/// As the services' refusals are (one table: `services`' `From<QuotaError>`).
-impl From<QuotaError> for ApiError {
-    fn from(e: QuotaError) -> Self {
-        crate::services::ServiceError::from(e).into()
-    }
-}
 
 /// A quota.
 #[derive(Debug, Serialize, ToSchema)]

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
-use crate::sessions::{Progress, SessionError, StartRequest};
+use crate::sessions::{Progress, StartRequest};
 
 /// Keep-alive comments on the progress stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -103,13 +103,6 @@ pub struct EnvironmentInfo {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EnvironmentList {
     pub environments: Vec<EnvironmentInfo>,
-}
-
-/// As the services' refusals are (one table: `sessions`' `From<SessionError>`).
-impl From<SessionError> for ApiError {
-    fn from(e: SessionError) -> Self {
-        crate::services::ServiceError::from(e).into()
-    }
 }
 
 /// Start a session.

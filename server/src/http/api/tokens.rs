@@ -4,11 +4,11 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::rfc3339;
-use crate::auth::personal_tokens::{TokenError, TokenRequest};
+use crate::auth::personal_tokens::TokenRequest;
 use crate::auth::token::Scopes;
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
-use crate::store::ApiToken;
+use crate::services::records::ApiToken;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,12 +47,6 @@ struct Created {
     token: TokenView,
     /// The secret, shown this once.
     secret: String,
-}
-
-impl From<TokenError> for ApiError {
-    fn from(e: TokenError) -> Self {
-        crate::services::ServiceError::from(e).into()
-    }
 }
 
 pub async fn list(caller: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

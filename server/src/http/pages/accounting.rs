@@ -19,7 +19,7 @@ use crate::http::authn::PageUser;
 use crate::http::error::urlencode;
 use crate::http::pages::when::filters;
 use crate::http::{ApiError, AppState};
-use crate::store::{Bucket, UsageKey};
+use crate::services::records::{Bucket, UsageKey};
 
 /// Jobs listed on the page (the CSV export has them all).
 const JOBS: i64 = 100;
@@ -211,10 +211,10 @@ pub async fn show(
 mod tests {
     use super::*;
     use crate::http::pages::tests::nav;
-    use crate::store::{Usage, UsageRecord};
+    use crate::services::records::{Usage, UsageRecord};
 
     fn key_usage(key: &str, gpu_seconds: f64) -> KeyUsage {
-        KeyUsage::of_row(crate::store::UsageRow {
+        KeyUsage::of_row(crate::services::records::UsageRow {
             key: key.into(),
             usage: Usage {
                 jobs: 1,
@@ -281,7 +281,7 @@ mod tests {
             ..UsageRecord::default()
         };
         let totals: Totals = usage.into();
-        let rows = vec![KeyUsage::of_row(crate::store::UsageRow {
+        let rows = vec![KeyUsage::of_row(crate::services::records::UsageRow {
             key: "alice".into(),
             usage,
         })];

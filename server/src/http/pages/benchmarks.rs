@@ -254,7 +254,7 @@ mod tests {
     use super::*;
     use crate::benchmarks::{Metric, RunSetup};
     use crate::http::pages::tests::nav;
-    use crate::store::{BenchmarkRecord, BenchmarkRun};
+    use crate::services::records::{BenchmarkRecord, BenchmarkRun};
 
     fn info(source: &str, model: &str) -> RunInfo {
         RunInfo::from(BenchmarkRecord {

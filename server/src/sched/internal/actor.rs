@@ -20,12 +20,13 @@ use scheduler::{ClusterConfig, JobId, JobState};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::command::{Command, Reply};
 use super::decide::{Batch, Decider};
 use super::restore::{self, Taken};
 use super::steps::{StepRunner, StepSignal};
 use crate::metrics::{DecisionKind, SchedulerMetrics};
 use crate::notifications::Notifier;
-use crate::sched::handle::{Command, Reply, SchedError};
+use crate::sched::handle::SchedError;
 use crate::store::Store;
 use crate::util::now_secs;
 

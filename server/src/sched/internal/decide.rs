@@ -18,11 +18,12 @@ use scheduler::{
     Cluster, Decision, JobId, JobOutcome, JobState, JobView, Owner, PendingReason, Time,
 };
 
+use super::command::{Command, Reply, StepEnd};
 use super::event::{Applied, ApplyError, Event};
 use super::steps::StepSignal;
 use crate::launch::SignalWhom;
 use crate::notifications::{Notice, NoticeEvent};
-use crate::sched::handle::{Command, Control, JobUpdate, Reply, Requester, SchedError, StepEnd};
+use crate::sched::handle::{Control, JobUpdate, Requester, SchedError};
 use crate::sched::step_env::{self, PatternValues};
 use crate::sched::submission::Submission;
 use crate::store::{JobChange, JobRecord, JobStart};
@@ -265,7 +266,6 @@ impl Decider {
                 owner,
                 submission,
                 reply,
-                ..
             } => {
                 let answer = self
                     .cluster
@@ -308,10 +308,6 @@ impl Decider {
             }
             Command::Shares { reply } => {
                 let _ = reply.send(Ok(self.cluster.shares(now)));
-            }
-            // Its supervisors' samples are in the store.
-            Command::Usage { reply, .. } => {
-                let _ = reply.send(Ok(None));
             }
             Command::Limits { limits, reply } => {
                 if self.cluster.config().limits == *limits {

@@ -19,6 +19,7 @@
 //! does it), process details (`launch`).
 
 mod actor;
+mod command;
 mod decide;
 mod event;
 mod login_env;
@@ -41,6 +42,7 @@ use crate::store::Store;
 /// without its queue).
 pub fn start(
     store: Store,
+    identities: crate::identities::Identities,
     config: ClusterConfig,
     settings: LaunchSettings,
     notifier: Notifier,
@@ -48,7 +50,13 @@ pub fn start(
 ) -> (Scheduler, tokio::task::JoinHandle<anyhow::Result<()>>) {
     let (tx, rx) = mpsc::channel(16_384);
     let (ready_tx, ready) = watch::channel(false);
-    let runner = steps::StepRunner::new(settings, store.clone(), tx.clone(), metrics.usage.clone());
+    let runner = steps::StepRunner::new(
+        settings,
+        store.clone(),
+        identities,
+        tx.clone(),
+        metrics.usage.clone(),
+    );
     let task = tokio::spawn(async move {
         let mut actor = actor::Actor::load(store, config, runner, notifier, metrics).await?;
         actor.adopt_steps().await?;
@@ -56,5 +64,6 @@ pub fn start(
         actor.run(rx).await;
         Ok(())
     });
-    (Scheduler::new(tx, OptionJudge::Atrium, ready), task)
+    let backend = std::sync::Arc::new(command::ActorHandle { tx });
+    (Scheduler::new(backend, OptionJudge::Atrium, ready), task)
 }

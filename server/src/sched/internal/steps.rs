@@ -13,9 +13,9 @@ use std::time::Duration;
 use scheduler::{Allocation, JobId, JobOutcome, JobRequest};
 use tokio::sync::mpsc;
 
+use super::command::{Command, StepEnd};
 use crate::launch::{self, usage, RuntimeKind, StepSpec, StepState};
 use crate::metrics::{GpuReading, UsageMetrics};
-use crate::sched::handle::{Command, StepEnd};
 use crate::sched::step_env::{self, StepContext};
 use crate::store::{JobStart, JobUsageRow, Store};
 
@@ -67,6 +67,7 @@ pub enum StepSignal {
 pub(super) struct StepRunner {
     settings: std::sync::Arc<LaunchSettings>,
     store: Store,
+    identities: crate::identities::Identities,
     actor: mpsc::Sender<Command>,
     usage: UsageMetrics,
 }
@@ -78,12 +79,14 @@ impl StepRunner {
     pub fn new(
         settings: LaunchSettings,
         store: Store,
+        identities: crate::identities::Identities,
         actor: mpsc::Sender<Command>,
         usage: UsageMetrics,
     ) -> Self {
         StepRunner {
             settings: std::sync::Arc::new(settings),
             store,
+            identities,
             actor,
             usage,
         }
@@ -143,11 +146,21 @@ impl StepRunner {
     ) -> mpsc::UnboundedSender<StepSignal> {
         let (tx, rx) = mpsc::unbounded_channel();
         let settings = self.settings.clone();
-        let store = self.store.clone();
+        let (store, identities) = (self.store.clone(), self.identities.clone());
         let actor = self.actor.clone();
         let usage = self.recorder(job);
         tokio::spawn(async move {
-            let end = match start_step(&settings, &store, job, &allocation, &start, &user).await {
+            let end = match start_step(
+                &settings,
+                &store,
+                &identities,
+                job,
+                &allocation,
+                &start,
+                &user,
+            )
+            .await
+            {
                 Ok(child) => watch(&settings, job, Some(child), rx, usage).await,
                 Err(message) => {
                     tracing::warn!(%job, %message, "the step could not start");
@@ -210,6 +223,7 @@ async fn supervisor_started(dir: &Path) -> bool {
 async fn start_step(
     settings: &LaunchSettings,
     store: &Store,
+    identities: &crate::identities::Identities,
     job: JobId,
     allocation: &Allocation,
     start: &JobStart,
@@ -222,7 +236,7 @@ async fn start_step(
         if !settings.drop_privileges || name.is_empty() {
             return Ok(None);
         }
-        crate::identities::Identities::new(store.clone(), true)
+        identities
             .posix(&name)
             .await
             .map_err(|e| format!("reading the user's identity failed: {e}"))?

@@ -23,7 +23,7 @@ use crate::sched::submission::Submission;
 use crate::store::{JobChange, JobRecord, Store};
 use crate::util::now_secs;
 
-/// What the command loop and the poll share.
+/// What the handle's calls and the poll share.
 pub(super) struct Backend {
     pub store: Store,
     pub identities: crate::identities::Identities,
@@ -32,6 +32,14 @@ pub(super) struct Backend {
     /// Wakes the poll early (after a submission or a control).
     pub wake: Notify,
     pub metrics: crate::metrics::SlurmMetrics,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlurmBackend")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Slurm's ids become atrium's: after the internal scheduler, Slurm must start above

@@ -40,13 +40,21 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use scheduler::{LimitsConfig, NodeView, PartitionView};
-use tokio::sync::{mpsc, Notify};
+use std::path::PathBuf;
+
+use scheduler::{
+    JobId, JobView, LimitUsage, LimitsConfig, NodeCommand, NodeView, Owner, PartitionView,
+    QueueCounts, SqueueFilter, TestOnly,
+};
+use tokio::sync::{oneshot, Notify};
 
 use self::backend::Backend;
 use self::cli::SlurmCli;
 use self::reconcile::{job_id, live_jobs, view_of_record, Entry, Jobs};
-use super::handle::{Command, OptionJudge, SchedError, Scheduler};
+use super::handle::{
+    Control, JobUsage, OptionJudge, Requester, SchedError, Scheduler, SchedulerBackend,
+};
+use super::submission::Submission;
 use crate::store::Store;
 use crate::util::now_secs;
 
@@ -125,10 +133,10 @@ fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
 /// Load atrium's open Slurm jobs and start answering; the handle answers through it.
 pub async fn start(
     store: Store,
+    identities: crate::identities::Identities,
     settings: SlurmSettings,
     metrics: crate::metrics::SlurmMetrics,
 ) -> anyhow::Result<(Scheduler, tokio::task::JoinHandle<anyhow::Result<()>>)> {
-    let (tx, rx) = mpsc::channel(16_384);
     let mut state = State::default();
     let now = now_secs();
     for (record, slurm_id) in store.open_slurm_jobs().await? {
@@ -153,140 +161,135 @@ pub async fn start(
         settings.cli.clone(),
     ));
     let backend = Arc::new(Backend {
-        identities: crate::identities::Identities::new(store.clone(), true),
+        identities,
         store,
         settings,
         state: Arc::new(Mutex::new(state)),
         wake: Notify::new(),
         metrics,
     });
-    tokio::spawn(backend::poll_loop(backend.clone()));
+    let poll = tokio::spawn({
+        let backend = backend.clone();
+        async move {
+            backend::poll_loop(backend).await;
+            Ok(())
+        }
+    });
     // Ready at once: Slurm holds the queue.
     let (_ready_tx, ready) = tokio::sync::watch::channel(true);
-    Ok((
-        Scheduler::new(tx, OptionJudge::Slurm, ready),
-        tokio::spawn(async move {
-            serve(backend, rx).await;
-            Ok(())
-        }),
-    ))
+    Ok((Scheduler::new(backend, OptionJudge::Slurm, ready), poll))
 }
 
-async fn serve(backend: Arc<Backend>, mut rx: mpsc::Receiver<Command>) {
-    while let Some(cmd) = rx.recv().await {
-        match cmd {
-            Command::Submit {
-                owner,
-                submission,
-                workdir,
-                reply,
-            } => {
-                let b = backend.clone();
-                tokio::spawn(async move {
-                    let _ = reply.send(b.submit(owner, *submission, workdir).await);
-                });
-            }
-            Command::TestOnly {
-                owner,
-                submission,
-                workdir,
-                reply,
-            } => {
-                let b = backend.clone();
-                tokio::spawn(async move {
-                    let _ = reply.send(b.test_only(owner, *submission, workdir).await);
-                });
-            }
-            Command::Control {
-                who,
-                job,
-                action,
-                reply,
-            } => {
-                let b = backend.clone();
-                tokio::spawn(async move {
-                    let _ = reply.send(b.control(&who, job, action).await);
-                });
-            }
-            Command::Job { who, job, reply } => {
-                let _ = reply.send(backend.job(&who, job));
-            }
-            Command::Usage { job, reply } => {
-                let b = backend.clone();
-                tokio::spawn(async move {
-                    let _ = reply.send(b.usage(job).await);
-                });
-            }
-            Command::Squeue { filter, reply } => {
-                let _ = reply.send(Ok(backend.squeue(&filter)));
-            }
-            Command::SqueuePage {
-                filter,
-                offset,
-                limit,
-                reply,
-            } => {
-                let all = backend.squeue(&filter);
-                let total = all.len() as u64;
-                let page = all.into_iter().skip(offset).take(limit).collect();
-                let _ = reply.send(Ok((page, total)));
-            }
-            // Nothing of Slurm's to write: its controller keeps the queue.
-            Command::Shutdown { reply } => {
-                let _ = reply.send(Ok(()));
-            }
-            Command::QueueCounts { reply } => {
-                let mut counts = scheduler::QueueCounts::default();
-                for view in backend.squeue(&scheduler::SqueueFilter::default()) {
-                    counts.add(&view);
-                }
-                let _ = reply.send(Ok(counts));
-            }
-            // Slurm's controller computes these; atrium does not mirror them.
-            Command::Priority { reply, .. } => {
-                let _ = reply.send(Err(SchedError::NotSupported(
-                    "priority factors are not available with the Slurm backend: use Slurm's own sprio"
-                        .into(),
-                )));
-            }
-            Command::Shares { reply } => {
-                let _ = reply.send(Err(SchedError::NotSupported(
-                    "fair-share figures are not available with the Slurm backend: use Slurm's own sshare"
-                        .into(),
-                )));
-            }
-            Command::Nodes { reply } => {
-                let s = lock(&backend.state);
-                let _ = reply.send(Ok((s.nodes.clone(), s.partitions.clone())));
-            }
-            // Slurm's associations enforce quotas; atrium keeps them to show.
-            Command::Limits { limits, reply } => {
-                lock(&backend.state).limits = *limits;
-                let _ = reply.send(Ok(()));
-            }
-            Command::LimitUsage { owners, reply } => {
-                let b = backend.clone();
-                tokio::spawn(async move {
-                    let (limits, live) = {
-                        let s = lock(&b.state);
-                        (s.limits.clone(), live_jobs(&s.jobs))
-                    };
-                    let each =
-                        usage::limit_usages(&b.store, &limits, &live, &owners, now_secs()).await;
-                    let _ = reply.send(Ok(each));
-                });
-            }
-            Command::Node {
-                node,
-                command,
-                reply,
-            } => {
-                let b = backend.clone();
-                tokio::spawn(async move {
-                    let _ = reply.send(b.set_node(&node, command).await);
-                });
-            }
-            Command::StepEnded(_) => {}
+/// Slurm answers each operation itself, in the caller's task: its controller keeps
+/// the queue, the poll keeps the mirror.
+#[async_trait::async_trait]
+impl SchedulerBackend for Backend {
+    async fn submit(
+        &self,
+        owner: Owner,
+        submission: Submission,
+        workdir: PathBuf,
+    ) -> Result<JobId, SchedError> {
+        Backend::submit(self, owner, submission, workdir).await
+    }
+
+    async fn test_only(
+        &self,
+        owner: Owner,
+        submission: Submission,
+        workdir: PathBuf,
+    ) -> Result<TestOnly, SchedError> {
+        Backend::test_only(self, owner, submission, workdir).await
+    }
+
+    async fn control(&self, who: Requester, job: JobId, action: Control) -> Result<(), SchedError> {
+        Backend::control(self, &who, job, action).await
+    }
+
+    async fn job(&self, who: Requester, job: JobId) -> Result<JobView, SchedError> {
+        Backend::job(self, &who, job)
+    }
+
+    async fn squeue(&self, filter: SqueueFilter) -> Result<Vec<JobView>, SchedError> {
+        Ok(Backend::squeue(self, &filter))
+    }
+
+    async fn squeue_page(
+        &self,
+        filter: SqueueFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<JobView>, u64), SchedError> {
+        let all = Backend::squeue(self, &filter);
+        let total = all.len() as u64;
+        Ok((all.into_iter().skip(offset).take(limit).collect(), total))
+    }
+
+    async fn nodes(&self) -> Result<(Vec<NodeView>, Vec<PartitionView>), SchedError> {
+        let s = lock(&self.state);
+        Ok((s.nodes.clone(), s.partitions.clone()))
+    }
+
+    async fn queue_counts(&self) -> Result<QueueCounts, SchedError> {
+        let mut counts = QueueCounts::default();
+        for view in Backend::squeue(self, &SqueueFilter::default()) {
+            counts.add(&view);
         }
+        Ok(counts)
+    }
+
+    /// Slurm's controller computes these; atrium does not mirror them.
+    async fn priority(
+        &self,
+        _filter: scheduler::PriorityFilter,
+    ) -> Result<scheduler::PriorityList, SchedError> {
+        Err(SchedError::NotSupported(
+            "priority factors are not available with the Slurm backend: use Slurm's own sprio"
+                .into(),
+        ))
+    }
+
+    async fn shares(&self) -> Result<scheduler::SharesView, SchedError> {
+        Err(SchedError::NotSupported(
+            "fair-share figures are not available with the Slurm backend: use Slurm's own sshare"
+                .into(),
+        ))
+    }
+
+    async fn usage(&self, job: JobId) -> Result<Option<JobUsage>, SchedError> {
+        Backend::usage(self, job).await
+    }
+
+    /// Slurm's associations enforce quotas; atrium keeps them to show.
+    async fn set_limits(&self, limits: LimitsConfig) -> Result<(), SchedError> {
+        lock(&self.state).limits = limits;
+        Ok(())
+    }
+
+    fn set_limits_first(
+        &self,
+        limits: LimitsConfig,
+    ) -> Result<oneshot::Receiver<Result<(), SchedError>>, SchedError> {
+        lock(&self.state).limits = limits;
+        let (reply, rx) = oneshot::channel();
+        let _ = reply.send(Ok(()));
+        Ok(rx)
+    }
+
+    async fn limit_usages(&self, owners: Vec<Owner>) -> Result<Vec<Vec<LimitUsage>>, SchedError> {
+        let (limits, live) = {
+            let s = lock(&self.state);
+            (s.limits.clone(), live_jobs(&s.jobs))
+        };
+        Ok(usage::limit_usages(&self.store, &limits, &live, &owners, now_secs()).await)
+    }
+
+    async fn set_node(&self, node: String, command: NodeCommand) -> Result<(), SchedError> {
+        Backend::set_node(self, &node, command).await
+    }
+
+    /// Nothing of Slurm's to write: its controller keeps the queue.
+    async fn shutdown(&self) -> Result<(), SchedError> {
+        Ok(())
     }
 }

@@ -16,7 +16,7 @@ use crate::http::pages::{render, Nav};
 use crate::http::{ApiError, AppState};
 use crate::services::audit::AuditInfo;
 use crate::services::quotas::fmt_num;
-use crate::store::{bucket_bounds, UsageKey};
+use crate::services::records::{bucket_bounds, UsageKey};
 
 /// How many audit entries the overview shows.
 const LATEST: i64 = 10;

@@ -18,8 +18,8 @@ use crate::http::pages::{not_found_page, render, Nav, Section};
 use crate::http::{ApiError, AppState};
 use crate::services::accounts::UserDetail;
 use crate::services::jobs::{JobInfo, JobQuery};
+use crate::services::records::UsageKey;
 use crate::services::ServiceError;
-use crate::store::UsageKey;
 use crate::util::{now_ms, rfc3339};
 
 /// Latest jobs listed.
@@ -175,7 +175,7 @@ mod tests {
     use crate::domain::quota::QuotaLimits;
     use crate::http::pages::tests::nav;
     use crate::services::quotas::{MyUsage, QuotaUsage};
-    use crate::store::User;
+    use crate::services::records::User;
 
     fn usage(limits: QuotaLimits, gpus: f64, hours: f64) -> QuotaUsage {
         QuotaUsage {
@@ -216,7 +216,8 @@ mod tests {
     }
 
     fn job(id: &str, state: &str) -> JobInfo {
-        let mut j = crate::services::jobs::from_record(&crate::store::JobRecord::default());
+        let mut j =
+            crate::services::jobs::from_record(&crate::services::records::JobRecord::default());
         j.id = id.into();
         j.display_id = id.into();
         j.name = format!("<{id}>");
