@@ -6,6 +6,7 @@
 //! Owns: laying runs out for the pages. Must not touch: SQL, or who may delete a run
 //! (the Benchmarks service decides).
 
+use crate::http::pages::PageError;
 use std::collections::BTreeSet;
 
 use actix_web::http::{header, StatusCode};
@@ -236,16 +237,19 @@ pub async fn delete(
         .benchmarks
         .delete(&me, &state.client_addr(&req), id)
         .await
-        .map_err(ApiError::from);
+        .map_err(PageError::from);
     match deleted {
         Ok(_) => Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, "/benchmarks"))
             .finish()),
-        Err(ApiError::Forbidden(m)) => {
-            run_page(&state, &me, id, Some(m), StatusCode::FORBIDDEN).await
+        Err(PageError::Refused { message, status }) => {
+            run_page(&state, &me, id, Some(message), status).await
         }
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(e) => Err(e),
+        Err(PageError::Invalid(m)) => {
+            run_page(&state, &me, id, Some(m), StatusCode::BAD_REQUEST).await
+        }
+        Err(PageError::NotFound) => not_found_page(),
+        Err(PageError::Failed(e)) => Err(e),
     }
 }
 

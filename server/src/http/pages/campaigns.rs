@@ -7,10 +7,12 @@
 //! Owns: laying campaigns out for the pages and reading the form into a matrix. Must
 //! not touch: planning, submitting or judging a campaign (the Campaigns service).
 
+use crate::http::pages::PageError;
+use crate::services::ServiceError;
 use std::collections::BTreeMap;
 
 use actix_web::http::{header, StatusCode};
-use actix_web::{web, HttpResponse, ResponseError};
+use actix_web::{web, HttpResponse};
 use askama::Template;
 
 use super::{csrf_refused, not_found_page, query_value, render, Nav, Section};
@@ -210,29 +212,21 @@ pub async fn create(
     } else {
         state.campaigns.estimate(&me, &body).await.map(Ok)
     };
-    match outcome.map_err(ApiError::from) {
-        Ok(Err(id)) => Ok(HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, format!("/campaigns/{id}")))
-            .finish()),
+    let (message, status) = match outcome.map_err(PageError::from) {
+        Ok(Err(id)) => {
+            return Ok(HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, format!("/campaigns/{id}")))
+                .finish())
+        }
         Ok(Ok(estimate)) => {
-            list_page(&state, &me, &pairs, Some(estimate), None, StatusCode::OK).await
+            return list_page(&state, &me, &pairs, Some(estimate), None, StatusCode::OK).await
         }
-        Err(
-            e @ (ApiError::InvalidPath { .. }
-            | ApiError::InvalidField { .. }
-            | ApiError::InvalidLines { .. }
-            | ApiError::BadRequest(_)
-            | ApiError::QuotaExceeded(_)
-            | ApiError::Forbidden(_)),
-        ) => {
-            let message = match &e {
-                ApiError::InvalidPath { field, message } => format!("{field}: {message}"),
-                other => other.to_string(),
-            };
-            list_page(&state, &me, &pairs, None, Some(message), e.status_code()).await
-        }
-        Err(e) => Err(e),
-    }
+        Err(PageError::Invalid(m)) => (m, StatusCode::BAD_REQUEST),
+        Err(PageError::Refused { message, status }) => (message, status),
+        Err(PageError::NotFound) => return not_found_page(),
+        Err(PageError::Failed(e)) => return Err(e),
+    };
+    list_page(&state, &me, &pairs, None, Some(message), status).await
 }
 
 #[derive(Template)]
@@ -259,7 +253,7 @@ pub async fn show(
     let Ok(id) = id.parse::<i64>() else {
         return not_found_page();
     };
-    match state.campaigns.show(&me, id).await.map_err(ApiError::from) {
+    match state.campaigns.show(&me, id).await {
         Ok(c) => render(
             &CampaignPage {
                 nav: Nav::of(&me).at(Section::Benchmarks),
@@ -267,8 +261,8 @@ pub async fn show(
             },
             StatusCode::OK,
         ),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(e) => Err(e),
+        Err(ServiceError::NotFound) => not_found_page(),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -9,6 +9,7 @@ mod files;
 mod home;
 mod jobs;
 mod login;
+mod outcome;
 mod profile;
 mod sessions;
 mod sizing;
@@ -17,6 +18,7 @@ pub mod when;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 
+pub use self::outcome::PageError;
 use super::ApiError;
 use crate::auth::Principal;
 

@@ -6,6 +6,7 @@
 //! Who may start, see or stop a session is the sessions service's decision; these
 //! handlers map its answers to pages.
 
+use crate::http::pages::PageError;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -480,15 +481,11 @@ pub async fn new_form(
     let (gpus, slice) = default_gpu_choice(&gpu_kind_choices(&offer, state.cluster.gpus()));
     // Relaunch: the same app, environment, GPUs, hours, name and log folder.
     if let Some(id) = q.relaunch {
-        let record = state
-            .sessions
-            .get(&me.username, false, id)
-            .await
-            .map_err(ApiError::from);
+        let record = state.sessions.get(&me.username, false, id).await;
         let record = match record {
             Ok(r) => r,
-            Err(ApiError::NotFound) => return not_found_page(),
-            Err(e) => return Err(e),
+            Err(SessionError::NotFound) => return not_found_page(),
+            Err(e) => return Err(e.into()),
         };
         let info = state.sessions.info(record.clone()).await;
         let (gpus, slice) = match &record.gpus {
@@ -596,22 +593,24 @@ pub async fn start(
         .sessions
         .start_as(&me, &state.client_addr(&req), request)
         .await
-        .map_err(ApiError::from);
-    match started {
-        Ok(record) => Ok(HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, format!("/sessions/{}", record.id)))
-            .finish()),
-        Err(ApiError::BadRequest(m) | ApiError::Conflict(m)) => {
-            new_page(&state, &me, form, Some(m), StatusCode::BAD_REQUEST).await
+        .map_err(PageError::from);
+    // The form again with its values: a refused field, a session of that name, the
+    // most sessions (400); a quota or what is not the caller's (403).
+    let (message, status) = match started {
+        Ok(record) => {
+            return Ok(HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, format!("/sessions/{}", record.id)))
+                .finish())
         }
-        Err(ApiError::InvalidField { message, .. }) => {
-            new_page(&state, &me, form, Some(message), StatusCode::BAD_REQUEST).await
+        Err(PageError::Invalid(m)) => (m, StatusCode::BAD_REQUEST),
+        Err(PageError::Refused { message, status }) if status == StatusCode::FORBIDDEN => {
+            (message, status)
         }
-        Err(ApiError::QuotaExceeded(m)) => {
-            new_page(&state, &me, form, Some(m), StatusCode::FORBIDDEN).await
-        }
-        Err(e) => Err(e),
-    }
+        Err(PageError::Refused { message, .. }) => (message, StatusCode::BAD_REQUEST),
+        Err(PageError::NotFound) => return not_found_page(),
+        Err(PageError::Failed(e)) => return Err(e),
+    };
+    new_page(&state, &me, form, Some(message), status).await
 }
 
 #[derive(Template)]
@@ -670,10 +669,9 @@ pub async fn stop(
     let stopped = state
         .sessions
         .stop_as(&me, &state.client_addr(&req), id.into_inner())
-        .await
-        .map_err(ApiError::from);
+        .await;
     match stopped {
-        Err(ApiError::NotFound) => return not_found_page(),
+        Err(SessionError::NotFound) => return not_found_page(),
         other => other?,
     }
     Ok(HttpResponse::SeeOther()
@@ -693,13 +691,8 @@ pub async fn dismiss(
         return csrf_refused();
     }
     me.require(Scope::Sessions)?;
-    match state
-        .sessions
-        .dismiss(&me.username, id.into_inner())
-        .await
-        .map_err(ApiError::from)
-    {
-        Err(ApiError::NotFound) => return not_found_page(),
+    match state.sessions.dismiss(&me.username, id.into_inner()).await {
+        Err(SessionError::NotFound) => return not_found_page(),
         other => other?,
     }
     Ok(HttpResponse::SeeOther()

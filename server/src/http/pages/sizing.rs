@@ -5,6 +5,8 @@
 //! Owns: laying the advice out. Must not touch: the arithmetic (`bench::sizing`) or
 //! where its figures come from (the Benchmarks service's `sizing`).
 
+use crate::http::pages::not_found_page;
+use crate::http::pages::PageError;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -82,11 +84,13 @@ pub async fn show(
             .benchmarks
             .sizing(&pairs)
             .await
-            .map_err(ApiError::from)
+            .map_err(PageError::from)
         {
             Ok(advice) => (Some(advice), None, StatusCode::OK),
-            Err(ApiError::BadRequest(m)) => (None, Some(m), StatusCode::BAD_REQUEST),
-            Err(e) => return Err(e),
+            Err(PageError::Invalid(m)) => (None, Some(m), StatusCode::BAD_REQUEST),
+            Err(PageError::Refused { message, status }) => (None, Some(message), status),
+            Err(PageError::NotFound) => return not_found_page(),
+            Err(PageError::Failed(e)) => return Err(e),
         }
     };
     render(

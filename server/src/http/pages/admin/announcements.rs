@@ -3,6 +3,9 @@
 //! `POST /admin/announcements/{id}/delete` withdraws. All through the announcements
 //! service, audited.
 
+use crate::http::pages::not_found_page;
+use crate::http::pages::PageError;
+use crate::services::ServiceError;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -93,20 +96,17 @@ pub async fn create(
         .announcements
         .create(&post.admin, &state.client_addr(&req), &new)
         .await
-        .map_err(ApiError::from)
+        .map_err(PageError::from)
     {
         Ok(_) => Ok(see_other("/admin/announcements")),
-        Err(e @ ApiError::InvalidField { .. }) => {
-            page(
-                &state,
-                &post.admin,
-                form,
-                Some(e.to_string()),
-                StatusCode::BAD_REQUEST,
-            )
-            .await
+        Err(PageError::Invalid(m)) => {
+            page(&state, &post.admin, form, Some(m), StatusCode::BAD_REQUEST).await
         }
-        Err(e) => Err(e),
+        Err(PageError::Refused { message, status }) => {
+            page(&state, &post.admin, form, Some(message), status).await
+        }
+        Err(PageError::NotFound) => not_found_page(),
+        Err(PageError::Failed(e)) => Err(e),
     }
 }
 
@@ -120,9 +120,8 @@ pub async fn delete(
         .announcements
         .delete(&post.admin, &state.client_addr(&req), id.into_inner())
         .await
-        .map_err(ApiError::from)
     {
-        Ok(_) | Err(ApiError::NotFound) => Ok(see_other("/admin/announcements")),
-        Err(e) => Err(e),
+        Ok(_) | Err(ServiceError::NotFound) => Ok(see_other("/admin/announcements")),
+        Err(e) => Err(e.into()),
     }
 }

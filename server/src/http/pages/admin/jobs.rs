@@ -3,6 +3,7 @@
 //! live refresh (`GET /admin/jobs/rows`, as `/jobs/rows`); `POST
 //! /admin/jobs/{id}/cancel`.
 
+use crate::http::pages::PageError;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -106,33 +107,19 @@ pub async fn cancel(
             &post.form.reason,
         )
         .await
-        .map_err(ApiError::from);
-    match cancelled {
-        Ok(_) => Ok(see_other("/admin/jobs")),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(e @ ApiError::InvalidField { .. }) => {
-            let query = match read_query(&[]) {
-                Ok(q) => q,
-                Err(response) => return Ok(*response),
-            };
-            jobs_page(
-                &state,
-                &admin,
-                Some(e.to_string()),
-                StatusCode::BAD_REQUEST,
-                query,
-            )
-            .await
-        }
-        Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
-            let query = match read_query(&[]) {
-                Ok(q) => q,
-                Err(response) => return Ok(*response),
-            };
-            jobs_page(&state, &admin, Some(m), StatusCode::CONFLICT, query).await
-        }
-        Err(e) => Err(e),
-    }
+        .map_err(PageError::from);
+    let (message, status) = match cancelled {
+        Ok(_) => return Ok(see_other("/admin/jobs")),
+        Err(PageError::NotFound) => return not_found_page(),
+        Err(PageError::Failed(e)) => return Err(e),
+        Err(PageError::Invalid(m)) => (m, StatusCode::BAD_REQUEST),
+        Err(PageError::Refused { message, .. }) => (message, StatusCode::CONFLICT),
+    };
+    let query = match read_query(&[]) {
+        Ok(q) => q,
+        Err(response) => return Ok(*response),
+    };
+    jobs_page(&state, &admin, Some(message), status, query).await
 }
 
 #[cfg(test)]

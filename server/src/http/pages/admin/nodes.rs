@@ -1,6 +1,7 @@
 //! `GET /admin/nodes`: every node's state, reason and slices, with forms to drain,
 //! resume or down it; and the GPU slice map. `POST /admin/nodes/{name}/{action}`.
 
+use crate::http::pages::PageError;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -71,14 +72,17 @@ pub async fn act(
         .nodes
         .set(&admin, &state.client_addr(&req), &node, &action, &reason)
         .await
-        .map_err(ApiError::from);
+        .map_err(PageError::from);
     match changed {
         Ok(_) => Ok(see_other("/admin/nodes")),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(ApiError::BadRequest(m)) => {
+        Err(PageError::NotFound) => not_found_page(),
+        Err(PageError::Invalid(m)) => {
             nodes_page(&state, &admin, Some(m), StatusCode::BAD_REQUEST).await
         }
-        Err(e) => Err(e),
+        Err(PageError::Refused { message, status }) => {
+            nodes_page(&state, &admin, Some(message), status).await
+        }
+        Err(PageError::Failed(e)) => Err(e),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `GET /admin/sessions`: every user's sessions that have not ended; `POST
 //! /admin/sessions/{id}/stop`.
 
+use crate::http::pages::PageError;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -42,11 +43,14 @@ pub async fn stop(
         .sessions
         .stop_as(&post.admin, &state.client_addr(&req), id.into_inner())
         .await
-        .map_err(ApiError::from);
+        .map_err(PageError::from);
     match stopped {
         Ok(()) => Ok(see_other("/admin/sessions")),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(e) => Err(e),
+        Err(PageError::NotFound) => not_found_page(),
+        Err(PageError::Invalid(message) | PageError::Refused { message, .. }) => {
+            Err(ApiError::Conflict(message))
+        }
+        Err(PageError::Failed(e)) => Err(e),
     }
 }
 

@@ -2,6 +2,7 @@
 //! name holds TEXT), 100 a page, with what they run and use, each linked to its
 //! detail page (`user_detail`); `POST /admin/users/{name}/disable|enable`.
 
+use crate::http::pages::PageError;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -137,19 +138,19 @@ pub async fn act(
         .accounts
         .set_disabled(&admin, &state.client_addr(&req), &name, disabled)
         .await
-        .map_err(ApiError::from);
-    match changed {
-        Ok(_) => Ok(see_other("/admin/users")),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(ApiError::Conflict(m)) => {
-            let first = UsersQuery {
-                page: PageQuery { page: None },
-                search: String::new(),
-            };
-            users_page(&state, &admin, Some(m), StatusCode::CONFLICT, &first).await
-        }
-        Err(e) => Err(e),
-    }
+        .map_err(PageError::from);
+    let (message, status) = match changed {
+        Ok(_) => return Ok(see_other("/admin/users")),
+        Err(PageError::NotFound) => return not_found_page(),
+        Err(PageError::Failed(e)) => return Err(e),
+        Err(PageError::Invalid(m)) => (m, StatusCode::BAD_REQUEST),
+        Err(PageError::Refused { message, status }) => (message, status),
+    };
+    let first = UsersQuery {
+        page: PageQuery { page: None },
+        search: String::new(),
+    };
+    users_page(&state, &admin, Some(message), status, &first).await
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! Who may see, cancel or resubmit a job is the jobs service's and the scheduler's
 //! decision: another user's job answers "not found" there, and a 404 page here.
 
+use crate::http::pages::PageError;
+use crate::services::ServiceError;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -352,10 +354,10 @@ async fn page_with(
     sent: Option<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let info = match state.jobs.show(me, job).await.map_err(ApiError::from) {
+    let info = match state.jobs.show(me, job).await {
         Ok(info) => info,
-        Err(ApiError::NotFound) => return not_found_page(),
-        Err(e) => return Err(e),
+        Err(ServiceError::NotFound) => return not_found_page(),
+        Err(e) => return Err(e.into()),
     };
     // An array's own number: the array as one thing, its tasks listed.
     if info.is_array {
@@ -386,23 +388,21 @@ async fn page_with(
         .jobs
         .tail(&info, TAIL_BYTES)
         .await
-        .map_err(ApiError::from)
+        .map_err(PageError::from)
     {
         Ok(tail) => (tail, None),
-        Err(ApiError::Forbidden(m)) => (None, Some(m)),
-        Err(ApiError::NotFound) => (
+        Err(PageError::Refused { message, .. } | PageError::Invalid(message)) => {
+            (None, Some(message))
+        }
+        Err(PageError::NotFound) => (
             None,
             Some(
                 "The job's owner has no POSIX identity, so its output cannot be read.".to_string(),
             ),
         ),
-        Err(e) => return Err(e),
+        Err(PageError::Failed(e)) => return Err(e),
     };
-    let usage = state
-        .jobs
-        .efficiency_of(&info)
-        .await
-        .map_err(ApiError::from)?;
+    let usage = state.jobs.efficiency_of(&info).await?;
     let slices = if info.state == "PENDING" {
         match state.cluster.nodes().await {
             Ok((nodes, _)) => cluster_slices(&nodes),
@@ -454,7 +454,7 @@ async fn after_action(
     state: &AppState,
     me: &Principal,
     job: JobId,
-    outcome: Result<String, ApiError>,
+    outcome: Result<String, PageError>,
     what: &str,
 ) -> Result<HttpResponse, ApiError> {
     let refused = |m: &str| Some(format!("{what}: {}", reasons::refusal(m)));
@@ -462,25 +462,15 @@ async fn after_action(
         Ok(done) => Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, done))
             .finish()),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(
-            ApiError::Conflict(m)
-            | ApiError::BadRequest(m)
-            | ApiError::Forbidden(m)
-            | ApiError::QuotaExceeded(m)
-            | ApiError::QueueFull(m),
-        ) => job_page(state, me, job, refused(&m), StatusCode::CONFLICT).await,
-        Err(e @ ApiError::InvalidField { .. }) => {
-            job_page(
-                state,
-                me,
-                job,
-                refused(&e.to_string()),
-                StatusCode::BAD_REQUEST,
-            )
-            .await
+        Err(PageError::NotFound) => not_found_page(),
+        // The job page answers every refusal of an action alike.
+        Err(PageError::Refused { message, .. }) => {
+            job_page(state, me, job, refused(&message), StatusCode::CONFLICT).await
         }
-        Err(e) => Err(e),
+        Err(PageError::Invalid(m)) => {
+            job_page(state, me, job, refused(&m), StatusCode::BAD_REQUEST).await
+        }
+        Err(PageError::Failed(e)) => Err(e),
     }
 }
 
@@ -515,26 +505,19 @@ pub async fn cancel(
             &form.reason,
         )
         .await
-        .map_err(ApiError::from);
+        .map_err(PageError::from);
     match cancelled {
         Ok(_) => Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, format!("/jobs/{job}")))
             .finish()),
-        Err(ApiError::NotFound) => not_found_page(),
-        Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
-            job_page(&state, &me, job, Some(m), StatusCode::CONFLICT).await
+        Err(PageError::NotFound) => not_found_page(),
+        Err(PageError::Refused { message, .. }) => {
+            job_page(&state, &me, job, Some(message), StatusCode::CONFLICT).await
         }
-        Err(e @ ApiError::InvalidField { .. }) => {
-            job_page(
-                &state,
-                &me,
-                job,
-                Some(e.to_string()),
-                StatusCode::BAD_REQUEST,
-            )
-            .await
+        Err(PageError::Invalid(m)) => {
+            job_page(&state, &me, job, Some(m), StatusCode::BAD_REQUEST).await
         }
-        Err(e) => Err(e),
+        Err(PageError::Failed(e)) => Err(e),
     }
 }
 
@@ -567,7 +550,7 @@ pub async fn act(
         .control(&me, &state.client_addr(&req), job, action)
         .await
         .map(|_| format!("/jobs/{job}"))
-        .map_err(ApiError::from);
+        .map_err(PageError::from);
     after_action(&state, &me, job, outcome, what).await
 }
 
@@ -605,15 +588,12 @@ pub async fn nice(
                 .update(&me, &state.client_addr(&req), job, &body)
                 .await
                 .map(|_| format!("/jobs/{job}"))
-                .map_err(ApiError::from)
+                .map_err(PageError::from)
         }
-        Err(_) => Err(ApiError::InvalidField {
-            field: "nice",
-            message: format!(
-                "nice: \"{}\" is not a whole number",
-                form.nice.trim().chars().take(20).collect::<String>()
-            ),
-        }),
+        Err(_) => Err(PageError::Invalid(format!(
+            "nice: \"{}\" is not a whole number",
+            form.nice.trim().chars().take(20).collect::<String>()
+        ))),
     };
     after_action(&state, &me, job, outcome, "Priority not changed").await
 }
@@ -652,7 +632,7 @@ pub async fn signal(
         .signal(&me, &state.client_addr(&req), job, &body)
         .await
         .map(|n| format!("/jobs/{job}?sent={}", scheduler::parse::signal_name(n)))
-        .map_err(ApiError::from);
+        .map_err(PageError::from);
     after_action(&state, &me, job, sent, "Not sent").await
 }
 
@@ -674,7 +654,7 @@ pub async fn resubmit(
         .resubmit(&me, job)
         .await
         .map(|new| format!("/jobs/{new}"))
-        .map_err(ApiError::from);
+        .map_err(PageError::from);
     after_action(&state, &me, job, new, "Not resubmitted").await
 }
 

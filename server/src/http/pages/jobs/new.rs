@@ -5,6 +5,8 @@
 //! listed and its line marked in a numbered view; the GPU and time fields
 //! (`frontend/js/job-submit.js`) write the `#SBATCH` lines.
 
+use crate::http::pages::PageError;
+use crate::services::ServiceError;
 use std::borrow::Cow;
 
 use actix_web::http::{header, StatusCode};
@@ -212,10 +214,20 @@ pub async fn show(
     let mut from_job: Option<(String, String)> = None;
     if let Some(raw) = query.from.as_deref() {
         match super::parse_id(raw) {
-            Some(job) => match state.jobs.script_of(&me, job).await.map_err(ApiError::from) {
+            Some(job) => match state
+                .jobs
+                .script_of(&me, job)
+                .await
+                .map_err(PageError::from)
+            {
                 Ok(found) => from_job = Some(found),
-                Err(ApiError::NotFound) => error = Some("There is no job of yours by that number."),
-                Err(e) => return Err(e),
+                Err(PageError::NotFound) => {
+                    error = Some("There is no job of yours by that number.")
+                }
+                Err(PageError::Invalid(m) | PageError::Refused { message: m, .. }) => {
+                    return Err(ApiError::BadRequest(m))
+                }
+                Err(PageError::Failed(e)) => return Err(e),
             },
             None => error = Some("There is no job of yours by that number."),
         }
@@ -290,18 +302,14 @@ pub async fn submit(
         raw_terminal: false,
     };
     let mut line_errors = Vec::new();
-    let (status, message) = match state
-        .jobs
-        .submit(&me, request)
-        .await
-        .map_err(ApiError::from)
-    {
+    let (status, message) = match state.jobs.submit(&me, request).await {
         Ok(job) => {
             return Ok(HttpResponse::SeeOther()
                 .insert_header((header::LOCATION, format!("/jobs/{job}")))
                 .finish())
         }
-        Err(ApiError::InvalidLines { errors, .. }) => {
+        // Every wrong directive marked on its line: the service's own account.
+        Err(ServiceError::InvalidLines { errors, .. }) => {
             let message = match errors.len() {
                 1 => "One directive of the script is wrong; it is marked below.".to_string(),
                 n => format!("{n} directives of the script are wrong; they are marked below."),
@@ -309,21 +317,23 @@ pub async fn submit(
             line_errors = errors;
             (StatusCode::BAD_REQUEST, message)
         }
-        Err(ApiError::BadRequest(m)) => (StatusCode::BAD_REQUEST, reasons::refusal(&m)),
-        Err(e @ ApiError::InvalidField { .. }) => (StatusCode::BAD_REQUEST, e.to_string()),
-        Err(ApiError::Forbidden(m) | ApiError::QuotaExceeded(m)) => {
+        Err(ServiceError::BadRequest(m)) => (StatusCode::BAD_REQUEST, reasons::refusal(&m)),
+        Err(e @ (ServiceError::Invalid { .. } | ServiceError::InvalidPath { .. })) => {
+            (StatusCode::BAD_REQUEST, e.to_string())
+        }
+        Err(ServiceError::Forbidden(m) | ServiceError::QuotaExceeded(m)) => {
             (StatusCode::FORBIDDEN, reasons::refusal(&m))
         }
-        Err(ApiError::Conflict(m)) => (StatusCode::CONFLICT, reasons::refusal(&m)),
-        Err(ApiError::QueueFull(m)) => (StatusCode::TOO_MANY_REQUESTS, m),
-        Err(ApiError::Unavailable(cause)) => {
+        Err(ServiceError::Conflict(m)) => (StatusCode::CONFLICT, reasons::refusal(&m)),
+        Err(ServiceError::Full(m)) => (StatusCode::TOO_MANY_REQUESTS, m),
+        Err(ServiceError::Unavailable(cause)) => {
             tracing::warn!(%cause, "job submission from the page failed");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "The scheduler is not available; try again shortly.".to_string(),
             )
         }
-        Err(other) => return Err(other),
+        Err(other) => return Err(other.into()),
     };
     let (gpu_types, partitions) = field_choices(&state).await;
     let starters = starters();
