@@ -1,7 +1,9 @@
-//! The module boundaries of `ARCHITECTURE.md`, checked on the source: no two modules
-//! import each other (directly or round a loop), the scheduler's backends do not
-//! import each other, sessions see no Slurm types, and the Slurm-style client crate
-//! depends on nothing of the server's.
+//! The module boundaries of `ARCHITECTURE.md`, checked on the source: every cell of
+//! its "must not touch" column (the table read from the file, so the map and the
+//! check cannot drift apart), no two modules import each other (directly or round a
+//! loop), the scheduler's backends do not import each other, sessions see no Slurm
+//! types, the HTTP layer holds no store or scheduler, the command line writes no
+//! row, and the Slurm-style client crate depends on nothing of the server's.
 //!
 //! The check reads `use` trees and `crate::`/`super::` paths of every file under
 //! `src/` (test modules left out) and builds the graph of modules at one depth.
@@ -438,10 +440,11 @@ fn the_command_line_writes_through_the_services() {
     assert!(!text.contains("NewAuditEntry"), "cli.rs writes audit rows");
 }
 
-/// No handler holds the scheduler or the GPU inventory: the pages and the API reach
-/// the cluster through the `Cluster` service (and jobs, sessions, nodes through
-/// theirs). Read on the sources of `http/`: no `Scheduler` handle named, no
-/// `state.scheduler` or `state.inventory` read (over line breaks too).
+/// No handler holds the database, the scheduler or the GPU inventory: the pages and
+/// the API reach them through the portal's services (`Cluster` for the cluster, jobs,
+/// sessions, nodes through theirs). Read on the sources of `http/`: no `Scheduler`
+/// handle or store named, no `state.scheduler`, `state.inventory` or `state.store`
+/// read (over line breaks too).
 #[test]
 fn the_http_layer_reaches_the_scheduler_only_through_the_services() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
@@ -454,6 +457,8 @@ fn the_http_layer_reaches_the_scheduler_only_through_the_services() {
         for banned in [
             "state.scheduler",
             "state.inventory",
+            "state.store",
+            "crate::store",
             "sched::Scheduler",
             "sched::handle",
         ] {
@@ -464,4 +469,184 @@ fn the_http_layer_reaches_the_scheduler_only_through_the_services() {
             );
         }
     }
+}
+
+/// The rows of ARCHITECTURE.md's table of `server/src` modules: the modules a row
+/// names (its first cell) and its "must not touch" cell.
+fn boundary_rows() -> Vec<(Vec<String>, String)> {
+    let map =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md"))
+            .expect("read ARCHITECTURE.md");
+    let start = map
+        .find("| module | owns | must not touch |")
+        .expect("the table of modules");
+    let mut rows = Vec::new();
+    for line in map[start..].lines().skip(2) {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+        let (Some(first), Some(last)) = (cells.first(), cells.last()) else {
+            continue;
+        };
+        rows.push((ticked(first), last.trim().to_string()));
+    }
+    rows
+}
+
+/// The `ticked` names of a cell, a folder's `/` left off.
+fn ticked(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|t| t.trim_end_matches('/').to_string())
+        .collect()
+}
+
+/// What a "must not touch" cell checks: before its first `: `, either names the
+/// module must not import (`store`, `sched::slurm`, a crate such as `sqlx`, or
+/// `crate`: nothing of the crate), or `all but` the only modules of the crate it may
+/// import. After the colon, the words are for people.
+#[derive(Debug)]
+enum Rule {
+    Never(Vec<String>),
+    OnlyOf(Vec<String>),
+}
+
+fn rule_of(cell: &str) -> Option<Rule> {
+    let (checked, _) = cell.split_once(": ").unwrap_or((cell, ""));
+    let names = ticked(checked);
+    if names.is_empty() {
+        return None;
+    }
+    Some(if checked.trim_start().starts_with("all but") {
+        Rule::OnlyOf(names)
+    } else {
+        Rule::Never(names)
+    })
+}
+
+/// Whether `text` names `path` as a path's start (`sqlx::query`, `use tokio::…`).
+fn names_path(text: &str, path: &str) -> bool {
+    text.match_indices(path).any(|(i, _)| {
+        let before = text[..i].chars().last();
+        let after = &text[i + path.len()..];
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+            && (after.starts_with("::") || after.starts_with(';') || after.starts_with(" as "))
+    })
+}
+
+/// ARCHITECTURE.md's "must not touch" column, every cell checked on the source: the
+/// table names every module of `src/`, each row (but the top's) says what it must
+/// not import, and no module imports it.
+#[test]
+fn every_module_keeps_off_what_the_map_says_it_must_not_touch() {
+    let rows = boundary_rows();
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .expect("lib.rs");
+    let crate_modules: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';').to_string())
+        .collect();
+    let mapped: BTreeSet<String> = rows
+        .iter()
+        .flat_map(|(modules, _)| modules.iter().filter(|m| !m.contains("::")).cloned())
+        .collect();
+    let unmapped: Vec<&String> = crate_modules.difference(&mapped).collect();
+    assert!(
+        unmapped.is_empty(),
+        "ARCHITECTURE.md's table lacks {unmapped:?}"
+    );
+    let sources = modules();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (row, cell) in &rows {
+        let Some(rule) = rule_of(cell) else {
+            assert!(
+                cell.starts_with("—"),
+                "{row:?}: a \"must not touch\" cell with nothing to check"
+            );
+            continue;
+        };
+        for module in row
+            .iter()
+            .filter(|m| crate_modules.contains(m.split("::").next().unwrap_or("")))
+        {
+            let here: Vec<String> = module.split("::").map(str::to_string).collect();
+            let mine = |m: &Module| m.len() >= here.len() && m[..here.len()] == here[..];
+            let own: Vec<&(Module, String)> = sources.iter().filter(|(m, _)| mine(m)).collect();
+            assert!(!own.is_empty(), "{module}: no source");
+            // The modules of the crate it imports, and the paths it names.
+            let mut imports = BTreeSet::new();
+            for (m, text) in &own {
+                for path in paths(text) {
+                    if let Some(target) = resolve(m, &path) {
+                        if !target.is_empty() && !mine(&target) {
+                            imports.insert(target.join("::"));
+                        }
+                    }
+                }
+            }
+            let reaches = |name: &str| -> Vec<String> {
+                imports
+                    .iter()
+                    .filter(|t| *t == name || t.starts_with(&format!("{name}::")))
+                    .cloned()
+                    .collect()
+            };
+            match &rule {
+                Rule::Never(names) => {
+                    for name in names {
+                        checked += 1;
+                        let found = if name == "crate" {
+                            imports.iter().cloned().collect()
+                        } else if crate_modules.contains(name.split("::").next().unwrap_or("")) {
+                            reaches(name)
+                        } else {
+                            own.iter()
+                                .filter(|(_, text)| names_path(text, name))
+                                .map(|(m, _)| m.join("::"))
+                                .collect()
+                        };
+                        if !found.is_empty() {
+                            failures.push(format!("{module} must not touch {name}: {found:?}"));
+                        }
+                    }
+                }
+                Rule::OnlyOf(allowed) => {
+                    checked += 1;
+                    let other: Vec<&String> = imports
+                        .iter()
+                        .filter(|t| {
+                            !allowed
+                                .iter()
+                                .any(|a| *t == a || t.starts_with(&format!("{a}::")))
+                        })
+                        .collect();
+                    if !other.is_empty() {
+                        failures.push(format!("{module} may import only {allowed:?}: {other:?}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked > 40, "the cells are read: {checked} checks");
+}
+
+#[test]
+fn a_rule_is_read_from_its_cell() {
+    assert!(matches!(
+        rule_of("`store`, `sched::slurm`: the store, Slurm's types (it sees `sched::SessionHost`)"),
+        Some(Rule::Never(n)) if n == ["store", "sched::slurm"]
+    ));
+    assert!(matches!(
+        rule_of("all but `domain`, `util`: everything else"),
+        Some(Rule::OnlyOf(n)) if n == ["domain", "util"]
+    ));
+    assert!(rule_of("—").is_none());
+    assert!(names_path("let x = sqlx::query(q);", "sqlx"));
+    assert!(!names_path("let x = my_sqlx::query(q);", "sqlx"));
+    assert!(names_path("use std::fs;", "std::fs"));
 }

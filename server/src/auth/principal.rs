@@ -211,7 +211,7 @@ impl Authenticator {
         let token = self
             .keys
             .issue(&claims)
-            .map_err(|e| StoreError::Database(sqlx::Error::Protocol(e.to_string())))?;
+            .map_err(|e| StoreError::other(e.to_string()))?;
         Ok(NewLogin { token, claims })
     }
 

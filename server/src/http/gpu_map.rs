@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
-use crate::sched::inventory::GpuStatus;
+use crate::services::cluster::GpuStatus;
 
 /// The map: its nodes, the free slices per type, what one GPU brings.
 #[derive(Debug, Serialize)]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::sched::inventory::GpuSource;
+use crate::services::cluster::GpuSource;
 use scheduler::model::{GpuConfig, MigInstanceConfig, NodeConfig, PartitionConfig};
 use scheduler::{Allocation, JobId, NodeAllocation, PendingReason, SliceUsage, TimeLimit};
 

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use scheduler::{ClusterConfig, JobView, NodeView, PartitionView, QueueCounts, SqueueFilter};
 
 use super::ServiceError;
-use crate::sched::inventory::{GpuStatus, Inventory};
+use crate::sched::inventory::Inventory;
+pub use crate::sched::inventory::{GpuSource, GpuStatus, HostNow};
 use crate::sched::Scheduler;
 
 /// The cluster's state for the pages and the API. Cheap to clone.
@@ -72,5 +73,11 @@ impl Cluster {
     /// Slurm holds the queue (`scheduler.backend = "slurm"`): its nodes are Slurm's.
     pub fn is_slurm(&self) -> bool {
         self.slurm
+    }
+
+    /// What the portal's own machine says of itself now (`/proc`): its kernel, boot
+    /// time, load and free memory.
+    pub fn this_machine(&self) -> HostNow {
+        HostNow::read()
     }
 }

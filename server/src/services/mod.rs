@@ -116,8 +116,7 @@ impl From<StoreError> for ServiceError {
         match e {
             StoreError::NotFound => Self::NotFound,
             StoreError::Conflict(what) => Self::Conflict(format!("{what} already exists")),
-            StoreError::Database(sqlx::Error::PoolTimedOut)
-            | StoreError::Database(sqlx::Error::Io(_)) => Self::Unavailable(e.to_string()),
+            e if e.is_unavailable() => Self::Unavailable(e.to_string()),
             other => Self::Internal(other.to_string()),
         }
     }

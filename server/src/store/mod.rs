@@ -65,6 +65,23 @@ pub enum StoreError {
     NoFreeUid { min: u32, max: u32 },
 }
 
+impl StoreError {
+    /// The database is out of reach (no connection from the pool in time, or its
+    /// connection failed), rather than the query wrong: worth trying again.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Self::Database(sqlx::Error::PoolTimedOut) | Self::Database(sqlx::Error::Io(_))
+        )
+    }
+
+    /// A failure on the way to or from the database that is not the database's own
+    /// (encoding what is stored, signing what is handed out).
+    pub fn other(message: impl Into<String>) -> Self {
+        Self::Database(sqlx::Error::Protocol(message.into()))
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         Self::Database(e)

@@ -21,7 +21,7 @@ pub struct Nodes {
     /// Every GPU of the inventory: declared in the configuration or discovered
     /// with `nvidia-smi`; `present: false` marks a declared GPU that was not found.
     #[schema(value_type = Vec<Object>)]
-    pub gpus: Vec<crate::sched::inventory::GpuStatus>,
+    pub gpus: Vec<crate::services::cluster::GpuStatus>,
     /// The partitions, as `GET /api/v1/partitions` lists them (`sinfo` reads both in
     /// one call).
     #[schema(value_type = Vec<Object>)]
@@ -50,9 +50,8 @@ pub struct ThisMachine {
 }
 
 impl ThisMachine {
-    /// This machine now, as node `node`; the portal started at `started`.
-    fn now(node: String, started: i64) -> ThisMachine {
-        let host = crate::sched::inventory::HostNow::read();
+    /// This machine (`host`, read now) as node `node`; the portal started at `started`.
+    fn of(host: crate::services::cluster::HostNow, node: String, started: i64) -> ThisMachine {
         ThisMachine {
             node,
             os: host.os,
@@ -88,7 +87,7 @@ pub async fn nodes(
         .then(|| {
             nodes
                 .first()
-                .map(|n| ThisMachine::now(n.name.clone(), started))
+                .map(|n| ThisMachine::of(state.cluster.this_machine(), n.name.clone(), started))
         })
         .flatten();
     Ok(HttpResponse::Ok().json(Nodes {

@@ -170,7 +170,7 @@ async fn expected_starts(
 /// when there are several), then MIG profiles as parts of their GPU, then shares.
 fn gpu_kind_choices(
     offer: &crate::sessions::GpuOffer,
-    gpus: &[crate::sched::inventory::GpuStatus],
+    gpus: &[crate::services::cluster::GpuStatus],
 ) -> Vec<GpuKindChoice> {
     let whole: Vec<_> = offer
         .kinds
