@@ -49,6 +49,28 @@ pub enum SubmitError {
     TooManyJobs { limit: u64 },
 }
 
+impl SubmitError {
+    /// The option of the request the refusal is about, by its long name (`partition`,
+    /// `account`, `qos`, `time`, `dependency`); `script` when it is the request as a
+    /// whole (what it asks for can never be had, a limit, a malformed request).
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::UnknownPartition(_) | Self::NoDefaultPartition | Self::PartitionNotAllowed(_) => {
+                "partition"
+            }
+            Self::AccountNotAllowed(_) => "account",
+            Self::UnknownQos(_) => "qos",
+            Self::TimeLimitTooLong { .. } => "time",
+            Self::InvalidDependency(_) => "dependency",
+            Self::Invalid(_)
+            | Self::DuplicateId(_)
+            | Self::Unsatisfiable(_)
+            | Self::LimitExceeded { .. }
+            | Self::TooManyJobs { .. } => "script",
+        }
+    }
+}
+
 /// Why an operation on an existing job or node was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OpError {

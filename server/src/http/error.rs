@@ -16,8 +16,6 @@ use crate::services::ServiceError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error("{0}")]
-    BadRequest(String),
     /// One field of the request (`script`, `array`, `environment` …) was refused.
     #[error("{message}")]
     InvalidField {
@@ -97,8 +95,13 @@ struct Body<'a> {
 }
 
 impl ApiError {
-    pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::BadRequest(message.into())
+    /// `field` of the request was refused; `message` says why. Every 400 names its
+    /// field: a query parameter, a body's field, `body` for the body as a whole.
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        Self::InvalidField {
+            field,
+            message: message.into(),
+        }
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -118,10 +121,9 @@ impl ApiError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            Self::BadRequest(_)
-            | Self::InvalidField { .. }
-            | Self::InvalidPath { .. }
-            | Self::InvalidLines { .. } => "bad_request",
+            Self::InvalidField { .. } | Self::InvalidPath { .. } | Self::InvalidLines { .. } => {
+                "bad_request"
+            }
             Self::Unauthorized | Self::LoginRequired { .. } => "unauthorized",
             Self::InvalidCredentials => "invalid_credentials",
             Self::Forbidden(_) => "forbidden",
@@ -145,10 +147,9 @@ impl ApiError {
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_)
-            | Self::InvalidField { .. }
-            | Self::InvalidPath { .. }
-            | Self::InvalidLines { .. } => StatusCode::BAD_REQUEST,
+            Self::InvalidField { .. } | Self::InvalidPath { .. } | Self::InvalidLines { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Unauthorized | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::QuotaExceeded(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
@@ -229,7 +230,6 @@ impl<E: Into<ServiceError>> From<E> for ApiError {
     fn from(e: E) -> Self {
         use crate::services::ServiceError as E;
         match e.into() {
-            E::BadRequest(m) => Self::BadRequest(m),
             E::Invalid { field, message } => Self::InvalidField { field, message },
             E::InvalidPath { field, message } => Self::InvalidPath { field, message },
             E::InvalidLines {
@@ -266,10 +266,29 @@ pub fn json_error(err: actix_web::error::JsonPayloadError, limit: usize) -> ApiE
         E::ContentType => {
             ApiError::UnsupportedMediaType("expected Content-Type: application/json".into())
         }
-        E::Deserialize(e) if e.is_data() => ApiError::bad_request(format!("invalid request: {e}")),
-        E::Deserialize(e) => ApiError::bad_request(format!("malformed JSON: {e}")),
-        other => ApiError::bad_request(format!("cannot read the request body: {other}")),
+        E::Deserialize(e) if e.is_data() => {
+            ApiError::invalid("body", format!("invalid request: {e}"))
+        }
+        E::Deserialize(e) => ApiError::invalid("body", format!("malformed JSON: {e}")),
+        other => ApiError::invalid("body", format!("cannot read the request body: {other}")),
     }
+}
+
+/// Map a query string error to a client error naming the parameter it could not
+/// take when the deserializer says which (an unknown or repeated one), else `query`.
+pub fn query_error(err: &actix_web::error::QueryPayloadError) -> ApiError {
+    let message = format!("query: {err}");
+    match named_field(&message) {
+        Some(field) => ApiError::InvalidPath { field, message },
+        None => ApiError::invalid("query", message),
+    }
+}
+
+/// The field a deserializer's message names (`unknown field `x``).
+fn named_field(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("field `")?;
+    let (name, _) = rest.split_once('`')?;
+    Some(name.chars().take(64).collect())
 }
 
 /// Map a form body error to a client error.
@@ -280,7 +299,7 @@ pub fn form_error(err: actix_web::error::UrlencodedError, limit: usize) -> ApiEr
         E::ContentType => ApiError::UnsupportedMediaType(
             "expected Content-Type: application/x-www-form-urlencoded".into(),
         ),
-        other => ApiError::bad_request(format!("invalid form: {other}")),
+        other => ApiError::invalid("body", format!("invalid form: {other}")),
     }
 }
 
@@ -300,6 +319,15 @@ pub fn urlencode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_error_names_its_field() {
+        assert_eq!(
+            named_field("query: unknown field `bogus`, expected one of `ids`"),
+            Some("bogus".into())
+        );
+        assert_eq!(named_field("query: invalid digit"), None);
+    }
 
     #[test]
     fn what_a_backend_does_not_answer_is_501_saying_what_to_use() {

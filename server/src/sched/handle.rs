@@ -60,9 +60,14 @@ impl Requester {
 pub enum SchedError {
     #[error("no such job")]
     NotFound,
-    /// The request can never be satisfied (a message for the user).
-    #[error("{0}")]
-    Rejected(String),
+    /// The request can never be satisfied: `field` names the option it is about
+    /// (`partition`, `time` …, `script` for the request as a whole), `message` says
+    /// why, for the user.
+    #[error("{message}")]
+    Rejected {
+        field: &'static str,
+        message: String,
+    },
     /// The job is not in a state that allows this.
     #[error("{0}")]
     Conflict(String),
@@ -81,6 +86,16 @@ pub enum SchedError {
     /// This backend does not answer this request (a message for the user).
     #[error("{0}")]
     NotSupported(String),
+}
+
+impl SchedError {
+    /// A refusal of `field`.
+    pub fn rejected(field: &'static str, message: impl Into<String>) -> SchedError {
+        SchedError::Rejected {
+            field,
+            message: message.into(),
+        }
+    }
 }
 
 /// How long a request waits for a scheduler that is restoring its queue before it

@@ -48,7 +48,11 @@ impl AccountChanges {
     ) -> Result<User, ServiceError> {
         let user = crate::auth::local::add_user(&self.store, accounts, new, password, groups)
             .await
-            .map_err(|e| ServiceError::BadRequest(format!("{e:#}")))?;
+            .map_err(|e| match e.downcast_ref::<crate::store::StoreError>() {
+                // The database out of reach is not the request's fault.
+                Some(s) if s.is_unavailable() => ServiceError::Unavailable(format!("{e:#}")),
+                _ => ServiceError::invalid("user", format!("{e:#}")),
+            })?;
         let detail = serde_json::json!({
             "groups": groups,
             "uid": user.uid_number,

@@ -100,7 +100,9 @@ impl From<TokenError> for ServiceError {
         match e {
             TokenError::Store(e) => e.into(),
             TokenError::ScopeNotHeld(_) | TokenError::CannotMint => Self::Forbidden(e.to_string()),
-            other => Self::BadRequest(other.to_string()),
+            TokenError::InvalidName => Self::invalid("name", e.to_string()),
+            TokenError::NoScopes => Self::invalid("scopes", e.to_string()),
+            TokenError::BadLifetime { .. } => Self::invalid("expires_in_days", e.to_string()),
         }
     }
 }

@@ -91,9 +91,7 @@ impl Benchmarks {
     /// Record `body` as `caller`'s run; a run of a job must be of the caller's own
     /// job (any job for an administrator).
     pub async fn record(&self, caller: &Principal, body: &NewRun) -> Result<RunInfo, ServiceError> {
-        let run = body
-            .check(&caller.username)
-            .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
+        let run = body.check(&caller.username)?;
         if let Some(job) = run.job_id {
             let owner = match self.store.job(job, -1).await {
                 Ok(j) => Some(j.user_name),
@@ -101,9 +99,10 @@ impl Benchmarks {
                 Err(e) => return Err(e.into()),
             };
             if !owner.is_some_and(|o| caller.may_see(&o)) {
-                return Err(ServiceError::BadRequest(format!(
-                    "job_id: no job {job} of yours"
-                )));
+                return Err(ServiceError::invalid(
+                    "job_id",
+                    format!("job_id: no job {job} of yours"),
+                ));
             }
         }
         Ok(self
@@ -200,14 +199,13 @@ impl Benchmarks {
 
     /// The answer to a sizing question (`pairs`: its parameters).
     pub async fn sizing(&self, pairs: &[(String, String)]) -> Result<Advice, ServiceError> {
-        let bad = |e: crate::accounting::FieldError| ServiceError::BadRequest(e.to_string());
-        let query = SizingQuery::parse(pairs).map_err(bad)?;
+        let query = SizingQuery::parse(pairs)?;
         let run = match query.from_run {
             Some(id) => Some(self.store.benchmark_run(id).await?.ok_or_else(|| {
-                ServiceError::BadRequest(format!("from_run: there is no run {id}"))
+                ServiceError::invalid("from_run", format!("from_run: there is no run {id}"))
             })?),
             None => None,
         };
-        advise(&query, run.as_ref(), reference::sizing()).map_err(bad)
+        Ok(advise(&query, run.as_ref(), reference::sizing())?)
     }
 }

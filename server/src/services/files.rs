@@ -209,9 +209,10 @@ impl UploadPiece {
                     }
                 }
                 Err(e) => {
-                    failed = Some(ServiceError::BadRequest(format!(
-                        "the upload was interrupted after {taken} bytes ({e}); ask for its offset and continue"
-                    )));
+                    failed = Some(ServiceError::invalid(
+                        "body",
+                        format!("the upload was interrupted after {taken} bytes ({e}); ask for its offset and continue"),
+                    ));
                     break;
                 }
             }

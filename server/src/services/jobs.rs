@@ -1464,7 +1464,7 @@ impl UpdateJob {
         }
         if out == crate::sched::JobUpdate::default() {
             if self.nice.is_none() {
-                return Err(ServiceError::BadRequest("No changes specified".into()));
+                return Err(ServiceError::invalid("body", "No changes specified"));
             }
             return Ok(None);
         }
@@ -1557,7 +1557,7 @@ fn parse_states(s: Option<&str>) -> Result<(Vec<JobState>, bool), ServiceError> 
                 st.name().eq_ignore_ascii_case(word) || st.short().eq_ignore_ascii_case(word)
             })
             .ok_or_else(|| {
-                ServiceError::BadRequest(format!("state: unknown job state \"{word}\""))
+                ServiceError::invalid("state", format!("state: unknown job state \"{word}\""))
             })?;
         out.push(*state);
     }

@@ -53,10 +53,8 @@ use crate::store::StoreError;
 /// one CLI message.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
-    /// The request is malformed or can never be satisfied.
-    #[error("{0}")]
-    BadRequest(String),
-    /// One field of the request was refused.
+    /// One field of the request was refused: every refusal of a request's content
+    /// names its field.
     #[error("{message}")]
     Invalid {
         field: &'static str,
@@ -109,6 +107,23 @@ impl ServiceError {
     }
 }
 
+impl ServiceError {
+    /// `field` of the request was refused: `message` says why (and names it).
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> ServiceError {
+        ServiceError::Invalid {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// A query parameter or a body's field refused where it was read.
+impl From<crate::accounting::FieldError> for ServiceError {
+    fn from(e: crate::accounting::FieldError) -> Self {
+        Self::invalid(e.field, e.to_string())
+    }
+}
+
 /// The store's errors as a service's: a missing row is not found, a duplicate a
 /// conflict, a database out of reach unavailable; the rest internal.
 impl From<StoreError> for ServiceError {
@@ -126,7 +141,7 @@ impl From<SchedError> for ServiceError {
     fn from(e: SchedError) -> Self {
         match e {
             SchedError::NotFound => Self::NotFound,
-            SchedError::Rejected(m) => Self::BadRequest(m),
+            SchedError::Rejected { field, message } => Self::Invalid { field, message },
             SchedError::Conflict(m) => Self::Conflict(m),
             SchedError::Forbidden(m) => Self::Forbidden(m),
             SchedError::Unavailable => Self::Unavailable("the scheduler is not available".into()),
@@ -150,7 +165,7 @@ impl From<crate::services::quotas::QuotaError> for ServiceError {
     fn from(e: crate::services::quotas::QuotaError) -> Self {
         use crate::services::quotas::QuotaError as Q;
         match e {
-            Q::Invalid(m) => Self::BadRequest(m),
+            Q::Invalid { field, message } => Self::InvalidPath { field, message },
             Q::UnknownName(message) => Self::Invalid {
                 field: "name",
                 message,

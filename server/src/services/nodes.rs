@@ -43,16 +43,20 @@ impl Nodes {
     ) -> Result<NodeChanged, ServiceError> {
         let reason = reason.trim().to_string();
         if reason.len() > 200 || reason.chars().any(char::is_control) {
-            return Err(ServiceError::BadRequest(
-                "reason: at most 200 characters, on one line".into(),
+            return Err(ServiceError::invalid(
+                "reason",
+                "reason: at most 200 characters, on one line",
             ));
         }
         let command = match action {
             "drain" | "down" if reason.is_empty() => {
-                return Err(ServiceError::BadRequest(format!(
-                    "reason: say why the node is {}",
-                    if action == "drain" { "drained" } else { "down" }
-                )))
+                return Err(ServiceError::invalid(
+                    "reason",
+                    format!(
+                        "reason: say why the node is {}",
+                        if action == "drain" { "drained" } else { "down" }
+                    ),
+                ))
             }
             "drain" => NodeCommand::Drain {
                 reason: reason.clone(),
@@ -62,9 +66,10 @@ impl Nodes {
             },
             "resume" => NodeCommand::Resume,
             other => {
-                return Err(ServiceError::BadRequest(format!(
-                    "action: {other:?} is not one of drain, resume, down"
-                )))
+                return Err(ServiceError::invalid(
+                    "action",
+                    format!("action: {other:?} is not one of drain, resume, down"),
+                ))
             }
         };
         let (nodes, _) = self.scheduler.nodes().await?;

@@ -51,9 +51,10 @@ impl Jobs {
             None | Some("stdout") => info.stdout.clone(),
             Some("stderr") => info.stderr.clone().or(info.stdout.clone()),
             Some(other) => {
-                return Err(ServiceError::BadRequest(format!(
-                    "stream: \"{other}\" is neither stdout nor stderr"
-                )))
+                return Err(ServiceError::invalid(
+                    "stream",
+                    format!("stream: \"{other}\" is neither stdout nor stderr"),
+                ))
             }
         };
         let Some(path) = path.map(PathBuf::from) else {

@@ -435,9 +435,10 @@ impl<'a> ChangedBy<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum QuotaError {
-    /// The request names a bad scope or limit (the message names the field).
-    #[error("{0}")]
-    Invalid(String),
+    /// The request names a bad scope or limit: `field` (`scope`, `name`,
+    /// `limits.gpus` …) and why (the message names it too).
+    #[error("{message}")]
+    Invalid { field: String, message: String },
     /// The request names a user or group that does not exist (field `name`).
     #[error("{0}")]
     UnknownName(String),
@@ -473,19 +474,20 @@ fn is_name(name: &str) -> bool {
 
 /// The scope a request names, checked.
 pub fn requested_scope(kind: &str, name: &str) -> Result<LimitScope, QuotaError> {
-    let scope = scope_of(kind, name).ok_or_else(|| {
-        QuotaError::Invalid(format!(
-            "scope: {kind:?} is not one of default, user, group, account"
-        ))
+    let scope = scope_of(kind, name).ok_or_else(|| QuotaError::Invalid {
+        field: "scope".into(),
+        message: format!("scope: {kind:?} is not one of default, user, group, account"),
     })?;
     match &scope {
-        LimitScope::DefaultUser if !name.is_empty() => Err(QuotaError::Invalid(
-            "name: the default quota names no one; leave it empty".into(),
-        )),
+        LimitScope::DefaultUser if !name.is_empty() => Err(QuotaError::Invalid {
+            field: "name".into(),
+            message: "name: the default quota names no one; leave it empty".into(),
+        }),
         LimitScope::DefaultUser => Ok(scope),
-        _ if !is_name(name) => Err(QuotaError::Invalid(format!(
-            "name: {name:?} is not a user, group or account name"
-        ))),
+        _ if !is_name(name) => Err(QuotaError::Invalid {
+            field: "name".into(),
+            message: format!("name: {name:?} is not a user, group or account name"),
+        }),
         _ => Ok(scope),
     }
 }
@@ -494,7 +496,10 @@ pub fn requested_scope(kind: &str, name: &str) -> Result<LimitScope, QuotaError>
 pub fn checked_limits(limits: &QuotaLimits) -> Result<(), QuotaError> {
     limits
         .check()
-        .map_err(|(field, message)| QuotaError::Invalid(format!("limits.{field}: {message}")))
+        .map_err(|(field, message)| QuotaError::Invalid {
+            field: format!("limits.{field}"),
+            message: format!("limits.{field}: {message}"),
+        })
 }
 
 /// One quota that applies to the caller, and its use now.

@@ -16,8 +16,7 @@ use crate::util::now_ms;
 /// `pairs` (a query string's) as `caller`'s query, checked and narrowed to what they
 /// may see.
 pub fn query_for(caller: &Principal, pairs: &[(String, String)]) -> Result<Query, ServiceError> {
-    let mut query =
-        Query::parse(pairs, now_ms()).map_err(|e| ServiceError::BadRequest(e.to_string()))?;
+    let mut query = Query::parse(pairs, now_ms())?;
     query
         .restrict_to(&caller.username, caller.acts_as_admin())
         .map_err(ServiceError::Forbidden)?;

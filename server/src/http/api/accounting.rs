@@ -47,7 +47,7 @@ pub struct AccountingParams {
 pub fn caller_query(req: &HttpRequest, caller: &Principal) -> Result<Query, ApiError> {
     caller.require(Scope::Read)?;
     let pairs = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
-        .map_err(|e| ApiError::bad_request(format!("query: {e}")))?
+        .map_err(|e| ApiError::invalid("query", format!("query: {e}")))?
         .into_inner();
     Ok(crate::services::usage::query_for(caller, &pairs)?)
 }
@@ -119,7 +119,8 @@ pub async fn chart(
         GroupBy::Job | GroupBy::Key(UsageKey::User) => (UsageKey::User, "user"),
         GroupBy::Key(UsageKey::Group) => (UsageKey::Group, "group"),
         _ => {
-            return Err(ApiError::bad_request(
+            return Err(ApiError::invalid(
+                "group_by",
                 "group_by: a chart is by user or by group",
             ))
         }

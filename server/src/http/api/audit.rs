@@ -41,11 +41,14 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Admin)?;
     let query = web::Query::<AuditQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::bad_request(format!("query: {e}")))?
+        .map_err(|e| ApiError::invalid("query", format!("query: {e}")))?
         .into_inner();
     let limit = query.limit.unwrap_or(1000);
     if !(1..=100_000).contains(&limit) {
-        return Err(ApiError::bad_request("limit: must be from 1 to 100000"));
+        return Err(ApiError::invalid(
+            "limit",
+            "limit: must be from 1 to 100000",
+        ));
     }
     let pairs: Vec<(String, String)> =
         web::Query::<Vec<(String, String)>>::from_query(req.query_string())
@@ -83,8 +86,9 @@ pub async fn list(
                 ))
                 .body(out))
         }
-        Some(other) => Err(ApiError::bad_request(format!(
-            "format: {other:?} is not one of json, csv"
-        ))),
+        Some(other) => Err(ApiError::invalid(
+            "format",
+            format!("format: {other:?} is not one of json, csv"),
+        )),
     }
 }

@@ -22,8 +22,7 @@ pub async fn chart_of(
     req: &HttpRequest,
     by: SeriesBy,
 ) -> Result<String, ApiError> {
-    let mut query =
-        ListQuery::parse(&query_pairs(req)?).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let mut query = ListQuery::parse(&query_pairs(req)?)?;
     let f = &mut query.filter;
     let metric = f
         .metric

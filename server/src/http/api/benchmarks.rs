@@ -65,7 +65,7 @@ pub struct ListParams {
 pub fn query_pairs(req: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
     Ok(
         web::Query::<Vec<(String, String)>>::from_query(req.query_string())
-            .map_err(|e| ApiError::bad_request(format!("query: {e}")))?
+            .map_err(|e| ApiError::invalid("query", format!("query: {e}")))?
             .into_inner(),
     )
 }
@@ -158,8 +158,7 @@ pub async fn list(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let mut query =
-        ListQuery::parse(&query_pairs(&req)?).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let mut query = ListQuery::parse(&query_pairs(&req)?)?;
     let csv_wanted = query.csv.unwrap_or_else(|| {
         req.headers()
             .get(header::ACCEPT)

@@ -43,35 +43,9 @@ pub async fn shares(
     Ok(HttpResponse::Ok().json(state.jobs.shares(&caller, query).await?))
 }
 
-/// The query string read as `T`; a 400 naming the field it could not take (an
-/// unknown or repeated one) when the error says which.
+/// The query string read as `T`; a 400 naming the field it could not take.
 fn query_of<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
     web::Query::<T>::from_query(req.query_string())
         .map(web::Query::into_inner)
-        .map_err(|e| {
-            let message = format!("query: {e}");
-            match named_field(&message) {
-                Some(field) => ApiError::InvalidPath { field, message },
-                None => ApiError::bad_request(message),
-            }
-        })
-}
-
-/// The field a deserializer's message names (`unknown field `x``).
-fn named_field(message: &str) -> Option<String> {
-    let (_, rest) = message.split_once("field `")?;
-    let (name, _) = rest.split_once('`')?;
-    Some(name.chars().take(64).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_query_error_names_its_field() {
-        assert_eq!(
-            super::named_field("query: unknown field `bogus`, expected one of `ids`"),
-            Some("bogus".into())
-        );
-        assert_eq!(super::named_field("query: invalid digit"), None);
-    }
+        .map_err(|e| crate::http::error::query_error(&e))
 }

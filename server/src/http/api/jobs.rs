@@ -97,8 +97,9 @@ pub async fn attach(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
     let job = parse_id(&id)?;
-    let (response, session, messages) = actix_ws::handle(&req, body)
-        .map_err(|e| ApiError::bad_request(format!("attach: not a websocket handshake: {e}")))?;
+    let (response, session, messages) = actix_ws::handle(&req, body).map_err(|e| {
+        ApiError::invalid("attach", format!("attach: not a websocket handshake: {e}"))
+    })?;
     let attachment = state.jobs.attach(&caller, job).await?;
     let messages = messages
         .max_frame_size(TERMINAL_MESSAGE)

@@ -54,10 +54,13 @@ fn field_values(
 ) -> Result<BTreeMap<String, String>, ApiError> {
     let fields = fields.unwrap_or_default();
     if fields.len() > crate::sessions::apps::MAX_VALUES {
-        return Err(ApiError::bad_request(format!(
-            "fields: at most {} values",
-            crate::sessions::apps::MAX_VALUES
-        )));
+        return Err(ApiError::invalid(
+            "fields",
+            format!(
+                "fields: at most {} values",
+                crate::sessions::apps::MAX_VALUES
+            ),
+        ));
     }
     fields
         .into_iter()
@@ -68,9 +71,10 @@ fn field_values(
                 serde_json::Value::Bool(b) => b.to_string(),
                 _ => {
                     let name: String = name.chars().take(40).collect();
-                    return Err(ApiError::bad_request(format!(
-                        "fields: {name:?} must be a string, a number or true/false"
-                    )));
+                    return Err(ApiError::invalid(
+                        "fields",
+                        format!("fields: {name:?} must be a string, a number or true/false"),
+                    ));
                 }
             };
             Ok((name, text))

@@ -86,7 +86,7 @@ pub async fn revoke(
 ) -> Result<HttpResponse, ApiError> {
     let id: i64 = id
         .parse()
-        .map_err(|_| ApiError::bad_request("token id must be an integer"))?;
+        .map_err(|_| ApiError::invalid("id", "token id must be an integer"))?;
     state
         .accounts
         .revoke_token(&caller, &state.client_addr(&req), id)

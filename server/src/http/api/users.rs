@@ -84,9 +84,10 @@ pub async fn act(
         "disable" => true,
         "enable" => false,
         other => {
-            return Err(ApiError::bad_request(format!(
-                "action: {other:?} is not one of disable, enable"
-            )))
+            return Err(ApiError::invalid(
+                "action",
+                format!("action: {other:?} is not one of disable, enable"),
+            ))
         }
     };
     let changed = state

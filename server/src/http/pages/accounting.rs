@@ -149,7 +149,11 @@ pub async fn show(
     let me = user.0;
     let mut query = match caller_query(&req, &me) {
         Ok(q) => q,
-        Err(e @ (ApiError::BadRequest(_) | ApiError::Forbidden(_))) => {
+        Err(
+            e @ (ApiError::InvalidField { .. }
+            | ApiError::InvalidPath { .. }
+            | ApiError::Forbidden(_)),
+        ) => {
             let message = e.to_string();
             return render(
                 &MessagePage {

@@ -32,10 +32,10 @@ impl<E: Into<ApiError>> From<E> for PageError {
         match e {
             ApiError::NotFound => Self::NotFound,
             // A nested field is named: the form shows it whole.
-            ApiError::InvalidPath { field, message } => {
+            ApiError::InvalidPath { field, message } if !message.starts_with(&field) => {
                 Self::Invalid(format!("{field}: {message}"))
             }
-            ApiError::BadRequest(_)
+            ApiError::InvalidPath { .. }
             | ApiError::InvalidField { .. }
             | ApiError::InvalidLines { .. } => Self::Invalid(e.to_string()),
             ApiError::Forbidden(_)

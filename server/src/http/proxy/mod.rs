@@ -234,7 +234,7 @@ fn upstream_request(
     // An app that cannot be told its base URL gets the path under the prefix.
     let path = route.upstream_path(&path);
     let method = hyper::Method::from_bytes(req.method().as_str().as_bytes())
-        .map_err(|_| ApiError::bad_request("unsupported method"))?;
+        .map_err(|_| ApiError::invalid("method", "unsupported method"))?;
     let mut out = hyper::Request::builder().method(method).uri(path.as_ref());
     for (name, value) in req.headers() {
         let n = name.as_str();
@@ -251,7 +251,7 @@ fn upstream_request(
         out = out.header("x-forwarded-for", peer.ip().to_string());
     }
     out.body(body)
-        .map_err(|e| ApiError::bad_request(format!("cannot forward this request: {e}")))
+        .map_err(|e| ApiError::invalid("uri", format!("cannot forward this request: {e}")))
 }
 
 fn has_body(req: &HttpRequest) -> bool {

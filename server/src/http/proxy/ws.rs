@@ -58,7 +58,8 @@ pub(super) async fn relay(
     if headers.get("sec-websocket-version").map(|v| v.as_bytes()) != Some(b"13")
         || !headers.contains_key("sec-websocket-key")
     {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::invalid(
+            "sec-websocket-version",
             "bad websocket handshake: it needs Sec-WebSocket-Version 13 and a key",
         ));
     }
@@ -84,7 +85,7 @@ pub(super) async fn relay(
     }
     let handshake = handshake
         .body(http_body_util::Empty::<Bytes>::new())
-        .map_err(|e| ApiError::bad_request(format!("bad websocket request: {e}")))?;
+        .map_err(|e| ApiError::invalid("upgrade", format!("bad websocket request: {e}")))?;
 
     let stream = route
         .upstream()
@@ -106,7 +107,7 @@ pub(super) async fn relay(
         tracing::info!(status = %answer.status(), "the session refused a websocket");
         return Err(match answer.status().as_u16() {
             404 => ApiError::NotFound,
-            400 => ApiError::bad_request("the session's server refused the websocket"),
+            400 => ApiError::invalid("upgrade", "the session's server refused the websocket"),
             _ => ApiError::BadGateway("the session's server refused the websocket".into()),
         });
     }

@@ -270,7 +270,7 @@ impl Decider {
                 let answer = self
                     .cluster
                     .test_only(submission.request.clone(), &owner, now)
-                    .map_err(|e| SchedError::Rejected(e.to_string()));
+                    .map_err(|e| SchedError::rejected(e.field(), e.to_string()));
                 let _ = reply.send(answer);
             }
             Command::Control {
@@ -386,7 +386,7 @@ impl Decider {
                 let _ = reply.send(Err(SchedError::Full(e.to_string())));
             }
             Err(e) => {
-                let _ = reply.send(Err(SchedError::Rejected(e.to_string())));
+                let _ = reply.send(Err(SchedError::rejected(e.field(), e.to_string())));
             }
         }
     }
@@ -520,7 +520,7 @@ impl Decider {
                 reply_durable(batch, reply);
             }
             Err(e) => {
-                let _ = reply.send(Err(SchedError::Rejected(e.to_string())));
+                let _ = reply.send(Err(SchedError::rejected(e.field(), e.to_string())));
             }
         }
     }

@@ -104,6 +104,16 @@ pub enum ApplyError {
     Update(#[from] scheduler::UpdateError),
 }
 
+impl ApplyError {
+    /// The field of the request a refusal is about (`job` for the job's state).
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::Submit(e) | Self::Update(scheduler::UpdateError::Refused(e)) => e.field(),
+            Self::Op(_) | Self::Update(scheduler::UpdateError::State(_)) => "job",
+        }
+    }
+}
+
 impl Event {
     /// Apply to `cluster`. An error leaves the cluster unchanged.
     pub fn apply(&self, cluster: &mut Cluster) -> Result<Applied, ApplyError> {

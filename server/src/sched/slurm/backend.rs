@@ -68,7 +68,7 @@ pub(super) async fn check_first_job_id(store: Store, cli: SlurmCli) {
 
 fn sched_error(e: CliError) -> SchedError {
     match e {
-        CliError::Refused(m) => SchedError::Rejected(m),
+        CliError::Refused(m) => SchedError::rejected("script", m),
         CliError::Unreachable(m) => {
             tracing::warn!(error = %m, "Slurm did not answer");
             SchedError::Unavailable
@@ -87,24 +87,24 @@ fn sbatch_call(
     first: &str,
 ) -> Result<(Vec<String>, Vec<(String, String)>, PathBuf), SchedError> {
     if !submission.request.arguments.is_empty() {
-        return Err(SchedError::Rejected(
+        return Err(SchedError::rejected(
+            "arguments",
             "arguments: under Slurm the script is given to sbatch on its standard input, \
-             which takes no arguments; pass them through the environment"
-                .into(),
+             which takes no arguments; pass them through the environment",
         ));
     }
     if submission.request.pty {
-        return Err(SchedError::Rejected(
+        return Err(SchedError::rejected(
+            "interactive",
             "interactive: under Slurm, interactive jobs are Slurm's own: use its salloc or \
-             srun --pty"
-                .into(),
+             srun --pty",
         ));
     }
     if submission.container.is_some() {
-        return Err(SchedError::Rejected(
+        return Err(SchedError::rejected(
+            "container",
             "container: jobs under Slurm run in the site's own environment; \
-             leave the container out"
-                .into(),
+             leave the container out",
         ));
     }
     let mut args = vec![
@@ -141,7 +141,7 @@ impl Backend {
                 SchedError::Unavailable
             })?
             .ok_or_else(|| {
-                SchedError::Rejected(format!("user {user} has no POSIX identity (uid)"))
+                SchedError::Forbidden(format!("user {user} has no POSIX identity (uid)"))
             })?;
         Ok(Identity::from_posix(user, id))
     }

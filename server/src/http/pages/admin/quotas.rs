@@ -137,7 +137,9 @@ impl QuotaForm {
 /// why beside what it names; anything else is the error page's.
 fn refused_field(e: &QuotaError) -> Option<String> {
     match e {
-        QuotaError::Invalid(m) | QuotaError::UnknownName(m) => Some(labelled_message(m)),
+        QuotaError::Invalid { message: m, .. } | QuotaError::UnknownName(m) => {
+            Some(labelled_message(m))
+        }
         _ => None,
     }
 }

@@ -141,8 +141,7 @@ pub async fn show(
         .await?
         .jobs;
     // This month's usage, as the Usage page sums it.
-    let mut month = Query::parse(&[("user".to_string(), name.clone())], now_ms())
-        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let mut month = Query::parse(&[("user".to_string(), name.clone())], now_ms())?;
     month.group_by = GroupBy::Key(UsageKey::User);
     let used = state.usage.answer(&month, 1).await?.totals;
     let decimals = crate::domain::numbers::decimals_for(&[used.gpu_hours], used.gpu_hours, 1, 4);

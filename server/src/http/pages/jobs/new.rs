@@ -225,7 +225,7 @@ pub async fn show(
                     error = Some("There is no job of yours by that number.")
                 }
                 Err(PageError::Invalid(m) | PageError::Refused { message: m, .. }) => {
-                    return Err(ApiError::BadRequest(m))
+                    return Err(ApiError::invalid("from", m))
                 }
                 Err(PageError::Failed(e)) => return Err(e),
             },
@@ -317,9 +317,10 @@ pub async fn submit(
             line_errors = errors;
             (StatusCode::BAD_REQUEST, message)
         }
-        Err(ServiceError::BadRequest(m)) => (StatusCode::BAD_REQUEST, reasons::refusal(&m)),
+        // A refused option, in plain words with what to do (the scheduler's
+        // refusals: a partition, a time limit, what can never run).
         Err(e @ (ServiceError::Invalid { .. } | ServiceError::InvalidPath { .. })) => {
-            (StatusCode::BAD_REQUEST, e.to_string())
+            (StatusCode::BAD_REQUEST, reasons::refusal(&e.to_string()))
         }
         Err(ServiceError::Forbidden(m) | ServiceError::QuotaExceeded(m)) => {
             (StatusCode::FORBIDDEN, reasons::refusal(&m))

@@ -231,7 +231,10 @@ fn a_submission_the_cluster_refuses_is_rejected_at_once_and_not_logged() {
     );
     assert!(matches!(
         answer(&mut rx),
-        Some(Err(SchedError::Rejected(_)))
+        Some(Err(SchedError::Rejected {
+            field: "partition",
+            ..
+        }))
     ));
     assert!(batch.log.is_empty());
     assert!(batch.changes.is_empty());
