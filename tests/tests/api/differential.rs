@@ -138,6 +138,11 @@ const ATRIUM_SITE_FIELDS: &[&str] = &[
     "reservation",
 ];
 
+/// The fields atrium's scheduler names when it refuses a job (`SubmitError::field`)
+/// that are not a site's resource themselves: the request as a whole, its time
+/// limit, its dependency.
+const SCHEDULER_FIELDS: &[&str] = &["script", "time", "dependency"];
+
 /// What atrium's scheduler says (scheduler::SubmitError) when a job asks for what
 /// the cluster does not have.
 const ATRIUM_SITE_REFUSALS: &[&str] = &[
@@ -205,7 +210,8 @@ fn atrium_verdict(status: u16, body: &Value) -> Verdict {
     if status == 400
         && !refuses_a_fixture_partition(&message)
         && (ATRIUM_SITE_FIELDS.contains(&field)
-            || (field.is_empty() && ATRIUM_SITE_REFUSALS.iter().any(|m| message.contains(m))))
+            || (SCHEDULER_FIELDS.contains(&field)
+                && ATRIUM_SITE_REFUSALS.iter().any(|m| message.contains(m))))
     {
         Verdict::SiteRefusal
     } else {
