@@ -6,9 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::helpers::{spawn_with, Options};
-use crate::jobs::{cluster_config, private_root, JobCluster, JobUser};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{cluster_config, private_root, spawn_with, JobCluster, JobUser, Options};
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -281,7 +280,7 @@ async fn accounting_totals_match_the_jobs_that_ran() {
     );
 
     // sacct with Slurm's columns.
-    let bin = crate::helpers::atrium_bin();
+    let bin = crate::fixtures::atrium_bin();
     let sacct = |args: &[&str]| {
         let mut cmd = client(&c, &alice.token, &alice.home, &bin);
         cmd.arg("sacct").args(args);

@@ -9,8 +9,10 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, spawn_app, spawn_with, Options, TestApp};
-use crate::jobs::{cluster_config, private_root, JobCluster, JobUser};
+use crate::fixtures::{
+    cluster_config, eventually, private_root, spawn_app, spawn_with, JobCluster, JobUser, Options,
+    TestApp,
+};
 
 const RUN: Duration = Duration::from_secs(60);
 const PASSWORD: &str = "password-of-some-length";

@@ -10,9 +10,10 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{atrium_command, spawn_with, Options};
-use crate::jobs::{cluster_config, private_root, JobCluster};
-use crate::quotas::{admin_token, cancel, send};
+use crate::fixtures::quotas::{admin_token, cancel, send};
+use crate::fixtures::{
+    atrium_command, cluster_config, private_root, spawn_with, JobCluster, Options,
+};
 
 const RUN: Duration = Duration::from_secs(60);
 

@@ -3,8 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, Options};
-use crate::jobs::{cluster_config, private_root, JobCluster};
+use crate::fixtures::{cluster_config, private_root, spawn_with, JobCluster, Options};
 
 #[tokio::test]
 async fn max_job_count_and_the_per_user_default_refuse_naming_the_limit() {

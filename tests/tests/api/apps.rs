@@ -13,9 +13,8 @@ use atrium_tests::support::{browser, wait, Browser};
 use fantoccini::Locator;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, Options};
-use crate::jobs::{cluster_config, private_root};
-use crate::sessions::{SessionCluster, KERNEL_DEADLINE};
+use crate::fixtures::sessions::{SessionCluster, KERNEL_DEADLINE};
+use crate::fixtures::{cluster_config, private_root, spawn_with, Options};
 
 const PASSWORD: &str = "password-of-some-length";
 /// code-server's first start (it writes its user data), on two busy cores.
@@ -68,7 +67,7 @@ async fn cluster(test: &str, gpus: u32, extra: &str) -> Option<SessionCluster> {
 
 async fn log_in(b: &Browser, c: &SessionCluster, name: &str) {
     b.goto(&c.app.url("/login")).await.expect("open login");
-    crate::browser::submit_login(b, name, PASSWORD).await;
+    crate::fixtures::browser::submit_login(b, name, PASSWORD).await;
     b.wait()
         .for_element(Locator::Css("nav"))
         .await
@@ -144,7 +143,7 @@ async fn vscode_starts_from_its_tile_and_its_editor_loads_through_the_proxy() {
         .click()
         .await
         .expect("choose VS Code");
-    crate::browser::fill(&b, "session-name", "code").await;
+    crate::fixtures::browser::fill(&b, "session-name", "code").await;
     b.find(Locator::Id("start"))
         .await
         .expect("start")
@@ -446,7 +445,7 @@ async fn an_app_that_exits_at_once_is_an_error_with_its_log_and_its_values_stay_
         .click()
         .await
         .expect("choose");
-    crate::browser::fill(&b, "session-name", "again").await;
+    crate::fixtures::browser::fill(&b, "session-name", "again").await;
     let note = b
         .find(Locator::Css("input[name='f.crashes.note']"))
         .await

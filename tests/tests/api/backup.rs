@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{atrium_command, spawn_on_config};
-use crate::jobs::JobCluster;
+use crate::fixtures::{atrium_command, spawn_on_config, JobCluster};
 
 const HELD: &str = "#!/bin/bash\n#SBATCH --hold\n#SBATCH --gres=gpu:1\ntrue\n";
 

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::fixtures::{spawn_app, TestApp};
 
 const PASSWORD: &str = "password-of-some-length";
 
@@ -606,7 +606,7 @@ async fn the_pages_show_runs_charts_and_sizing() {
 
 #[tokio::test]
 async fn the_fio_starter_job_records_its_outcome_linked_to_the_job() {
-    let c = crate::jobs::JobCluster::start(0).await;
+    let c = crate::fixtures::JobCluster::start(0).await;
     let user = c.user("fiona", 20601).await;
     let script = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -676,11 +676,11 @@ async fn the_fio_starter_job_records_its_outcome_linked_to_the_job() {
 async fn chromium_opens_the_benchmarks_page_and_its_charts() {
     use atrium_tests::support::browser;
     use fantoccini::Locator;
-    let app = crate::helpers::spawn_app().await;
+    let app = crate::fixtures::spawn_app().await;
     let password = app.admin_password.clone().expect("admin password");
     let b = browser().await.expect("chromium");
     b.goto(&app.url("/login")).await.expect("open login");
-    crate::browser::submit_login(&b, "admin", &password).await;
+    crate::fixtures::browser::submit_login(&b, "admin", &password).await;
     // Logged in (the home page is there) before going on: a navigation started while
     // the login is still answered would cancel it.
     b.wait()

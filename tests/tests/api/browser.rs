@@ -2,27 +2,9 @@
 
 use fantoccini::Locator;
 
-use crate::helpers::spawn_app;
+use crate::fixtures::browser::submit_login;
+use crate::fixtures::spawn_app;
 use atrium_tests::support::{browser, Browser};
-
-/// Replace the text of the input with id `id` by `text`.
-pub async fn fill(b: &Browser, id: &str, text: &str) {
-    let input = b.find(Locator::Id(id)).await.expect(id);
-    input.clear().await.expect("clear");
-    input.send_keys(text).await.expect("type");
-}
-
-/// Log in through the form of the page the browser shows.
-pub async fn submit_login(b: &Browser, username: &str, password: &str) {
-    fill(b, "username", username).await;
-    fill(b, "password", password).await;
-    b.find(Locator::Id("login-submit"))
-        .await
-        .expect("submit")
-        .click()
-        .await
-        .expect("click");
-}
 
 #[tokio::test]
 async fn chromium_logs_in_sees_home_and_logs_out() {
@@ -98,7 +80,7 @@ async fn chromium_logs_in_sees_home_and_logs_out() {
 async fn chromium_logs_in_through_ldap() {
     use atrium_tests::support::ldap::{Slapd, SlapdOptions, BASE_DN};
     let slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
-    let app = crate::helpers::spawn_with(crate::helpers::Options {
+    let app = crate::fixtures::spawn_with(crate::fixtures::Options {
         extra_config: format!(
             "[auth.ldap]\nurl = \"{}\"\nbind_dn_templates = [\"uid={{username}},ou=people,{BASE_DN}\"]\nallowed_groups = [\"gpu-users\"]\n",
             slapd.url()
@@ -136,7 +118,7 @@ async fn text_of(b: &Browser, id: &str) -> String {
 
 #[tokio::test]
 async fn chromium_submits_a_job_from_the_page_and_watches_its_output() {
-    let c = crate::jobs::JobCluster::start(0).await;
+    let c = crate::fixtures::JobCluster::start(0).await;
     let _alice = c.user("alice", 20301).await;
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("login page");

@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::atrium_bin;
-use crate::jobs::{JobCluster, JobUser};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster, JobUser};
 use atrium_tests::support::until;
 
 /// The rate the synthetic program reads at, MB/s (10^6 bytes).

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::helpers::{eventually, spawn_app};
+use crate::fixtures::{eventually, spawn_app};
 
 #[tokio::test]
 async fn config_check_reports_every_problem_with_its_key() {
@@ -13,7 +13,7 @@ async fn config_check_reports_every_problem_with_its_key() {
         "listen = \"nowhere\"\ncolour = \"blue\"\n[auth]\njwt_secret = \"short\"\n[database]\nurl = \"mysql://x\"\n",
     )
     .expect("write");
-    let out = crate::helpers::atrium_command()
+    let out = crate::fixtures::atrium_command()
         .args(["--config", bad.to_str().expect("utf8"), "config", "check"])
         .output()
         .expect("run");
@@ -171,7 +171,7 @@ fn posix_columns(list: &str) -> Vec<(String, String, String, String)> {
 
 #[tokio::test]
 async fn user_add_allocates_a_posix_identity_from_the_range() {
-    let app = crate::helpers::spawn_with(crate::helpers::Options {
+    let app = crate::fixtures::spawn_with(crate::fixtures::Options {
         extra_config:
             "[accounts]\nuid_min = 61000\nuid_max = 61001\nhome_root = \"/shared/home\"\n".into(),
         ..Default::default()

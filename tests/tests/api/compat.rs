@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::atrium_bin;
-use crate::jobs::JobCluster;
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster};
 
 /// A script in the style of public training repositories, with the options the
 /// issue found refused.
@@ -283,7 +282,7 @@ async fn licenses_are_counted_site_resources_jobs_wait_for() {
     let waiting = c
         .wait_for(&alice, &second, &["PENDING"], Duration::from_secs(10))
         .await;
-    crate::helpers::eventually(
+    crate::fixtures::eventually(
         "the second job waits for the license",
         Duration::from_secs(10),
         || async { c.job(&alice, &second).await["reason"] == "Licenses" },

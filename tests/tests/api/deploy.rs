@@ -1,7 +1,7 @@
 //! What a site installs beside the binary (`deploy/`): the systemd unit passes
 //! `systemd-analyze verify` with this build's binary in it.
 
-use crate::helpers::atrium_bin;
+use crate::fixtures::atrium_bin;
 
 #[test]
 fn the_systemd_unit_verifies() {

@@ -12,17 +12,15 @@
 //! lists each case with Slurm's stderr and atrium's answer. `ATRIUM_TEST_VERBOSE=1`
 //! prints every case. Skipped (passing, with a note) without root or slurm-wlm.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-use atrium_tests::support::process::{find_binary, is_root};
 use atrium_tests::support::slurm::{DEBUG_PARTITION, DEFAULT_PARTITION};
 use atrium_tests::support::{Slurm, SlurmOptions};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, Options};
-use crate::jobs::{private_root, JobCluster, JobUser};
-use crate::slurm::sbatch_as;
+use crate::fixtures::slurm::{cannot_run, fixture_like_config, fixture_node, sbatch_as};
+use crate::fixtures::{private_root, spawn_with, JobCluster, JobUser, Options};
 
 /// Where the corpus lives.
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/sbatch-corpus");
@@ -422,24 +420,6 @@ fn render(options: &[(&str, Option<&str>)]) -> String {
         .join(" ")
 }
 
-/// atrium configured like the fixture's node: its name, CPUs and memory, two A100s
-/// and two 1g.10gb MIG instances, partitions `gpu` (default) and `debug` (1 hour).
-pub fn fixture_like_config(root: &Path, node: &str, cpus: u32, memory_mb: u64) -> String {
-    format!(
-        "[jobs]\nspool_dir = \"{}\"\n\
-         [cluster]\nnode_name = \"{node}\"\ncpus = {cpus}\nmemory_mb = {memory_mb}\ndiscover_gpus = false\n\
-         [accounts]\nhome_root = \"{}\"\n\
-         [[cluster.gpus]]\nindex = 0\nmodel = \"A100\"\nmemory_mb = 81920\n\
-         [[cluster.gpus]]\nindex = 1\nmodel = \"A100\"\nmemory_mb = 81920\n\
-         [[cluster.gpus]]\nindex = 2\nmodel = \"A100\"\nmemory_mb = 81920\n\
-         mig = [{{ profile = \"1g.10gb\" }}, {{ profile = \"1g.10gb\" }}]\n\
-         [[cluster.partitions]]\nname = \"gpu\"\ndefault = true\ncpus_per_gpu = 1\nmem_per_gpu_mb = 1024\n\
-         [[cluster.partitions]]\nname = \"debug\"\nmax_time = \"1:00:00\"\ncpus_per_gpu = 1\nmem_per_gpu_mb = 1024\n",
-        root.join("spool").display(),
-        root.join("home").display()
-    )
-}
-
 /// `sbatch --test-only` by `user` on the fixture: whether it accepted, and its
 /// standard error.
 async fn slurm_test_only(slurm: &Slurm, user: &JobUser, case: &Case) -> (bool, String) {
@@ -473,30 +453,6 @@ async fn atrium_dry_run(c: &JobCluster, user: &JobUser, case: &Case) -> (u16, Va
         .expect("dry run");
     let status = res.status().as_u16();
     (status, res.json().await.unwrap_or(Value::Null))
-}
-
-/// Why the differential test cannot run here, if it cannot: what the Slurm
-/// fixture needs (root, slurm-wlm).
-pub fn cannot_run() -> Option<String> {
-    if !is_root() {
-        return Some("the Slurm fixture needs root".into());
-    }
-    ["sbatch", "slurmctld", "slurmd", "munged"]
-        .iter()
-        .find_map(|b| find_binary(b, &[Path::new("/usr/sbin")]).err())
-        .map(|e| format!("slurm-wlm is not installed ({e:#})"))
-}
-
-/// The node's CPUs and memory (MB), as Slurm reports them.
-pub async fn fixture_node(slurm: &Slurm) -> (u32, u64) {
-    let out = slurm
-        .run("sinfo", &["-h", "-N", "-o", "%c %m"])
-        .await
-        .expect("sinfo");
-    let mut words = out.split_whitespace();
-    let cpus = words.next().and_then(|w| w.parse().ok()).expect("CPUs");
-    let mem = words.next().and_then(|w| w.parse().ok()).expect("memory");
-    (cpus, mem)
 }
 
 #[tokio::test]

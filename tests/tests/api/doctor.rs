@@ -9,7 +9,7 @@ use std::path::Path;
 use atrium_tests::support::ldap::{Slapd, SlapdOptions, BASE_DN, SERVICE_DN, SERVICE_PASSWORD};
 use serde_json::Value;
 
-use crate::helpers::{atrium_command, openssl};
+use crate::fixtures::{atrium_command, openssl};
 
 /// A configuration in `dir` with its data directory `dir/var` (mode `mode`) and `extra`.
 fn config(dir: &Path, mode: u32, extra: &str) -> std::path::PathBuf {

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::atrium_bin;
-use crate::jobs::JobCluster;
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster};
 
 /// Keeps one core busy for about four seconds holding 200 MiB, then rests a second.
 const WORK: &str = "#!/bin/bash

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::eventually;
-use crate::jobs::{JobCluster, JobUser};
+use crate::fixtures::{eventually, JobCluster, JobUser};
 
 /// Bytes that do not repeat in any short period (a xorshift stream).
 pub fn noise(len: usize, seed: u64) -> Vec<u8> {
@@ -26,7 +25,7 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
 
 /// A cluster whose storage has a data set folder (with `set.csv`) and a project space.
 async fn cluster(extra: &str) -> JobCluster {
-    let root = crate::jobs::private_root();
+    let root = crate::fixtures::private_root();
     let datasets = root.path().join("datasets");
     let projects = root.path().join("projects");
     std::fs::create_dir(&datasets).expect("datasets");
@@ -44,8 +43,8 @@ async fn cluster(extra: &str) -> JobCluster {
         datasets.display(),
         projects.display()
     );
-    let config = crate::jobs::cluster_config(root.path(), 0) + &storage;
-    let app = crate::helpers::spawn_with(crate::helpers::Options {
+    let config = crate::fixtures::cluster_config(root.path(), 0) + &storage;
+    let app = crate::fixtures::spawn_with(crate::fixtures::Options {
         extra_config: config,
         ..Default::default()
     })
@@ -58,7 +57,7 @@ fn api(c: &JobCluster, path: &str) -> String {
 }
 
 fn q(path: &Path) -> String {
-    crate::files::encode(&path.display().to_string())
+    encode(&path.display().to_string())
 }
 
 /// Percent-encode a query value.
@@ -553,7 +552,7 @@ async fn chromium_uploads_200_mb_through_the_page_and_downloads_it_back() {
 
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("login page");
-    crate::browser::submit_login(&b, "alice", "password-of-some-length").await;
+    crate::fixtures::browser::submit_login(&b, "alice", "password-of-some-length").await;
     b.wait()
         .for_element(Locator::Id("logout"))
         .await

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use fantoccini::Locator;
 
-use crate::browser::submit_login;
-use crate::jobs::JobCluster;
+use crate::fixtures::browser::submit_login;
+use crate::fixtures::JobCluster;
 use atrium_tests::support::{browser, Browser};
 
 const PASSWORD: &str = "password-of-some-length";

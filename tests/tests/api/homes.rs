@@ -10,7 +10,7 @@ use atrium::config::DatabaseUrl;
 use atrium::store::Store;
 use atrium_tests::support::until;
 
-use crate::jobs::JobCluster;
+use crate::fixtures::JobCluster;
 
 async fn appears(path: &Path) {
     until(

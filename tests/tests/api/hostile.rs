@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{atrium_bin, eventually, spawn_with, Options};
-use crate::jobs::{cluster_config, private_root, JobCluster, JobUser};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{
+    atrium_bin, cluster_config, eventually, private_root, spawn_with, JobCluster, JobUser, Options,
+};
 
 /// The script bound the portal runs with here (the default is 4 MiB, above the
 /// HTTP body limit).

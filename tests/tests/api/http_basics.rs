@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::spawn_app;
+use crate::fixtures::spawn_app;
 
 #[tokio::test]
 async fn health_readiness_and_request_ids() {

@@ -8,9 +8,8 @@ use std::time::Duration;
 use fantoccini::Locator;
 use serde_json::{json, Value};
 
-use crate::browser::{fill, submit_login};
-use crate::helpers::hidden_field;
-use crate::jobs::JobCluster;
+use crate::fixtures::browser::{fill, submit_login};
+use crate::fixtures::{hidden_field, JobCluster};
 use atrium_tests::support::{browser, until};
 
 const PASSWORD: &str = "password-of-some-length";
@@ -739,7 +738,7 @@ async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() 
     // 1; the administrator's takes.
     let scontrol = |token: &str, nice: &str| {
         let mut cmd =
-            crate::slurm_cli::client(&c, token, &alice.home, &crate::helpers::atrium_bin());
+            crate::fixtures::cli::client(&c, token, &alice.home, &crate::fixtures::atrium_bin());
         cmd.args([
             "scontrol",
             "update",

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::jobs::{JobCluster, JobUser};
+use crate::fixtures::{JobCluster, JobUser};
 
 /// Seconds since the job started, as the job wrote them in `file` of the user's home.
 fn seconds_in(user: &JobUser, file: &str) -> Option<u64> {
@@ -136,7 +136,7 @@ async fn a_checkpointing_job_requeues_itself_from_its_signal_trap_and_keeps_its_
         echo training\n\
         sleep 120 & wait\n";
     let id = c.sbatch(&alice, script).await;
-    crate::helpers::eventually(
+    crate::fixtures::eventually(
         "the job to run a second time",
         Duration::from_secs(90),
         || async { c.output(&alice, &id).contains("resumed") },

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::jobs::JobCluster;
+use crate::fixtures::JobCluster;
 
 /// Each run appends a line to a marker named after the job: a job that ran twice
 /// leaves two lines.

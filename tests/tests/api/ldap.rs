@@ -7,7 +7,7 @@ use atrium_tests::support::ldap::{
 };
 use serde_json::Value;
 
-use crate::helpers::{eventually, spawn_with, Options, TestApp};
+use crate::fixtures::{eventually, spawn_with, Options, TestApp};
 
 /// Direct bind: DN templates for both OUs, groups from `memberOf`. Administrators: the
 /// directory group `atrium-admins` by its DN, and the local group `admin`.

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use std::time::Duration;
 
-use crate::helpers::{eventually, hidden_field, set_cookie, spawn_app, spawn_with, Options};
+use crate::fixtures::{eventually, hidden_field, set_cookie, spawn_app, spawn_with, Options};
 
 const SESSION: &str = "atrium_session";
 
@@ -393,7 +393,7 @@ fn sign(claims: &Value, key: &[u8]) -> String {
     encode(&Header::default(), claims, &EncodingKey::from_secret(key)).expect("sign")
 }
 
-async fn me_with_cookie(app: &crate::helpers::TestApp, token: &str) -> reqwest::Response {
+async fn me_with_cookie(app: &crate::fixtures::TestApp, token: &str) -> reqwest::Response {
     reqwest::Client::new()
         .get(app.url("/api/v1/me"))
         .header("cookie", format!("{SESSION}={token}"))

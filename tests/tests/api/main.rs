@@ -1,6 +1,13 @@
 //! Black-box tests of the atrium binary: each test starts its own portal on port 0
 //! with its own data directory and database.
+//!
+//! `fixtures` holds what the tests start and share; every other module is a scenario
+//! module that imports only the fixtures (never another scenario). `tests/README.md`
+//! maps the modules.
 
+mod fixtures;
+
+// The scenarios, by module.
 mod accounting;
 mod admin;
 mod admin_views;
@@ -18,7 +25,6 @@ mod doctor;
 mod efficiency;
 mod files;
 mod first_hour;
-mod helpers;
 mod homes;
 mod hostile;
 mod http_basics;

@@ -5,7 +5,7 @@ use atrium_tests::support::ldap::{Slapd, SlapdOptions, BASE_DN};
 use atrium_tests::support::many_users;
 use serde_json::Value;
 
-use crate::helpers::{spawn_with, Options, TestApp};
+use crate::fixtures::{spawn_with, Options, TestApp};
 
 /// How many directory users log in at once.
 const AT_ONCE: u32 = 200;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::jobs::JobCluster;
+use crate::fixtures::JobCluster;
 
 /// The value of the sample of `name` whose labels include every one of `labels`
 /// (summed over the samples that match).

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use mailin::{Action, Handler, Response, SessionBuilder};
 
-use crate::helpers::atrium_command;
-use crate::jobs::JobCluster;
+use crate::fixtures::{atrium_command, JobCluster};
 use serde_json::{json, Value};
 
 /// One message as the server received it.
@@ -233,7 +232,7 @@ async fn a_session_that_waited_in_the_queue_mails_its_user_once_ready() {
     let sink = SmtpSink::start();
     // One GPU: the second session waits for the first to end.
     let sessions = format!("ready_mail_after = \"1s\"\n{}", notify_config(sink.port));
-    let Some(c) = crate::sessions::SessionCluster::start(1, &sessions).await else {
+    let Some(c) = crate::fixtures::sessions::SessionCluster::start(1, &sessions).await else {
         return;
     };
     let alice = c.user("alice", 20712).await;

@@ -11,7 +11,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::helpers::{atrium_bin, spawn_program};
+use crate::fixtures::{atrium_bin, spawn_program};
 
 /// The configuration the unit, the package and the image use.
 const CONFIG: &str = "/etc/atrium/atrium.toml";
@@ -347,7 +347,7 @@ fn the_packaged_configuration_shows_every_setting_and_passes_its_check() {
     let unit = read(&repo().join("deploy/systemd/atrium.service"));
     assert!(unit.contains("\nStateDirectory=atrium\n"));
     assert!(unit.contains(&format!("--config {CONFIG} serve")));
-    let out = run(crate::helpers::atrium_command()
+    let out = run(crate::fixtures::atrium_command()
         .arg("--config")
         .arg(repo().join("deploy/debian/atrium.toml"))
         .args(["config", "check"]));

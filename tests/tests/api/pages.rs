@@ -19,9 +19,8 @@ use std::time::Duration;
 use fantoccini::wd::WebDriverCompatibleCommand;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, Options, TestApp};
-use crate::jobs::{cluster_config, private_root};
-use crate::sessions::SessionCluster;
+use crate::fixtures::sessions::SessionCluster;
+use crate::fixtures::{cluster_config, private_root, spawn_with, Options, TestApp};
 use atrium_tests::support::{browser, jupyter, until, Browser};
 
 /// Where `axe.min.js` is (tests/install-deps.sh puts it in the default).
@@ -228,7 +227,7 @@ async fn axe_violations(b: &Browser, axe: &str) -> Vec<String> {
 /// Log `name` in through the page's form.
 async fn browser_login(b: &Browser, app: &TestApp, name: &str, password: &str) {
     b.goto(&app.url("/login")).await.expect("login page");
-    crate::browser::submit_login(b, name, password).await;
+    crate::fixtures::browser::submit_login(b, name, password).await;
     b.wait()
         .for_element(fantoccini::Locator::Id("greeting"))
         .await

@@ -5,8 +5,7 @@ use std::time::Duration;
 use atrium_tests::support::fresh_database;
 use serde_json::json;
 
-use crate::helpers::{spawn_with, Options};
-use crate::jobs::JobCluster;
+use crate::fixtures::{spawn_with, JobCluster, Options};
 
 #[tokio::test]
 async fn portal_runs_on_postgres() {

@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, Options};
-use crate::jobs::{cluster_config, private_root, JobCluster};
+use crate::fixtures::{cluster_config, private_root, spawn_with, JobCluster, Options};
 
 const RUN: Duration = Duration::from_secs(60);
 
@@ -112,8 +111,8 @@ fn assert_nothing_made_by_root(trap: &Path) {
 
 #[tokio::test]
 async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
-    let (c, slurm) = crate::slurm::start().await;
-    let eve = crate::slurm::user(&c, &slurm, "eve", 20391).await;
+    let (c, slurm) = crate::fixtures::slurm::start().await;
+    let eve = crate::fixtures::slurm::user(&c, &slurm, "eve", 20391).await;
     let (trap, vars) = booby_trap(c.root.path());
     let environment: serde_json::Map<String, Value> = vars
         .iter()
@@ -150,7 +149,7 @@ async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
         .args(["--reuid=20391", "--regid=20391", "--clear-groups", "--"])
         .arg("/usr/bin/env")
         .args(vars.iter().map(|(k, v)| format!("{k}={v}")))
-        .arg(crate::helpers::atrium_bin())
+        .arg(crate::fixtures::atrium_bin())
         .args(["sbatch", "--parsable"])
         .arg(&script)
         .current_dir(&eve.home)
@@ -258,7 +257,7 @@ async fn snoop(runtime: &str) {
     let job = c.wait_for(&mallory, &id, &["COMPLETED"], RUN).await;
     assert_eq!(job["exit_code"], 0, "{job}");
     let out = c.output(&mallory, &id);
-    crate::quotas::cancel(&c, &other, &trents).await;
+    crate::fixtures::quotas::cancel(&c, &other, &trents).await;
     c.wait_for(&other, &trents, &["CANCELLED"], RUN).await;
     assert!(out.contains("done"), "{out}");
 

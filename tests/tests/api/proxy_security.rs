@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, spawn_with, Options, TestApp};
-use crate::jobs::{cluster_config, private_root, JobCluster};
+use crate::fixtures::{
+    cluster_config, eventually, private_root, spawn_with, JobCluster, Options, TestApp,
+};
 
 const PASSWORD: &str = "password-of-some-length";
 const SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-downloads";

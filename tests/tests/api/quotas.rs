@@ -6,50 +6,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::jobs::{JobCluster, JobUser};
+use crate::fixtures::quotas::{admin_token, cancel, send, set_quota};
+use crate::fixtures::{JobCluster, JobUser};
 
 const RUN: Duration = Duration::from_secs(60);
-
-/// A token with the admin scope for the first-run administrator.
-pub async fn admin_token(c: &JobCluster) -> String {
-    let password = c.app.admin_password.clone().expect("admin password");
-    let client = c.app.login("admin", &password).await;
-    c.app
-        .create_token(&client, "admin", &["read", "jobs", "sessions", "admin"])
-        .await
-}
-
-pub async fn send(
-    c: &JobCluster,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, c.app.url(path))
-        .bearer_auth(token);
-    if let Some(body) = body {
-        req = req.json(&body);
-    }
-    let res = req.send().await.expect("request");
-    let status = res.status().as_u16();
-    let body = res.json().await.unwrap_or(Value::Null);
-    (status, body)
-}
-
-pub async fn set_quota(c: &JobCluster, admin: &str, scope: &str, name: &str, limits: Value) -> i64 {
-    let (status, body) = send(
-        c,
-        reqwest::Method::POST,
-        "/api/v1/admin/quotas",
-        admin,
-        Some(json!({"scope": scope, "name": name, "limits": limits})),
-    )
-    .await;
-    assert_eq!(status, 201, "create quota: {body}");
-    body["id"].as_i64().expect("id")
-}
 
 async fn audit_entries(c: &JobCluster, admin: &str) -> Vec<Value> {
     let (status, audit) = send(c, reqwest::Method::GET, "/api/v1/admin/audit", admin, None).await;
@@ -63,18 +23,6 @@ async fn sleeper(c: &JobCluster, user: &JobUser, gpus: u32, time: &str) -> Strin
         &format!("#!/bin/bash\n#SBATCH --gres=gpu:{gpus} --time={time}\nsleep 300\n"),
     )
     .await
-}
-
-pub async fn cancel(c: &JobCluster, user: &JobUser, id: &str) {
-    let (status, body) = send(
-        c,
-        reqwest::Method::DELETE,
-        &format!("/api/v1/jobs/{id}"),
-        &user.token,
-        None,
-    )
-    .await;
-    assert!(status < 300, "cancel {id}: {status} {body}");
 }
 
 #[tokio::test]
@@ -460,7 +408,7 @@ async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_
 
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("open login");
-    crate::browser::submit_login(&b, "ida", "password-of-some-length").await;
+    crate::fixtures::browser::submit_login(&b, "ida", "password-of-some-length").await;
     b.wait()
         .for_element(Locator::Id("greeting"))
         .await
@@ -481,8 +429,8 @@ async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_
     b.goto(&c.app.url("/sessions/new"))
         .await
         .expect("start form");
-    crate::browser::fill(&b, "gpus", "1").await;
-    crate::browser::fill(&b, "hours", "2").await;
+    crate::fixtures::browser::fill(&b, "gpus", "1").await;
+    crate::fixtures::browser::fill(&b, "hours", "2").await;
     b.find(Locator::Id("start"))
         .await
         .expect("start button")

@@ -14,9 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::helpers::atrium_bin;
-use crate::jobs::{JobCluster, JobUser};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster, JobUser};
 
 const ENDED: &[&str] = &["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"];
 const WITHIN: Duration = Duration::from_secs(60);
@@ -357,8 +356,8 @@ async fn a_jobs_terminal_is_its_owners_alone_once_it_runs_and_takes_the_window_s
     // Cancelled before anyone attached: it ends at once.
     let waiting = submitted(&c, &alice, interactive(&["bash"], json!({}))).await;
     c.wait_for(&alice, &waiting, &["RUNNING"], WITHIN).await;
-    crate::quotas::cancel(&c, &alice, &waiting).await;
+    crate::fixtures::quotas::cancel(&c, &alice, &waiting).await;
     let job = c.wait_for(&alice, &waiting, ENDED, WITHIN).await;
     assert_eq!(job["state"], "CANCELLED", "{job}");
-    crate::quotas::cancel(&c, &alice, &later).await;
+    crate::fixtures::quotas::cancel(&c, &alice, &later).await;
 }

@@ -11,8 +11,9 @@ use atrium_tests::support::fresh_database;
 use atrium_tests::support::pg::pg_bin_dir;
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, spawn_with, Options, TestApp};
-use crate::jobs::{cluster_config, private_root, JobCluster, JobUser};
+use crate::fixtures::{
+    cluster_config, eventually, private_root, spawn_with, JobCluster, JobUser, Options, TestApp,
+};
 
 const PASSWORD: &str = "password-of-some-length";
 

@@ -4,78 +4,18 @@
 //! restart follows the jobs it had, and a notebook session runs as a Slurm job that
 //! the proxy reaches over TCP.
 
-use std::path::Path;
-use std::time::Duration;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use atrium_tests::support::jupyter::{self, WsProtocol};
 use atrium_tests::support::{Slurm, SlurmOptions};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, Options};
-use crate::jobs::{private_root, JobCluster, JobUser};
-use crate::quotas::{admin_token, cancel, send, set_quota};
-use crate::sessions::{run_code, SessionCluster, KERNEL_DEADLINE};
-
-pub const RUN: Duration = Duration::from_secs(60);
-
-pub fn slurm_config(root: &Path, slurm: &Slurm) -> String {
-    format!(
-        "[scheduler]\nbackend = \"slurm\"\n\
-         [slurm]\nconf = \"{}\"\nbin_dir = \"{}\"\npoll_interval = \"300ms\"\nnodes_interval = \"1s\"\n\
-         command_timeout = \"5s\"\nsession_listen = \"127.0.0.1\"\n\
-         [jobs]\nspool_dir = \"{}\"\n\
-         [cluster]\nnode_name = \"head\"\ncpus = 2\nmemory_mb = 4000\ndiscover_gpus = false\n\
-         [accounts]\nhome_root = \"{}\"\n",
-        slurm.conf().display(),
-        slurm.bin_dir().display(),
-        root.join("spool").display(),
-        root.join("home").display()
-    )
-}
-
-/// The `python` environment of the Slurm session tests: no container on a compute
-/// node, the environment's PATH leads to the Jupyter of `venv`.
-pub fn python_environment(venv: &Path) -> String {
-    format!(
-        "[[environments]]\nname = \"python\"\nkernels = [\"python3\"]\n\
-         env = {{ PATH = \"{}/bin:/usr/local/bin:/usr/bin:/bin\" }}\n",
-        venv.display()
-    )
-}
-
-pub async fn start() -> (JobCluster, Slurm) {
-    let slurm = Slurm::start(SlurmOptions::default()).await.expect("slurm");
-    let root = private_root();
-    let app = spawn_with(Options {
-        extra_config: slurm_config(root.path(), &slurm),
-        database_url: None,
-    })
-    .await;
-    (JobCluster { app, root }, slurm)
-}
-
-pub async fn user(c: &JobCluster, slurm: &Slurm, name: &str, uid: u32) -> JobUser {
-    let u = c.user(name, uid).await;
-    slurm.add_user(name, uid, uid, &u.home).expect("slurm user");
-    u
-}
-
-/// Slurm's own `sbatch`, to be run by `user` outside the portal: in their home,
-/// with only the fixture's environment.
-pub fn sbatch_as(slurm: &Slurm, user: &JobUser) -> tokio::process::Command {
-    let uid = user.uid.to_string();
-    let mut cmd = tokio::process::Command::new("setpriv");
-    cmd.args(["--reuid", &uid, "--regid", &uid, "--clear-groups", "--"])
-        .arg("sbatch")
-        .current_dir(&user.home)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &user.home)
-        .envs(slurm.env());
-    cmd
-}
+use crate::fixtures::quotas::{admin_token, cancel, send, set_quota};
+use crate::fixtures::sessions::{run_code, SessionCluster, KERNEL_DEADLINE};
+use crate::fixtures::slurm::{
+    output_with, python_environment, sbatch_as, slurm_config, start, user, RUN,
+};
+use crate::fixtures::{private_root, spawn_with, JobCluster, JobUser, Options};
 
 /// `sbatch` run by `user` outside the portal (a job of 60 s, its output discarded):
 /// its id.
@@ -92,20 +32,6 @@ async fn sbatch_by_hand(slurm: &Slurm, user: &JobUser, args: &[&str]) -> String 
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// The output file named in the job, once it holds `text`.
-pub async fn output_with(job: &Value, text: &str) -> String {
-    let path = job["stdout"].as_str().expect("stdout path").to_string();
-    atrium_tests::support::until(&format!("{path} to hold {text:?}"), RUN, || {
-        let path = path.clone();
-        async move {
-            let out = std::fs::read_to_string(&path).unwrap_or_default();
-            out.contains(text).then_some(out)
-        }
-    })
-    .await
-    .expect("output")
 }
 
 #[tokio::test]

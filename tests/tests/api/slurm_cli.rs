@@ -1,38 +1,10 @@
 //! The Slurm-style command line against a real portal: `sbatch`, `squeue`,
 //! `scancel` and `sacct`, also through a symlink named like the Slurm command.
 
-use std::process::Command;
 use std::time::Duration;
 
-use crate::helpers::atrium_bin;
-use crate::jobs::JobCluster;
-
-pub fn client(
-    c: &JobCluster,
-    token: &str,
-    cwd: &std::path::Path,
-    program: &std::path::Path,
-) -> Command {
-    let mut cmd = Command::new(program);
-    for (name, _) in std::env::vars() {
-        if name.starts_with("ATRIUM_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.env("ATRIUM_URL", &c.app.base)
-        .env("ATRIUM_TOKEN", token)
-        .current_dir(cwd);
-    cmd
-}
-
-pub fn run(mut cmd: Command) -> (bool, String, String) {
-    let out = cmd.output().expect("run client");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster};
 
 #[tokio::test]
 async fn sbatch_squeue_scancel_and_sacct_talk_to_the_portal() {

@@ -10,11 +10,10 @@ use std::collections::BTreeSet;
 use atrium_tests::support::{Slurm, SlurmOptions};
 use serde_json::{json, Value};
 
-use crate::helpers::{atrium_bin, spawn_with, Options};
-use crate::jobs::{private_root, JobCluster, JobUser};
-use crate::sessions::{run_code, SessionCluster};
-use crate::slurm::{output_with, python_environment, slurm_config, user, RUN};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::sessions::{run_code, SessionCluster};
+use crate::fixtures::slurm::{output_with, python_environment, slurm_config, user, RUN};
+use crate::fixtures::{atrium_bin, private_root, spawn_with, JobCluster, JobUser, Options};
 
 /// CPUs of each node: a task of `-c 4` takes a node whole.
 const NODE_CPUS: u32 = 4;

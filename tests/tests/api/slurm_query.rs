@@ -22,9 +22,8 @@ use std::time::{Duration, Instant};
 
 use atrium_tests::support::{Slurm, SlurmOptions};
 
-use crate::differential::{cannot_run, fixture_like_config, fixture_node};
-use crate::helpers::{atrium_bin, spawn_program};
-use crate::jobs::{private_root, JobCluster, JobUser};
+use crate::fixtures::slurm::{cannot_run, fixture_like_config, fixture_node};
+use crate::fixtures::{atrium_bin, private_root, spawn_program, JobCluster, JobUser};
 
 /// The fixture's cluster name, given to atrium too (`Cluster` columns).
 const SLURM_CLUSTER: &str = atrium_tests::support::slurm::CLUSTER_NAME;

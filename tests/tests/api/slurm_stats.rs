@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::atrium_bin;
-use crate::jobs::{JobCluster, JobUser};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster, JobUser};
 
 /// Run `words` (the first one the command) as `token`'s owner; (ok, stdout, stderr).
 fn cli(c: &JobCluster, user: &JobUser, token: &str, words: &[&str]) -> (bool, String, String) {

@@ -14,9 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::helpers::atrium_bin;
-use crate::jobs::{JobCluster, JobUser};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster, JobUser};
 
 /// Where the tools' Python environment is, by default.
 const DEFAULT_VENV: &str = "/opt/atrium-test/slurm-tools";

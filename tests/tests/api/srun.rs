@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::atrium_bin;
-use crate::jobs::{JobCluster, JobUser};
-use crate::slurm_cli::{client, run};
+use crate::fixtures::cli::{client, run};
+use crate::fixtures::{atrium_bin, JobCluster, JobUser};
 
 const ENDED: &[&str] = &["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"];
 

@@ -1,6 +1,6 @@
 //! Serving HTTPS directly: a certificate the test makes, Secure cookies.
 
-use crate::helpers::{hidden_field, openssl, set_cookie, spawn_with, Options};
+use crate::fixtures::{hidden_field, openssl, set_cookie, spawn_with, Options};
 
 #[tokio::test]
 async fn https_with_a_test_ca_sets_secure_cookies() {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{eventually, spawn_app, TestApp};
+use crate::fixtures::{eventually, spawn_app, TestApp};
 
 #[tokio::test]
 async fn token_is_shown_once_works_as_bearer_and_is_refused_after_revocation() {
@@ -445,7 +445,7 @@ async fn a_new_password_or_disabling_revokes_tokens_and_sessions_and_is_audited(
 
 #[tokio::test]
 async fn an_administrators_token_without_the_admin_scope_acts_as_its_user() {
-    let c = crate::jobs::JobCluster::start(0).await;
+    let c = crate::fixtures::JobCluster::start(0).await;
     let app = &c.app;
     let alice = c.user("alice", 20121).await;
     let id = c.sbatch(&alice, "#!/bin/bash\nsleep 600\n").await;

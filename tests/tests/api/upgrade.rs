@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{atrium_command, eventually, spawn_on_config, TestApp};
+use crate::fixtures::{atrium_command, eventually, spawn_on_config, TestApp};
 
 /// The previous release's data directory.
 fn fixture() -> PathBuf {
