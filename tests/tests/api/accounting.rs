@@ -38,7 +38,7 @@ async fn cluster() -> JobCluster {
         ..Options::default()
     })
     .await;
-    JobCluster { app, root }
+    JobCluster::on(app, root)
 }
 
 /// Submit `sleep 1` with `#SBATCH` lines for `directives`; returns the job id.
@@ -66,8 +66,8 @@ async fn job_ids(c: &JobCluster, token: &str, query: &str) -> Vec<String> {
 #[tokio::test]
 async fn accounting_totals_match_the_jobs_that_ran() {
     let c = cluster().await;
-    let alice = c.user_in("alice", 20701, &["ml"]).await;
-    let bob = c.user_in("bob", 20702, &["cv"]).await;
+    let alice = c.user_in("alice", &["ml"]).await;
+    let bob = c.user_in("bob", &["cv"]).await;
     c.app.add_user("boss", "password-of-some-length", true);
     let boss_web = c.app.login("boss", "password-of-some-length").await;
     let boss = c

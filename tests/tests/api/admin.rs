@@ -16,7 +16,6 @@ use crate::fixtures::{
 
 const RUN: Duration = Duration::from_secs(60);
 const PASSWORD: &str = "password-of-some-length";
-const ANN_UID: u32 = 20501;
 
 /// Every admin API route, with a body that would change something were it accepted.
 fn api_routes() -> Vec<(Method, &'static str, Option<Value>)> {
@@ -366,7 +365,7 @@ async fn admin_cluster() -> JobCluster {
         database_url: None,
     })
     .await;
-    JobCluster { app, root }
+    JobCluster::on(app, root)
 }
 
 /// Press a button of a page: POST its form holding only the CSRF token.
@@ -431,7 +430,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     let app = &c.app;
     let (admin, csrf) = admin_login(app).await;
     let admin_token = app.create_token(&admin, "admin", &["read", "admin"]).await;
-    let ann: JobUser = c.user("ann", ANN_UID).await;
+    let ann: JobUser = c.user("ann").await;
     let (ann_browser, ann_csrf) = browser(app, "ann", PASSWORD).await;
 
     // ann runs a job and a session.
@@ -624,7 +623,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     assert_eq!(ended["end_reason"], "cancelled", "{ended}");
     eventually("no process of ann's is left", RUN, || async {
         let out = std::process::Command::new("pgrep")
-            .args(["-u", &ANN_UID.to_string()])
+            .args(["-u", &ann.uid.to_string()])
             .output()
             .expect("pgrep");
         out.stdout.is_empty()

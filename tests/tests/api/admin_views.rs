@@ -40,7 +40,7 @@ async fn quota_count(c: &JobCluster, admin: &str) -> usize {
 async fn a_quota_for_someone_who_does_not_exist_is_refused_naming_the_field() {
     let c = JobCluster::start(0).await;
     let admin = admin_token(&c).await;
-    c.user_in("ann", 20601, &["vision"]).await;
+    c.user_in("ann", &["vision"]).await;
     for (scope, name) in [("user", "nobody"), ("group", "nogroup")] {
         let (status, answer) = send(
             &c,
@@ -103,8 +103,8 @@ async fn a_quota_for_someone_who_does_not_exist_is_refused_naming_the_field() {
 async fn audit_filters_round_trip_and_a_bad_value_is_a_400_naming_it() {
     let c = JobCluster::start(0).await;
     let admin = admin_token(&c).await;
-    c.user("ann", 20611).await;
-    c.user("cy", 20612).await;
+    c.user("ann").await;
+    c.user("cy").await;
     let mut ids = Vec::new();
     for name in ["ann", "cy"] {
         let (status, body) = send(
@@ -285,8 +285,8 @@ async fn the_audit_actor_of_a_command_line_or_token_action_is_who_did_it() {
 #[tokio::test]
 async fn the_user_search_and_detail_page_show_the_account_and_its_job() {
     let c = JobCluster::start(1).await;
-    let ann = c.user_in("ann", 20621, &["vision"]).await;
-    c.user("bob", 20622).await;
+    let ann = c.user_in("ann", &["vision"]).await;
+    c.user("bob").await;
     let job = c
         .sbatch(
             &ann,
@@ -303,7 +303,7 @@ async fn the_user_search_and_detail_page_show_the_account_and_its_job() {
     let (status, html) = page(&c, &client, "/admin/users/ann").await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(html.contains("<h1>ann</h1>"), "{html}");
-    assert!(html.contains("uid 20621"), "{html}");
+    assert!(html.contains(&format!("uid {}", ann.uid)), "{html}");
     assert!(html.contains("vision"), "{html}");
     assert!(html.contains(&format!("href=\"/jobs/{job}\"")), "{html}");
     assert!(html.contains("detail-probe"), "{html}");
@@ -334,7 +334,7 @@ fn states(map: &Value) -> Vec<String> {
 async fn the_gpu_map_shows_its_legend_and_each_state_with_discovery_off() {
     let c = JobCluster::start(2).await;
     let admin = admin_token(&c).await;
-    let ann = c.user("ann", 20631).await;
+    let ann = c.user("ann").await;
     let (client, _) = admin_browser(&c).await;
     let (_, html) = page(&c, &client, "/cluster").await;
     assert!(html.contains("id=\"gpu-legend\""), "{html}");
@@ -402,8 +402,8 @@ async fn a_declared_gpu_that_discovery_did_not_find_is_absent() {
         database_url: None,
     })
     .await;
-    let c = JobCluster { app, root };
-    let ann = c.user("ann", 20641).await;
+    let c = JobCluster::on(app, root);
+    let ann = c.user("ann").await;
     let map = gpu_map(&c, &ann.token).await;
     let cells: Vec<(String, String)> = map["nodes"]
         .as_array()

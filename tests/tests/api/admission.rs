@@ -17,9 +17,9 @@ async fn max_job_count_and_the_per_user_default_refuse_naming_the_limit() {
         database_url: None,
     })
     .await;
-    let c = JobCluster { app, root };
-    let alice = c.user("alice", 20901).await;
-    let bob = c.user("bob", 20902).await;
+    let c = JobCluster::on(app, root);
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
     let held = json!({"script": "#!/bin/sh\n#SBATCH -H\ntrue\n"});
     for _ in 0..2 {
         assert_eq!(c.submit(&alice, held.clone()).await.status(), 201);

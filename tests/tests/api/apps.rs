@@ -91,13 +91,13 @@ async fn vscode_starts_from_its_tile_and_its_editor_loads_through_the_proxy() {
     let Some(c) = cluster(test, 2, "").await else {
         return;
     };
-    let alice = c.user("alice", 20501).await;
+    let alice = c.user("alice").await;
     // A file of hers that the editor's explorer lists: read over its websocket.
     std::fs::create_dir_all(&alice.home).expect("home");
     let hello = alice.home.join("atrium-hello.txt");
     std::fs::write(&hello, "hello\n").expect("file");
     for path in [&alice.home, &hello] {
-        std::os::unix::fs::chown(path, Some(20501), Some(20501)).expect("chown");
+        std::os::unix::fs::chown(path, Some(alice.uid), Some(alice.uid)).expect("chown");
     }
 
     let apps: Value = alice
@@ -265,7 +265,7 @@ async fn jupyterlab_offers_r_beside_python_and_the_r_kernel_evaluates() {
     let Some(c) = cluster(test, 0, "").await else {
         return;
     };
-    let alice = c.user("alice", 20511).await;
+    let alice = c.user("alice").await;
     let (session, _) = c
         .ready_session(
             &alice,
@@ -359,7 +359,7 @@ async fn an_app_that_exits_at_once_is_an_error_with_its_log_and_its_values_stay_
     let Some(c) = cluster(test, 0, CRASHING_APP).await else {
         return;
     };
-    let alice = c.user("alice", 20521).await;
+    let alice = c.user("alice").await;
     // Only the configured apps are offered; fields are checked before anything starts.
     for (body, field) in [
         (json!({"kind": "notebook"}), "kind"),
@@ -492,7 +492,7 @@ async fn stop_asks_for_a_confirmation_and_a_queued_session_says_queued() {
     else {
         return;
     };
-    let alice = c.user("alice", 20531).await;
+    let alice = c.user("alice").await;
     // The only GPU is held by a long job: the session waits in the queue.
     let holder = c
         .start_session(

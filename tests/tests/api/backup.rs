@@ -14,7 +14,7 @@ const HELD: &str = "#!/bin/bash\n#SBATCH --hold\n#SBATCH --gres=gpu:1\ntrue\n";
 #[tokio::test]
 async fn a_backup_taken_under_load_restores_every_acknowledged_job() {
     let c = JobCluster::start(1).await;
-    let alice = c.user("alice", 20281).await;
+    let alice = c.user("alice").await;
     let mut acknowledged = Vec::new();
     for _ in 0..30 {
         acknowledged.push(c.sbatch(&alice, HELD).await);

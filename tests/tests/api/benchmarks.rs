@@ -607,7 +607,7 @@ async fn the_pages_show_runs_charts_and_sizing() {
 #[tokio::test]
 async fn the_fio_starter_job_records_its_outcome_linked_to_the_job() {
     let c = crate::fixtures::JobCluster::start(0).await;
-    let user = c.user("fiona", 20601).await;
+    let user = c.user("fiona").await;
     let script = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../templates/starters/jobs/fio-seqread.sh"),

@@ -119,7 +119,7 @@ async fn text_of(b: &Browser, id: &str) -> String {
 #[tokio::test]
 async fn chromium_submits_a_job_from_the_page_and_watches_its_output() {
     let c = crate::fixtures::JobCluster::start(0).await;
-    let _alice = c.user("alice", 20301).await;
+    let _alice = c.user("alice").await;
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("login page");
     submit_login(&b, "alice", "password-of-some-length").await;

@@ -124,7 +124,7 @@ async fn job_count(c: &JobCluster, user: &JobUser) -> usize {
 #[tokio::test]
 async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
     let c = JobCluster::start_with_jobs(1, "usage_interval_seconds = 1").await;
-    let user = c.user("cora", 20701).await;
+    let user = c.user("cora").await;
     let data = user.home.join("dataset.bin");
     std::fs::write(&data, vec![7u8; 16 << 20]).expect("data set");
     let fio_dir = user.home.join("fio");
@@ -313,7 +313,7 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
     assert_eq!(csv.trim_end().lines().count(), 2, "{csv}");
 
     // Another user sees none of it.
-    let other = c.user("otto", 20702).await;
+    let other = c.user("otto").await;
     let (status, _) = get(&c, &other, &format!("/api/v1/campaigns/{first_id}")).await;
     assert_eq!(status, 404);
 

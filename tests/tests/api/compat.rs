@@ -34,7 +34,7 @@ async fn job_count(c: &JobCluster, token: &str) -> usize {
 #[tokio::test]
 async fn scripts_written_for_slurm_run_and_ignored_options_are_shown() {
     let c = JobCluster::start(1).await;
-    let alice = c.user("alice", 20501).await;
+    let alice = c.user("alice").await;
     let id = c.sbatch(&alice, TRAINING_SCRIPT).await;
     let job = c
         .wait_for(&alice, &id, &["COMPLETED"], Duration::from_secs(60))
@@ -69,7 +69,7 @@ async fn scripts_written_for_slurm_run_and_ignored_options_are_shown() {
 #[tokio::test]
 async fn a_dry_run_answers_what_would_happen_and_stores_nothing() {
     let c = JobCluster::start(2).await;
-    let alice = c.user("alice", 20502).await;
+    let alice = c.user("alice").await;
     let busy = c
         .sbatch(
             &alice,
@@ -140,7 +140,7 @@ async fn a_dry_run_answers_what_would_happen_and_stores_nothing() {
 #[tokio::test]
 async fn a_bad_directive_is_refused_naming_its_line_and_option_once() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20503).await;
+    let alice = c.user("alice").await;
     let res = c
         .submit(
             &alice,
@@ -181,7 +181,7 @@ async fn a_bad_directive_is_refused_naming_its_line_and_option_once() {
 #[tokio::test]
 async fn sbatch_wait_exits_with_the_jobs_exit_code_and_reads_input_variables() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20504).await;
+    let alice = c.user("alice").await;
     std::fs::write(alice.home.join("fail.sh"), "#!/bin/bash\nexit 3\n").expect("script");
     let mut cmd = client(&c, &alice.token, &alice.home, &atrium_bin());
     cmd.args(["sbatch", "-W", "fail.sh"])
@@ -201,7 +201,7 @@ async fn sbatch_wait_exits_with_the_jobs_exit_code_and_reads_input_variables() {
 #[tokio::test]
 async fn get_user_env_starts_the_job_from_the_login_environment() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20505).await;
+    let alice = c.user("alice").await;
     let profile = alice.home.join(".bash_profile");
     std::fs::write(&profile, "export FROM_LOGIN=yes\nexport BOTH=login\n").expect("profile");
     std::os::unix::fs::chown(&profile, Some(alice.uid), Some(alice.uid)).expect("chown");
@@ -234,7 +234,7 @@ async fn get_user_env_starts_the_job_from_the_login_environment() {
 #[tokio::test]
 async fn the_script_gets_the_arguments_given_after_it() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20506).await;
+    let alice = c.user("alice").await;
     std::fs::write(
         alice.home.join("args.sh"),
         "#!/bin/bash\necho \"$# [$1] [$2]\"\n",
@@ -270,7 +270,7 @@ async fn the_script_gets_the_arguments_given_after_it() {
 #[tokio::test]
 async fn licenses_are_counted_site_resources_jobs_wait_for() {
     let c = JobCluster::start_with(0, "[cluster.licenses]\nscratch = 1\n").await;
-    let alice = c.user("alice", 20507).await;
+    let alice = c.user("alice").await;
     let first = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH -L scratch\nsleep 60\n")
         .await;
@@ -318,7 +318,7 @@ async fn licenses_are_counted_site_resources_jobs_wait_for() {
 #[tokio::test]
 async fn mem_0_gets_all_of_the_nodes_memory() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20508).await;
+    let alice = c.user("alice").await;
     let id = c
         .sbatch(
             &alice,

@@ -470,8 +470,8 @@ async fn differential_scripts_written_for_slurm_are_judged_as_slurm_judges_them(
         database_url: None,
     })
     .await;
-    let c = JobCluster { app, root };
-    let alice = c.user("alice", 20611).await;
+    let c = JobCluster::on(app, root);
+    let alice = c.user("alice").await;
     slurm
         .add_user("alice", alice.uid, alice.uid, &alice.home)
         .expect("slurm user");

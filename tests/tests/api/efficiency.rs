@@ -37,8 +37,8 @@ async fn efficiency(c: &JobCluster, token: &str, id: &str) -> (u16, Value) {
 #[tokio::test]
 async fn a_jobs_cpu_and_memory_are_sampled_while_it_runs_and_shown_once_it_is_over() {
     let c = JobCluster::start_with_jobs(0, "usage_interval_seconds = 1").await;
-    let alice = c.user("alice", 20271).await;
-    let bob = c.user("bob", 20272).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
     let id = c.sbatch(&alice, WORK).await;
 
     // While it runs: samples with CPU time, not final.

@@ -49,7 +49,7 @@ async fn cluster(extra: &str) -> JobCluster {
         ..Default::default()
     })
     .await;
-    JobCluster { app, root }
+    JobCluster::on(app, root)
 }
 
 fn api(c: &JobCluster, path: &str) -> String {
@@ -144,7 +144,7 @@ async fn interrupted_put(
 #[tokio::test]
 async fn files_are_listed_changed_uploaded_and_downloaded_as_the_user() {
     let c = cluster("").await;
-    let alice = c.user("alice", 20601).await;
+    let alice = c.user("alice").await;
 
     // No path: the roots, the data sets read-only.
     let res = get(&c, &alice, "").await;
@@ -301,8 +301,8 @@ async fn files_are_listed_changed_uploaded_and_downloaded_as_the_user() {
 #[tokio::test]
 async fn files_outside_the_roots_and_links_to_other_users_files_are_refused() {
     let c = cluster("").await;
-    let alice = c.user("alice", 20611).await;
-    let bob = c.user("bob", 20612).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
     let secret = bob.home.join("secret.txt");
     std::fs::write(&secret, "bob's").expect("write");
     std::os::unix::fs::chown(&secret, Some(bob.uid), Some(bob.uid)).expect("chown");
@@ -429,7 +429,7 @@ async fn files_outside_the_roots_and_links_to_other_users_files_are_refused() {
 #[tokio::test]
 async fn data_sets_are_read_only_and_uploads_are_bounded() {
     let c = cluster("max_upload_chunk_mb = 1\nmax_upload_mb = 2\n").await;
-    let alice = c.user("alice", 20621).await;
+    let alice = c.user("alice").await;
     let datasets = c.root.path().join("datasets");
 
     let res = get(&c, &alice, &format!("?path={}", q(&datasets))).await;
@@ -537,7 +537,7 @@ async fn chromium_uploads_200_mb_through_the_page_and_downloads_it_back() {
     use atrium_tests::support::browser;
     use fantoccini::Locator;
     let c = cluster("").await;
-    let alice = c.user("alice", 20631).await;
+    let alice = c.user("alice").await;
     // The file to upload, in the test's own directory (removed with it).
     let local_dir = tempfile::tempdir().expect("tmp");
     let local = local_dir.path().join("weights-200mb.bin");
@@ -706,8 +706,8 @@ impl Drop for Stopper {
 #[tokio::test]
 async fn one_users_unread_downloads_and_stopped_helpers_stall_nobody_else() {
     let c = cluster("files_timeout_seconds = 15\n").await;
-    let alice = c.user("alice", 20641).await;
-    let bob = c.user("bob", 20642).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
     let big = alice.home.join("big.bin");
     std::fs::write(&big, noise(32 << 20, 7)).expect("write");
     std::os::unix::fs::chown(&big, Some(alice.uid), Some(alice.uid)).expect("chown");
@@ -882,7 +882,7 @@ async fn an_upload_is_written_as_the_user_would_write_it() {
     }
     let _mounted = Mounted(projects.clone());
     std::fs::set_permissions(&projects, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
-    let alice = c.user("alice", 20643).await;
+    let alice = c.user("alice").await;
 
     // 40 MiB fit only in root's reserved blocks: the user's own write would stop at
     // about 29 MiB, and so does the portal's for her.

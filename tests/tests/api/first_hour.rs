@@ -62,7 +62,7 @@ const WHOLE_AND_MIG: &str =
 #[tokio::test]
 async fn chromium_the_start_form_defaults_to_a_free_slice_while_whole_gpus_are_taken() {
     let c = JobCluster::start_with(0, WHOLE_AND_MIG).await;
-    let alice = c.user("alice", 20931).await;
+    let alice = c.user("alice").await;
     let b = signed_in(&c, "alice", PASSWORD).await;
     // The whole GPU free: it is the default.
     let (value, text) = gpu_choice(&b, c.app.url("/sessions/new")).await;
@@ -171,7 +171,7 @@ async fn chromium_a_job_failing_on_a_missing_mount_says_first_that_the_site_fail
         ),
     )
     .await;
-    let alice = c.user("alice", 20932).await;
+    let alice = c.user("alice").await;
     let failing = c.sbatch(&alice, "#!/bin/bash\necho started\n").await;
     let b = signed_in(&c, "alice", PASSWORD).await;
     let job = c
@@ -235,7 +235,7 @@ async fn chromium_a_job_failing_on_a_missing_mount_says_first_that_the_site_fail
     // On a cluster whose storage is there, the script's own failure: its exit and
     // its last lines, first.
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20933).await;
+    let alice = c.user("alice").await;
     let own = c
         .sbatch(
             &alice,
@@ -280,7 +280,7 @@ async fn column(b: &Browser, col: usize) -> Vec<String> {
 #[tokio::test]
 async fn chromium_an_array_has_a_page_with_its_tasks_and_both_cancels() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20934).await;
+    let alice = c.user("alice").await;
     let array = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-7%2\nsleep 120\n")
         .await;
@@ -409,7 +409,7 @@ async fn chromium_an_array_has_a_page_with_its_tasks_and_both_cancels() {
 #[tokio::test]
 async fn chromium_an_admin_cancel_asks_first_keeps_still_while_open_and_the_owner_reads_why() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20935).await;
+    let alice = c.user("alice").await;
     let job = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH -J train\nsleep 300\n")
         .await;
@@ -486,7 +486,7 @@ async fn chromium_an_admin_cancel_asks_first_keeps_still_while_open_and_the_owne
 async fn chromium_files_show_edit_and_submit_a_script_as_its_owner() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20936).await;
+    let alice = c.user("alice").await;
     let own = |p: &std::path::Path| {
         std::os::unix::fs::chown(p, Some(alice.uid), Some(alice.uid)).expect("chown");
     };
@@ -631,7 +631,7 @@ async fn chromium_files_show_edit_and_submit_a_script_as_its_owner() {
 async fn chromium_an_announcement_shows_on_every_page_in_its_window_and_is_audited() {
     use serde_json::{json, Value};
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20937).await;
+    let alice = c.user("alice").await;
     let admin = c
         .app
         .login("admin", c.app.admin_password.as_deref().expect("admin"))
@@ -770,7 +770,7 @@ async fn chromium_an_announcement_shows_on_every_page_in_its_window_and_is_audit
 #[tokio::test]
 async fn chromium_keyboard_focus_survives_the_job_lists_refresh() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20938).await;
+    let alice = c.user("alice").await;
     let first = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
         .await;

@@ -26,15 +26,17 @@ async fn appears(path: &Path) {
 async fn the_first_login_creates_the_home_and_its_templates_and_edits_survive() {
     let mut c = JobCluster::start(0).await;
     let home = c.root.path().join("home/bob");
+    let bob = c.uid();
+    let uid = bob.to_string();
     let out = c.app.cli(
         &[
             "user",
             "add",
             "bob",
             "--uid",
-            "20171",
+            &uid,
             "--gid",
-            "20171",
+            &uid,
             "--home",
             home.to_str().expect("utf-8"),
         ],
@@ -51,13 +53,16 @@ async fn the_first_login_creates_the_home_and_its_templates_and_edits_survive() 
     let hello = home.join("templates/jobs/hello.sh");
     appears(&hello).await;
     let meta = std::fs::metadata(&home).expect("home");
-    assert_eq!((meta.uid(), meta.gid()), (20171, 20171));
+    assert_eq!((meta.uid(), meta.gid()), (bob, bob));
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);
     let file = std::fs::metadata(&hello).expect("starter");
-    assert_eq!(file.uid(), 20171, "copied as the user");
+    assert_eq!(file.uid(), bob, "copied as the user");
     // Another user cannot look inside.
+    let stranger = c.uid();
     let other = std::process::Command::new("setpriv")
-        .args(["--reuid=20172", "--regid=20172", "--clear-groups", "ls"])
+        .arg(format!("--reuid={stranger}"))
+        .arg(format!("--regid={stranger}"))
+        .args(["--clear-groups", "ls"])
         .arg(&home)
         .output()
         .expect("setpriv");

@@ -172,8 +172,8 @@ async fn hostile_submissions_are_refused_quickly_naming_the_field() {
         ..Default::default()
     })
     .await;
-    let mut c = JobCluster { app, root };
-    let mallory = c.user("mallory", 20601).await;
+    let mut c = JobCluster::on(app, root);
+    let mallory = c.user("mallory").await;
     let pid = c.app.pid().expect("running");
 
     for a in attacks() {

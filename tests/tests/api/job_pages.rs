@@ -30,7 +30,7 @@ async fn csrf(c: &JobCluster, client: &reqwest::Client) -> String {
 #[tokio::test]
 async fn a_job_behind_a_running_one_expects_to_start_at_its_end_and_says_why() {
     let c = JobCluster::start(2).await;
-    let alice = c.user("alice", 20801).await;
+    let alice = c.user("alice").await;
     let busy = c
         .sbatch(
             &alice,
@@ -104,7 +104,7 @@ async fn a_job_behind_a_running_one_expects_to_start_at_its_end_and_says_why() {
 #[tokio::test]
 async fn every_refused_directive_is_reported_at_once_by_line() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20802).await;
+    let alice = c.user("alice").await;
     let script = "#!/bin/bash\n#SBATCH -N two\n#SBATCH -J ok\n#SBATCH --time=soon\n\
                   #SBATCH --frobnicate\ntrue\n";
     let res = c.submit(&alice, json!({"script": script})).await;
@@ -161,8 +161,8 @@ async fn every_refused_directive_is_reported_at_once_by_line() {
 #[tokio::test]
 async fn resubmit_runs_the_same_script_again_for_its_owner_only() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20803).await;
-    let _bob = c.user("bob", 20804).await;
+    let alice = c.user("alice").await;
+    let _bob = c.user("bob").await;
     let first = c
         .sbatch(
             &alice,
@@ -240,7 +240,7 @@ async fn resubmit_runs_the_same_script_again_for_its_owner_only() {
 #[tokio::test]
 async fn the_job_list_filters_round_trip_and_a_bad_one_is_a_400() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20805).await;
+    let alice = c.user("alice").await;
     let train = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH -J train-big -H\ntrue\n")
         .await;
@@ -322,7 +322,7 @@ async fn the_job_list_filters_round_trip_and_a_bad_one_is_a_400() {
 #[tokio::test]
 async fn chromium_the_forms_fields_write_the_directives_and_errors_mark_their_lines() {
     let c = JobCluster::start(2).await;
-    let _alice = c.user("alice", 20806).await;
+    let _alice = c.user("alice").await;
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("login page");
     submit_login(&b, "alice", PASSWORD).await;
@@ -520,8 +520,8 @@ async fn chromium_the_forms_fields_write_the_directives_and_errors_mark_their_li
 #[tokio::test]
 async fn the_job_page_sends_a_signal_to_a_running_job_without_ending_it() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20807).await;
-    let _bob = c.user("bob", 20808).await;
+    let alice = c.user("alice").await;
+    let _bob = c.user("bob").await;
     let id = c
         .sbatch(
             &alice,
@@ -613,8 +613,8 @@ async fn post_form(
 #[tokio::test]
 async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() {
     let c = JobCluster::start(1).await;
-    let alice = c.user("alice", 20809).await;
-    let bob = c.user("bob", 20810).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
     // Bob's job takes the GPU (so that alice's fair share, and with it her jobs'
     // priorities, stay as they are): her next two wait, with priorities.
     let busy = c

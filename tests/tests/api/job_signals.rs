@@ -18,7 +18,7 @@ fn seconds_in(user: &JobUser, file: &str) -> Option<u64> {
 #[tokio::test]
 async fn signal_b_reaches_the_batch_shells_trap_before_the_time_limit() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20701).await;
+    let alice = c.user("alice").await;
     // The trap writes how long the job had run and ends the job cleanly: a job that
     // ends COMPLETED (not TIMEOUT) was signalled before its 20 s limit.
     let script = "#!/bin/bash\n#SBATCH -J sig -t 0:20 --signal=B:USR1@5\n\
@@ -43,7 +43,7 @@ async fn signal_b_reaches_the_batch_shells_trap_before_the_time_limit() {
 #[tokio::test]
 async fn signal_without_b_reaches_what_the_shell_started_and_not_the_shell() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20702).await;
+    let alice = c.user("alice").await;
     // A child traps USR1; the shell (which would die of an untrapped USR1) waits for
     // it and then says it is still alive.
     let script = "#!/bin/bash\n#SBATCH -J sig2 -t 0:20 --signal=USR1@5\n\
@@ -68,7 +68,7 @@ const TWO_RUNS: &str = "if [ -e \"ran-$SLURM_JOB_ID\" ]; then echo second-run; \
 #[tokio::test]
 async fn open_mode_append_keeps_the_output_of_a_requeued_job_and_truncate_does_not() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20703).await;
+    let alice = c.user("alice").await;
     let append = c
         .sbatch(
             &alice,
@@ -127,7 +127,7 @@ async fn wait_output(c: &JobCluster, user: &JobUser, id: &str, text: &str) {
 #[tokio::test]
 async fn a_checkpointing_job_requeues_itself_from_its_signal_trap_and_keeps_its_output() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20704).await;
+    let alice = c.user("alice").await;
     // The pattern of checkpointing scripts: save on USR1, requeue, resume.
     let script = "#!/bin/bash\n\
         #SBATCH -J ckpt -t 0:20 --signal=B:USR1@5 --open-mode=append --requeue\n\

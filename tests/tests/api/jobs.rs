@@ -15,7 +15,7 @@ const PRINT_ID: &str =
 #[tokio::test]
 async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20101).await;
+    let alice = c.user("alice").await;
     let id = c.sbatch(&alice, PRINT_ID).await;
     let job = c
         .wait_for(
@@ -29,8 +29,8 @@ async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
     assert_eq!(job["exit_code"], 0);
     let out_path = alice.home.join(format!("slurm-{id}.out"));
     let out = std::fs::read_to_string(&out_path).expect("output file");
-    assert!(out.contains("uid=20101"), "{out}");
-    assert!(out.contains("gid=20101"), "{out}");
+    assert!(out.contains(&format!("uid={}", alice.uid)), "{out}");
+    assert!(out.contains(&format!("gid={}", alice.uid)), "{out}");
     for expected in [
         format!("SLURM_JOB_ID={id}"),
         "SLURM_JOB_NAME=whoami".to_string(),
@@ -47,7 +47,7 @@ async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
     // (its helper started it with descriptor 9 open).
     assert!(out.contains("fds: 0 1 2 3 \n"), "{out}");
     let meta = std::fs::metadata(&out_path).expect("stat");
-    assert_eq!(meta.uid(), 20101, "the output belongs to the user");
+    assert_eq!(meta.uid(), alice.uid, "the output belongs to the user");
     assert_eq!(job["stdout"], out_path.display().to_string());
 
     // The output through the API, plain and followed.
@@ -58,7 +58,7 @@ async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
         .text()
         .await
         .expect("text");
-    assert!(text.contains("uid=20101"), "{text}");
+    assert!(text.contains(&format!("uid={}", alice.uid)), "{text}");
     let events = c
         .app
         .get_bearer(
@@ -68,14 +68,14 @@ async fn a_job_runs_as_its_user_with_slurm_variables_and_owns_its_output() {
         .await;
     assert_eq!(events.headers()["content-type"], "text/event-stream");
     let body = events.text().await.expect("events");
-    assert!(body.contains("data: uid=20101"), "{body}");
+    assert!(body.contains(&format!("data: uid={}", alice.uid)), "{body}");
     assert!(body.contains("event: end"), "{body}");
 }
 
 #[tokio::test]
 async fn two_gpu_jobs_get_disjoint_gpus() {
     let c = JobCluster::start(4).await;
-    let alice = c.user("alice", 20111).await;
+    let alice = c.user("alice").await;
     let script = "#!/bin/bash\n#SBATCH --gres=gpu:2\necho \"GPUS=$CUDA_VISIBLE_DEVICES JOBGPUS=$SLURM_JOB_GPUS\"\nsleep 2\n";
     let a = c.sbatch(&alice, script).await;
     let b = c.sbatch(&alice, script).await;
@@ -147,7 +147,7 @@ fn intervals(c: &JobCluster, user: &JobUser, id: &str, tasks: u32) -> Vec<(u128,
 #[tokio::test]
 async fn an_array_with_a_limit_of_two_never_runs_more_than_two_tasks() {
     let c = JobCluster::start(4).await;
-    let alice = c.user("alice", 20121).await;
+    let alice = c.user("alice").await;
     let id = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-5%2\n#SBATCH --gres=gpu:1\ndate +%s%N\nsleep 1\ndate +%s%N\n")
         .await;
@@ -173,7 +173,7 @@ async fn an_array_with_a_limit_of_two_never_runs_more_than_two_tasks() {
 #[tokio::test]
 async fn afterok_runs_in_order_and_afternotok_of_a_success_is_cancelled() {
     let c = JobCluster::start(2).await;
-    let alice = c.user("alice", 20131).await;
+    let alice = c.user("alice").await;
     let step = "#!/bin/bash\ndate +%s%N\nsleep 1\ndate +%s%N\n";
     let a = c.sbatch(&alice, step).await;
     let b = c
@@ -230,7 +230,7 @@ async fn afterok_runs_in_order_and_afternotok_of_a_success_is_cancelled() {
 #[tokio::test]
 async fn cancel_stops_a_running_job_and_time_limits_are_enforced() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20141).await;
+    let alice = c.user("alice").await;
     let long = c
         .sbatch(&alice, "#!/bin/bash\necho started\nsleep 300\n")
         .await;
@@ -264,7 +264,7 @@ async fn cancel_stops_a_running_job_and_time_limits_are_enforced() {
         Duration::from_secs(20),
         || async {
             let out = std::process::Command::new("pgrep")
-                .args(["-u", "20141", "sleep"])
+                .args(["-u", &alice.uid.to_string(), "sleep"])
                 .output()
                 .expect("pgrep");
             out.stdout.is_empty()
@@ -280,7 +280,7 @@ async fn a_job_over_its_memory_is_ended_as_out_of_memory() {
     // supervisor's sampling does. Either way: OUT_OF_MEMORY, and a job under its limit
     // with the same script shape completes.
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20151).await;
+    let alice = c.user("alice").await;
     let hog = c
         .sbatch(
             &alice,
@@ -317,8 +317,8 @@ async fn a_job_over_its_memory_is_ended_as_out_of_memory() {
 #[tokio::test]
 async fn bad_submissions_are_refused_with_the_reason_and_change_nothing() {
     let c = JobCluster::start(4).await;
-    let alice = c.user("alice", 20151).await;
-    let bob = c.user("bob", 20152).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
 
     let res = c
         .submit(
@@ -436,7 +436,7 @@ async fn the_openapi_document_describes_the_job_api() {
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} missing");
     }
-    let alice = c.user("alice", 20161).await;
+    let alice = c.user("alice").await;
     let nodes: Value = c
         .app
         .get_bearer("/api/v1/nodes", &alice.token)
@@ -462,8 +462,8 @@ async fn the_openapi_document_describes_the_job_api() {
 #[tokio::test]
 async fn the_history_is_listed_by_id_and_paged_with_its_total() {
     let c = JobCluster::start(1).await;
-    let alice = c.user("alice", 20193).await;
-    let bob = c.user("bob", 20194).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
     let mut mine = Vec::new();
     for _ in 0..3 {
         mine.push(

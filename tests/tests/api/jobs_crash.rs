@@ -16,7 +16,7 @@ const MARKED: &str =
 #[tokio::test]
 async fn nothing_acknowledged_is_lost_and_nothing_runs_twice_across_a_kill_9() {
     let mut c = JobCluster::start(4).await;
-    let alice = c.user("alice", 20201).await;
+    let alice = c.user("alice").await;
     // Two long jobs that will be running when the portal dies.
     let long_script = "#!/bin/bash\n#SBATCH --gres=gpu:1\necho ran >> \"$HOME/marker-$SLURM_JOB_ID\"\nsleep 6\nexit 7\n";
     let long_a = c.sbatch(&alice, long_script).await;

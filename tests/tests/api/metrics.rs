@@ -44,7 +44,7 @@ fn at_least(text: &str, name: &str, labels: &[(&str, &str)], n: f64) {
 #[tokio::test]
 async fn metrics_show_the_queue_the_gpus_and_the_scheduler_at_work() {
     let c = JobCluster::start(2).await;
-    let alice = c.user("alice", 20261).await;
+    let alice = c.user("alice").await;
     let done = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --gres=gpu:1\ntrue\n")
         .await;

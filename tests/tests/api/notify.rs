@@ -138,7 +138,7 @@ fn notify_config(port: u16) -> String {
 async fn a_job_with_mail_type_end_mails_its_user_once_naming_its_state_and_exit_code() {
     let sink = SmtpSink::start();
     let c = JobCluster::start_with(0, &notify_config(sink.port)).await;
-    let alice = c.user("alice", 20711).await;
+    let alice = c.user("alice").await;
     let wait = Duration::from_secs(60);
 
     let first = c
@@ -235,7 +235,7 @@ async fn a_session_that_waited_in_the_queue_mails_its_user_once_ready() {
     let Some(c) = crate::fixtures::sessions::SessionCluster::start(1, &sessions).await else {
         return;
     };
-    let alice = c.user("alice", 20712).await;
+    let alice = c.user("alice").await;
     let (first, _) = c
         .ready_session(
             &alice,

@@ -373,7 +373,7 @@ async fn scene() -> Scene {
     .await;
     let admin_password = app.admin_password.clone().expect("admin password");
     let c = SessionCluster::new(app, root);
-    let alice = c.user("alice", 20611).await;
+    let alice = c.user("alice").await;
     let api = |method: reqwest::Method, path: &str, body: Value| {
         alice
             .client

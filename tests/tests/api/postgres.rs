@@ -46,7 +46,7 @@ async fn portal_runs_on_postgres() {
 async fn jobs_run_and_survive_a_kill_9_on_postgres() {
     let db = fresh_database().await.expect("postgres database");
     let mut c = JobCluster::start_on(2, Some(db.url.clone())).await;
-    let alice = c.user("alice", 20161).await;
+    let alice = c.user("alice").await;
     let done = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --gres=gpu:1\necho first\n")
         .await;

@@ -112,7 +112,7 @@ fn assert_nothing_made_by_root(trap: &Path) {
 #[tokio::test]
 async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
     let (c, slurm) = crate::fixtures::slurm::start().await;
-    let eve = crate::fixtures::slurm::user(&c, &slurm, "eve", 20391).await;
+    let eve = crate::fixtures::slurm::user(&c, &slurm, "eve").await;
     let (trap, vars) = booby_trap(c.root.path());
     let environment: serde_json::Map<String, Value> = vars
         .iter()
@@ -142,11 +142,13 @@ async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
     // (the client forwards her whole environment, as sbatch's --export=ALL does).
     let script = eve.home.join("job.sh");
     std::fs::write(&script, "#!/bin/sh\n/usr/bin/id -u\n").expect("script");
-    std::os::unix::fs::chown(&script, Some(20391), Some(20391)).expect("chown");
+    std::os::unix::fs::chown(&script, Some(eve.uid), Some(eve.uid)).expect("chown");
     // setpriv runs as root: the trap's variables are set only after it, by env as eve.
     let mut client = tokio::process::Command::new("/usr/bin/setpriv");
     client
-        .args(["--reuid=20391", "--regid=20391", "--clear-groups", "--"])
+        .arg(format!("--reuid={}", eve.uid))
+        .arg(format!("--regid={}", eve.uid))
+        .args(["--clear-groups", "--"])
         .arg("/usr/bin/env")
         .args(vars.iter().map(|(k, v)| format!("{k}={v}")))
         .arg(crate::fixtures::atrium_bin())
@@ -180,7 +182,7 @@ async fn a_slurm_jobs_variables_never_reach_a_process_running_as_root() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert!(
-        names.iter().any(|n| n == "loaded-20391"),
+        names.iter().any(|n| *n == format!("loaded-{}", eve.uid)),
         "the job's variables reach the user's sbatch: {names:?}"
     );
     // ...and nothing running as root loaded, ran or wrote anything of the trap.
@@ -228,8 +230,8 @@ async fn snoop(runtime: &str) {
         database_url: None,
     })
     .await;
-    let c = JobCluster { app, root };
-    let mallory = c.user("mallory", 20392).await;
+    let c = JobCluster::on(app, root);
+    let mallory = c.user("mallory").await;
     let data_dir = c.app.data_dir.path().join("var");
     let spool = c.root.path().join("spool");
     // As on a real head node, the directory above the data directory is open to all:
@@ -241,7 +243,7 @@ async fn snoop(runtime: &str) {
     .expect("chmod");
 
     // Another job of another user is in the spool, with its environment.
-    let other = c.user("trent", 20393).await;
+    let other = c.user("trent").await;
     let res = c
         .submit(
             &other,
@@ -302,7 +304,7 @@ async fn snoop(runtime: &str) {
 
     // Its output is the user's alone.
     let meta = std::fs::metadata(mallory.home.join(format!("slurm-{id}.out"))).expect("output");
-    assert_eq!(meta.uid(), 20392);
+    assert_eq!(meta.uid(), mallory.uid);
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
 }
 

@@ -53,7 +53,7 @@ async fn cookie_cluster() -> JobCluster {
         database_url: None,
     })
     .await;
-    JobCluster { app, root }
+    JobCluster::on(app, root)
 }
 
 fn set_cookies(res: &reqwest::Response) -> Vec<String> {
@@ -87,7 +87,7 @@ async fn session_state(app: &TestApp, client: &reqwest::Client, id: i64) -> Valu
 async fn a_users_server_cannot_set_the_portals_cookies_and_administrators_see_it_sandboxed() {
     let c = cookie_cluster().await;
     let app = &c.app;
-    c.user("alice", 20611).await;
+    c.user("alice").await;
     let alice = app.login("alice", PASSWORD).await;
     let csrf = app.session_csrf(&alice).await;
     let res = alice
@@ -266,7 +266,7 @@ async fn listener_cluster(bait: &std::path::Path) -> JobCluster {
         database_url: None,
     })
     .await;
-    JobCluster { app, root }
+    JobCluster::on(app, root)
 }
 
 async fn start_session(app: &TestApp, client: &reqwest::Client, csrf: &str, env: &str) -> i64 {
@@ -302,7 +302,7 @@ async fn a_socket_that_root_listens_on_is_refused_though_its_file_is_the_users()
     let bait_dir = tempfile::tempdir().expect("tempdir");
     let c = listener_cluster(&bait_dir.path().join("unused.sock")).await;
     let app = &c.app;
-    let alice_user = c.user("alice", 20612).await;
+    let alice_user = c.user("alice").await;
     let alice = app.login("alice", PASSWORD).await;
     let csrf = app.session_csrf(&alice).await;
     let id = start_session(app, &alice, &csrf, "idle").await;
@@ -351,7 +351,7 @@ async fn a_socket_name_swapped_under_the_proxy_never_reaches_roots_listener() {
     let (seen, _listener) = root_listener(&bait);
     let c = listener_cluster(&bait).await;
     let app = &c.app;
-    c.user("alice", 20613).await;
+    c.user("alice").await;
     let alice = app.login("alice", PASSWORD).await;
     let csrf = app.session_csrf(&alice).await;
     let id = start_session(app, &alice, &csrf, "swapper").await;

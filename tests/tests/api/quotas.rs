@@ -29,7 +29,7 @@ async fn sleeper(c: &JobCluster, user: &JobUser, gpus: u32, time: &str) -> Strin
 async fn a_gpu_quota_makes_work_wait_refuses_what_never_fits_and_changes_live() {
     let c = JobCluster::start(4).await;
     let admin = admin_token(&c).await;
-    let ann = c.user("ann", 20301).await;
+    let ann = c.user("ann").await;
     let id = set_quota(&c, &admin, "user", "ann", json!({"max_gpus": 2})).await;
 
     let a = sleeper(&c, &ann, 1, "10").await;
@@ -125,7 +125,7 @@ async fn a_gpu_quota_makes_work_wait_refuses_what_never_fits_and_changes_live() 
 async fn spent_gpu_hours_hold_new_work_without_killing_running_work() {
     let c = JobCluster::start(2).await;
     let admin = admin_token(&c).await;
-    let bo = c.user("bo", 20302).await;
+    let bo = c.user("bo").await;
     // 1.2 GPU-minutes (counted in whole minutes: 1): one 1-minute, 1-GPU job fits; a
     // second does not.
     set_quota(&c, &admin, "default", "", json!({"max_gpu_hours": 0.02})).await;
@@ -158,9 +158,9 @@ async fn spent_gpu_hours_hold_new_work_without_killing_running_work() {
 async fn a_group_quota_caps_the_sum_over_its_members() {
     let c = JobCluster::start(4).await;
     let admin = admin_token(&c).await;
-    let cy = c.user_in("cy", 20303, &["vision"]).await;
-    let di = c.user_in("di", 20304, &["vision"]).await;
-    let ed = c.user("ed", 20305).await;
+    let cy = c.user_in("cy", &["vision"]).await;
+    let di = c.user_in("di", &["vision"]).await;
+    let ed = c.user("ed").await;
     set_quota(&c, &admin, "group", "vision", json!({"max_gpus": 2})).await;
     let a = sleeper(&c, &cy, 1, "10").await;
     let b = sleeper(&c, &di, 1, "10").await;
@@ -184,7 +184,7 @@ async fn a_group_quota_caps_the_sum_over_its_members() {
 async fn a_session_over_quota_is_refused_with_the_reason() {
     let c = JobCluster::start(2).await;
     let admin = admin_token(&c).await;
-    let fay = c.user("fay", 20306).await;
+    let fay = c.user("fay").await;
     let client = c.app.login("fay", "password-of-some-length").await;
     let token = c
         .app
@@ -231,7 +231,7 @@ async fn a_session_over_quota_is_refused_with_the_reason() {
 async fn quota_routes_are_for_administrators_and_check_their_input() {
     let c = JobCluster::start(0).await;
     let admin = admin_token(&c).await;
-    let gus = c.user("gus", 20307).await;
+    let gus = c.user("gus").await;
     for (method, path, body) in [
         (reqwest::Method::GET, "/api/v1/admin/quotas", None),
         (
@@ -320,7 +320,7 @@ async fn quota_routes_are_for_administrators_and_check_their_input() {
 async fn a_drained_node_takes_no_new_work_and_its_running_work_finishes() {
     let c = JobCluster::start(2).await;
     let admin = admin_token(&c).await;
-    let hal = c.user("hal", 20308).await;
+    let hal = c.user("hal").await;
     let running = sleeper(&c, &hal, 1, "10").await;
     c.wait_for(&hal, &running, &["RUNNING"], RUN).await;
     let drain = |action: &'static str, body: Option<Value>| {
@@ -394,7 +394,7 @@ async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_
     use fantoccini::Locator;
     let c = JobCluster::start(2).await;
     let admin = admin_token(&c).await;
-    let ida = c.user("ida", 20309).await;
+    let ida = c.user("ida").await;
     set_quota(
         &c,
         &admin,

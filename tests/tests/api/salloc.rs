@@ -123,7 +123,7 @@ async fn last_job(c: &JobCluster, user: &JobUser) -> Value {
 #[tokio::test]
 async fn srun_pty_and_salloc_give_a_shell_in_the_allocation_with_its_gpus() {
     let c = JobCluster::start(2).await;
-    let alice = c.user("alice", 24301).await;
+    let alice = c.user("alice").await;
     let bin = atrium_bin();
     let bin = bin.display();
 
@@ -138,7 +138,8 @@ async fn srun_pty_and_salloc_give_a_shell_in_the_allocation_with_its_gpus() {
         .await;
     let seen = shell.line_starting("CVD=").await;
     assert!(
-        seen.starts_with("CVD=0 uid=24301 job=") || seen.starts_with("CVD=1 uid=24301 job="),
+        seen.starts_with(&format!("CVD=0 uid={} job=", alice.uid))
+            || seen.starts_with(&format!("CVD=1 uid={} job=", alice.uid)),
         "{seen}"
     );
     shell.line_starting("ON-A-TTY").await;
@@ -264,8 +265,8 @@ async fn submitted(c: &JobCluster, user: &JobUser, body: Value) -> String {
 #[tokio::test]
 async fn a_jobs_terminal_is_its_owners_alone_once_it_runs_and_takes_the_window_size() {
     let c = JobCluster::start(1).await;
-    let alice = c.user("alice", 24302).await;
-    let bob = c.user("bob", 24303).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
 
     // Bad requests name their field and store nothing.
     for (body, field) in [

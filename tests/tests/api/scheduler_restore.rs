@@ -91,7 +91,7 @@ const SNAPSHOT_WRITTEN: &str = "the scheduler snapshot is written";
 #[tokio::test]
 async fn a_queue_comes_back_intact_from_its_log_then_from_its_snapshot() {
     let mut c = JobCluster::start(1).await;
-    let alice = c.user("alice", 20231).await;
+    let alice = c.user("alice").await;
     let mut ids = Vec::new();
     for i in 0..40 {
         let script = format!(
@@ -233,8 +233,8 @@ async fn the_proxy_serves_a_session_while_the_queue_is_restored_and_requests_wai
         database_url: Some(db.url.clone()),
     })
     .await;
-    let mut c = JobCluster { app, root };
-    let alice = c.user("alice", 20232).await;
+    let mut c = JobCluster::on(app, root);
+    let alice = c.user("alice").await;
     let browser = c.app.login("alice", PASSWORD).await;
     let csrf = c.app.session_csrf(&browser).await;
     let started: Value = browser

@@ -33,8 +33,8 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
     let Some(mut c) = SessionCluster::start(4, "").await else {
         return;
     };
-    let alice = c.user("alice", 20401).await;
-    let bob = c.user("bob", 20402).await;
+    let alice = c.user("alice").await;
+    let bob = c.user("bob").await;
 
     // Start, following progress to ready.
     let (session, events) = c
@@ -83,7 +83,7 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
     .expect("execute");
     assert_eq!(
         who.trim(),
-        format!("20401 {} True", alice.home.display()),
+        format!("{} {} True", alice.uid, alice.home.display()),
         "the kernel runs as alice in her home"
     );
 
@@ -120,12 +120,12 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
         .expect("save");
     let saved = alice.home.join("hello.ipynb");
     let meta = std::fs::metadata(&saved).expect("saved notebook on disk");
-    assert_eq!((meta.uid(), meta.gid()), (20401, 20401));
+    assert_eq!((meta.uid(), meta.gid()), (alice.uid, alice.uid));
     let home = std::fs::metadata(&alice.home).expect("home");
     assert_eq!(home.mode() & 0o777, 0o700, "the home is private");
-    assert!(readable_by(&saved, 20401));
+    assert!(readable_by(&saved, alice.uid));
     assert!(
-        !readable_by(&saved, 20402),
+        !readable_by(&saved, bob.uid),
         "bob cannot read alice's notebook"
     );
     eventually("~/templates is filled", Duration::from_secs(30), || {
@@ -201,7 +201,7 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
     let folder = alice.home.join("work").join("here");
     std::fs::create_dir_all(&folder).expect("folder");
     for dir in [alice.home.join("work"), folder.clone()] {
-        std::os::unix::fs::chown(&dir, Some(20401), Some(20401)).expect("chown");
+        std::os::unix::fs::chown(&dir, Some(alice.uid), Some(alice.uid)).expect("chown");
     }
     let (term, _) = c
         .ready_session(
@@ -231,7 +231,7 @@ async fn a_notebook_runs_as_its_user_behind_the_proxy_and_outlives_a_portal_cras
         .any(|(e, cwd)| {
             cwd.dev() == want.dev()
                 && cwd.ino() == want.ino()
-                && std::fs::metadata(e.path()).is_ok_and(|m| m.uid() == 20401)
+                && std::fs::metadata(e.path()).is_ok_and(|m| m.uid() == alice.uid)
         });
     assert!(
         shell_in_folder,
@@ -259,7 +259,7 @@ async fn two_gpu_sessions_get_disjoint_devices_and_bad_requests_change_nothing()
     let Some(c) = SessionCluster::start(4, "").await else {
         return;
     };
-    let alice = c.user("alice", 20411).await;
+    let alice = c.user("alice").await;
 
     // Bad input: a 400 naming the field, and no session.
     for (body, field) in [
@@ -330,7 +330,7 @@ async fn a_session_stops_at_its_time_limit_after_a_warning() {
     let Some(c) = SessionCluster::start(0, "time_limit_warning = \"30s\"").await else {
         return;
     };
-    let alice = c.user("alice", 20421).await;
+    let alice = c.user("alice").await;
     // 40 seconds: time to start Jupyter, then the warning, then the end.
     let res = c
         .start_session(
@@ -366,7 +366,7 @@ async fn idle_sessions_stop_but_a_busy_kernel_keeps_its_session() {
     else {
         return;
     };
-    let alice = c.user("alice", 20431).await;
+    let alice = c.user("alice").await;
     let (busy, _) = c
         .ready_session(&alice, json!({"name": "busy", "environment": "python"}))
         .await;
@@ -409,7 +409,7 @@ async fn a_server_that_dies_before_it_is_ready_fails_with_its_log_and_the_name_i
     let Some(c) = SessionCluster::start(0, "").await else {
         return;
     };
-    let alice = c.user("alice", 20461).await;
+    let alice = c.user("alice").await;
     let res = c
         .start_session(&alice, json!({"name": "nb", "environment": "broken"}))
         .await;
@@ -513,7 +513,7 @@ async fn tensorboard_serves_its_page_through_the_proxy() {
     let Some(c) = SessionCluster::start(0, "").await else {
         return;
     };
-    let alice = c.user("alice", 20441).await;
+    let alice = c.user("alice").await;
     let (tb, _) = c
         .ready_session(
             &alice,
@@ -550,7 +550,7 @@ async fn chromium_starts_a_notebook_from_the_page_and_reaches_jupyterlab() {
     let Some(c) = SessionCluster::start(1, "").await else {
         return;
     };
-    let _alice = c.user("alice", 20451).await;
+    let _alice = c.user("alice").await;
     let b = browser().await.expect("chromium");
     b.goto(&c.app.url("/login")).await.expect("open login");
     crate::fixtures::browser::submit_login(&b, "alice", PASSWORD).await;

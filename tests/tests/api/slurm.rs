@@ -37,7 +37,7 @@ async fn sbatch_by_hand(slurm: &Slurm, user: &JobUser, args: &[&str]) -> String 
 #[tokio::test]
 async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() {
     let (c, slurm) = start().await;
-    let ann = user(&c, &slurm, "ann", 20381).await;
+    let ann = user(&c, &slurm, "ann").await;
 
     // A plain job: Slurm runs it as ann; the exit code and the output are recorded.
     let id = c
@@ -184,7 +184,7 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
 #[tokio::test]
 async fn a_controller_outage_shows_unknown_and_a_restart_loses_nothing() {
     let (mut c, mut slurm) = start().await;
-    let bea = user(&c, &slurm, "bea", 20382).await;
+    let bea = user(&c, &slurm, "bea").await;
     let running = c.sbatch(&bea, "#!/bin/bash\nsleep 300\n").await;
     let held = c.sbatch(&bea, "#!/bin/bash\n#SBATCH --hold\ntrue\n").await;
     c.wait_for(&bea, &running, &["RUNNING"], RUN).await;
@@ -256,7 +256,7 @@ async fn a_controller_outage_shows_unknown_and_a_restart_loses_nothing() {
 async fn apply_quotas_prints_the_sacctmgr_commands_of_the_quotas() {
     let c = JobCluster::start(1).await;
     let admin = admin_token(&c).await;
-    let _cy = c.user("cy", 20383).await;
+    let _cy = c.user("cy").await;
     set_quota(
         &c,
         &admin,
@@ -312,9 +312,9 @@ async fn sessions_run_as_slurm_jobs_that_the_proxy_reaches_over_tcp() {
     })
     .await;
     let mut c = SessionCluster::new(app, root);
-    let dee = c.user("dee", 20384).await;
+    let dee = c.user("dee").await;
     slurm
-        .add_user("dee", 20384, 20384, &dee.home)
+        .add_user("dee", dee.uid, dee.uid, &dee.home)
         .expect("slurm user");
 
     // The node is taken whole: the session waits, and its progress says what Slurm says.
@@ -374,7 +374,7 @@ async fn sessions_run_as_slurm_jobs_that_the_proxy_reaches_over_tcp() {
     let dir = dee.home.join(format!(".atrium/sessions/{id}"));
     let token = std::fs::metadata(dir.join("token")).expect("token file");
     assert_eq!(token.permissions().mode() & 0o777, 0o600);
-    assert_eq!(token.uid(), 20384);
+    assert_eq!(token.uid(), dee.uid);
     let connection: Value =
         serde_json::from_slice(&std::fs::read(dir.join("connection.json")).expect("connection"))
             .expect("connection json");
@@ -396,7 +396,7 @@ async fn sessions_run_as_slurm_jobs_that_the_proxy_reaches_over_tcp() {
         "import os; print(os.getuid(), os.environ.get('SLURM_JOB_ID'), 'JUPYTER_TOKEN' in os.environ)",
     )
     .await;
-    assert_eq!(out.trim(), format!("20384 {job} True"));
+    assert_eq!(out.trim(), format!("{} {job} True", dee.uid));
 
     // The portal restarts: the session is found again where it listens.
     c.app.terminate();
@@ -515,8 +515,8 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
         database_url: None,
     })
     .await;
-    let mut c = JobCluster { app, root };
-    let eve = user(&c, &slurm, "eve", 20385).await;
+    let mut c = JobCluster::on(app, root);
+    let eve = user(&c, &slurm, "eve").await;
 
     // The portal is down while the job ends and leaves slurmctld (MinJobAge=2): only
     // sacct knows how it ended.

@@ -9,7 +9,7 @@ use crate::fixtures::{atrium_bin, JobCluster};
 #[tokio::test]
 async fn sbatch_squeue_scancel_and_sacct_talk_to_the_portal() {
     let c = JobCluster::start(1).await;
-    let alice = c.user("alice", 20401).await;
+    let alice = c.user("alice").await;
     let script = alice.home.join("job.sh");
     std::fs::write(&script, "#!/bin/bash\n#SBATCH -J cli\nsleep 30\n").expect("script");
     let bin = atrium_bin();
@@ -110,7 +110,7 @@ async fn sbatch_squeue_scancel_and_sacct_talk_to_the_portal() {
 #[tokio::test]
 async fn scancel_of_pending_jobs_leaves_an_arrays_running_tasks_alone() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20402).await;
+    let alice = c.user("alice").await;
     let bin = atrium_bin();
     let array = c
         .sbatch(&alice, "#!/bin/bash\n#SBATCH --array=0-5%2\nsleep 120\n")

@@ -68,8 +68,8 @@ async fn a_step_spans_two_nodes_an_array_spreads_and_a_drained_node_shows_on_the
         database_url: None,
     })
     .await;
-    let c = JobCluster { app, root };
-    let ann = user(&c, &slurm, "ann", 20411).await;
+    let c = JobCluster::on(app, root);
+    let ann = user(&c, &slurm, "ann").await;
     let script = "#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=2 --gres=gpu:2\nsrun hostname\n";
     let both = ["node1", "node1", "node2", "node2"];
 
@@ -237,9 +237,9 @@ async fn a_session_runs_on_the_second_node_where_the_proxy_reaches_it() {
     })
     .await;
     let c = SessionCluster::new(app, root);
-    let dee = c.user("dee", 20412).await;
+    let dee = c.user("dee").await;
     slurm
-        .add_user("dee", 20412, 20412, &dee.home)
+        .add_user("dee", dee.uid, dee.uid, &dee.home)
         .expect("slurm user");
 
     // A MIG slice only node2 has: the session runs there and the proxy reaches it

@@ -114,7 +114,7 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
 const RAW_IDS: &str = "a started array task is in Slurm a job with a number of its own (JobIDRaw, \
     %A, -O JobID); atrium numbers tasks by their array (11_2), and prints that there too";
 const CANCELLED_BY: &str = "Slurm's State of a job a user cancelled names the uid (CANCELLED by \
-    24201, CANCELLED+ when cut); atrium does not record who cancelled a job, and prints CANCELLED";
+    <uid>, CANCELLED+ when cut); atrium does not record who cancelled a job, and prints CANCELLED";
 const PRIORITY: &str =
     "priorities are each scheduler's own numbers (Slurm's priority/basic counts \
     down from 2^32; atrium's multifactor priority has another scale and is not kept once a job \
@@ -840,8 +840,8 @@ async fn differential_squeue_sacct_sinfo_and_scontrol_print_what_slurms_print() 
         .collect();
     let nss: Vec<(&str, &Path)> = nss.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
     let app = spawn_program(&atrium_bin(), config_path, &nss, data_dir).await;
-    let c = JobCluster { app, root };
-    let alice = c.user("alice", 24201).await;
+    let c = JobCluster::on(app, root);
+    let alice = c.user("alice").await;
     slurm
         .add_user("alice", alice.uid, alice.uid, &alice.home)
         .expect("slurm user");

@@ -39,8 +39,8 @@ fn words(line: &str) -> Vec<&str> {
 #[tokio::test]
 async fn sprio_shows_the_factors_of_pending_jobs_to_their_owner() {
     let c = JobCluster::start(1).await;
-    let ann = c.user("ann", 23101).await;
-    let ben = c.user("ben", 23102).await;
+    let ann = c.user("ann").await;
+    let ben = c.user("ben").await;
     let running = c
         .sbatch(&ann, "#!/bin/bash\n#SBATCH --gres=gpu:1\nsleep 60\n")
         .await;
@@ -205,8 +205,8 @@ async fn sprio_shows_the_factors_of_pending_jobs_to_their_owner() {
 #[tokio::test]
 async fn sshare_shows_an_accounts_usage_after_a_job_ran() {
     let c = JobCluster::start(1).await;
-    let ann = c.user("ann", 23111).await;
-    let ben = c.user("ben", 23112).await;
+    let ann = c.user("ann").await;
+    let ben = c.user("ben").await;
     let id = c
         .sbatch(&ann, "#!/bin/bash\n#SBATCH --gres=gpu:1\nsleep 3\n")
         .await;
@@ -328,8 +328,8 @@ fn bytes(text: &str) -> u64 {
 #[tokio::test]
 async fn sstat_shows_a_running_jobs_batch_step_and_says_when_there_is_none() {
     let c = JobCluster::start_with_jobs(0, "usage_interval_seconds = 1").await;
-    let ann = c.user("ann", 23121).await;
-    let ben = c.user("ben", 23122).await;
+    let ann = c.user("ann").await;
+    let ben = c.user("ben").await;
     let id = c.sbatch(&ann, HOLD).await;
     c.wait_for(&ann, &id, &["RUNNING"], Duration::from_secs(30))
         .await;

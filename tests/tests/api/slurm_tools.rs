@@ -72,10 +72,10 @@ struct Tools {
 }
 
 impl Tools {
-    async fn start(test: &str, uid: u32) -> Option<Tools> {
+    async fn start(test: &str) -> Option<Tools> {
         let venv = venv_or_skip(test)?;
         let c = JobCluster::start(2).await;
-        let alice = c.user("alice", uid).await;
+        let alice = c.user("alice").await;
         let bin = slurm_named_commands(c.root.path());
         let path = format!("{}:{}/bin:/usr/bin:/bin", bin.display(), venv.display());
         Some(Tools {
@@ -214,7 +214,7 @@ async fn submitit_runs_functions_arrays_failures_and_cancels_unchanged() {
         alice,
         venv,
         path,
-    }) = Tools::start(test, 24101).await
+    }) = Tools::start(test).await
     else {
         return;
     };
@@ -269,7 +269,7 @@ async fn snakemake_with_its_slurm_executor_runs_a_two_rule_workflow_unchanged() 
         alice,
         venv,
         path,
-    }) = Tools::start(test, 24102).await
+    }) = Tools::start(test).await
     else {
         return;
     };
@@ -314,7 +314,7 @@ async fn snakemake_with_its_slurm_executor_runs_a_two_rule_workflow_unchanged() 
 #[tokio::test]
 async fn a_job_waits_for_the_folder_of_its_output_made_after_sbatch_returns() {
     let c = JobCluster::start_with_jobs(2, "output_folder_wait_seconds = 3").await;
-    let alice = c.user("alice", 24103).await;
+    let alice = c.user("alice").await;
     let bin = atrium_bin();
     let mut ids = Vec::new();
     for i in 0..4 {

@@ -59,7 +59,7 @@ echo "HOSTS $(scontrol show hostnames)"
 #[tokio::test]
 async fn srun_runs_tasks_with_their_ranks_and_gpus_and_sacct_shows_the_steps() {
     let c = JobCluster::start(4).await;
-    let alice = c.user("alice", 20701).await;
+    let alice = c.user("alice").await;
     let id = c.sbatch(&alice, FOUR_TASKS).await;
     let (job, out) = finished(&c, &alice, &id).await;
     assert_eq!(job["state"], "COMPLETED", "{job}\n{out}");
@@ -174,7 +174,7 @@ async fn post_step(
 #[tokio::test]
 async fn srun_job_tokens_reach_only_their_own_running_job() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20702).await;
+    let alice = c.user("alice").await;
     let a = c.sbatch(&alice, WAITS).await;
     let b = c.sbatch(&alice, WAITS).await;
     for id in [&a, &b] {
@@ -282,7 +282,7 @@ echo "MISSING $?"
 #[tokio::test]
 async fn srun_forwards_signals_to_its_tasks_and_kills_the_rest_on_a_bad_exit() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20703).await;
+    let alice = c.user("alice").await;
     let id = c.sbatch(&alice, FORWARDS).await;
     let (job, out) = finished(&c, &alice, &id).await;
     assert_eq!(job["state"], "COMPLETED", "{job}\n{out}");
@@ -310,7 +310,7 @@ async fn srun_steps_are_numbered_and_recorded_on_postgres_too() {
         .await
         .expect("postgres database");
     let c = JobCluster::start_on(0, Some(db.url.clone())).await;
-    let alice = c.user("alice", 20704).await;
+    let alice = c.user("alice").await;
     let script = "#!/bin/bash\n#SBATCH -n 2\nsrun true\nsrun -n 1 bash -c 'exit 5'\nexit 0\n";
     let id = c.sbatch(&alice, script).await;
     let (job, out) = finished(&c, &alice, &id).await;
@@ -337,7 +337,7 @@ echo "FINISHED"
 #[tokio::test]
 async fn srun_scontrol_requeue_of_its_own_job_runs_it_again() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20705).await;
+    let alice = c.user("alice").await;
     let id = c.sbatch(&alice, REQUEUES_ITSELF).await;
     let (job, out) = finished(&c, &alice, &id).await;
     assert_eq!(job["state"], "COMPLETED", "{job}\n{out}");
@@ -356,7 +356,7 @@ while [ ! -e "$HOME/go" ]; do sleep 0.1; done
 #[tokio::test]
 async fn a_job_token_is_its_runs_and_does_nothing_for_a_later_run_of_the_same_id() {
     let c = JobCluster::start(0).await;
-    let alice = c.user("alice", 20704).await;
+    let alice = c.user("alice").await;
     let id = c.sbatch(&alice, TOKEN_EACH_RUN).await;
     let tokens = |n: usize| {
         let out = c.output(&alice, &id);

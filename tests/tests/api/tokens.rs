@@ -447,7 +447,7 @@ async fn a_new_password_or_disabling_revokes_tokens_and_sessions_and_is_audited(
 async fn an_administrators_token_without_the_admin_scope_acts_as_its_user() {
     let c = crate::fixtures::JobCluster::start(0).await;
     let app = &c.app;
-    let alice = c.user("alice", 20121).await;
+    let alice = c.user("alice").await;
     let id = c.sbatch(&alice, "#!/bin/bash\nsleep 600\n").await;
     let admin = app
         .login("admin", app.admin_password.as_deref().expect("pw"))
