@@ -4,8 +4,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
-
 use crate::fixtures::cli::{client, run};
 use crate::fixtures::{cluster_config, private_root, spawn_with, JobCluster, JobUser, Options};
 
@@ -18,12 +16,6 @@ fn now_ms() -> i64 {
 
 fn ms(rfc3339: &str) -> i64 {
     atrium::accounting::parse_time("time", rfc3339).expect("RFC 3339")
-}
-
-async fn get(c: &JobCluster, token: &str, path_and_query: &str) -> (u16, Value) {
-    let res = c.app.get_bearer(path_and_query, token).await;
-    let status = res.status().as_u16();
-    (status, res.json().await.expect("json"))
 }
 
 /// A portal with 3 GPUs and two partitions, `gpu` (the default) and `short`.
@@ -53,7 +45,11 @@ async fn run_job(c: &JobCluster, user: &JobUser, directives: &[&str]) -> String 
 
 /// The ids of the jobs an accounting query lists.
 async fn job_ids(c: &JobCluster, token: &str, query: &str) -> Vec<String> {
-    let (status, body) = get(c, token, &format!("/api/v1/accounting?{query}")).await;
+    let (status, body) = c
+        .app
+        .api(token)
+        .get(&format!("/api/v1/accounting?{query}"))
+        .await;
     assert_eq!(status, 200, "{body}");
     body["jobs"]
         .as_array()
@@ -100,7 +96,11 @@ async fn accounting_totals_match_the_jobs_that_ran() {
     }
 
     // alice's own usage: her two jobs; totals and records from their start and end.
-    let (status, mine) = get(&c, &alice.token, &format!("/api/v1/accounting?{range}")).await;
+    let (status, mine) = c
+        .app
+        .api(&alice.token)
+        .get(&format!("/api/v1/accounting?{range}"))
+        .await;
     assert_eq!(status, 200, "{mine}");
     let jobs = mine["jobs"].as_array().expect("jobs");
     let ids: Vec<&str> = jobs.iter().map(|j| j["id"].as_str().expect("id")).collect();
@@ -129,7 +129,11 @@ async fn accounting_totals_match_the_jobs_that_ran() {
     assert!((totals["gpu_hours"].as_f64().expect("hours") - total / 3600.0).abs() < 1e-3);
 
     // Another user's usage is refused, bad parameters are named.
-    let (status, refused) = get(&c, &alice.token, "/api/v1/accounting?user=bob").await;
+    let (status, refused) = c
+        .app
+        .api(&alice.token)
+        .get("/api/v1/accounting?user=bob")
+        .await;
     assert_eq!(status, 403, "{refused}");
     assert!(
         refused["message"]
@@ -145,9 +149,13 @@ async fn accounting_totals_match_the_jobs_that_ran() {
         ("limit=0", "limit:"),
         ("colour=red", "query:"),
     ] {
-        let (status, body) = get(&c, &alice.token, &format!("/api/v1/accounting?{query}")).await;
+        let (status, body) = c
+            .app
+            .api(&alice.token)
+            .get(&format!("/api/v1/accounting?{query}"))
+            .await;
         assert_eq!(
-            (status, body["error"].as_str()),
+            (status.as_u16(), body["error"].as_str()),
             (400, Some("bad_request")),
             "{query}: {body}"
         );
@@ -176,15 +184,18 @@ async fn accounting_totals_match_the_jobs_that_ran() {
         job_ids(&c, &boss, &format!("{range}&limit=2")).await,
         [one.as_str(), two.as_str()]
     );
-    let (_, page) = get(&c, &boss, &format!("/api/v1/accounting?{range}&limit=2")).await;
+    let (_, page) = c
+        .app
+        .api(&boss)
+        .get(&format!("/api/v1/accounting?{range}&limit=2"))
+        .await;
     assert_eq!(page["next"], 2, "{page}");
     assert_eq!(page["totals"]["jobs"], 3, "totals are never capped: {page}");
-    let (_, by_user) = get(
-        &c,
-        &boss,
-        &format!("/api/v1/accounting?{range}&group_by=user"),
-    )
-    .await;
+    let (_, by_user) = c
+        .app
+        .api(&boss)
+        .get(&format!("/api/v1/accounting?{range}&group_by=user"))
+        .await;
     let rows = by_user["rows"].as_array().expect("rows");
     let alice_row = rows.iter().find(|r| r["key"] == "alice").expect("alice");
     assert!(
@@ -192,12 +203,11 @@ async fn accounting_totals_match_the_jobs_that_ran() {
         "{by_user}"
     );
     assert_eq!(alice_row["jobs"], 2);
-    let (_, by_group) = get(
-        &c,
-        &boss,
-        &format!("/api/v1/accounting?{range}&group_by=group"),
-    )
-    .await;
+    let (_, by_group) = c
+        .app
+        .api(&boss)
+        .get(&format!("/api/v1/accounting?{range}&group_by=group"))
+        .await;
     let groups: Vec<&str> = by_group["rows"]
         .as_array()
         .expect("rows")

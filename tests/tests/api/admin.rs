@@ -109,18 +109,6 @@ fn instance_of(path: &str, template: &str) -> bool {
             .all(|(p, t)| p == t || (t.starts_with('{') && !p.is_empty()))
 }
 
-/// The browser login of `name` and its CSRF token.
-async fn browser(app: &TestApp, name: &str, password: &str) -> (reqwest::Client, String) {
-    let client = app.login(name, password).await;
-    let csrf = app.session_csrf(&client).await;
-    (client, csrf)
-}
-
-async fn admin_login(app: &TestApp) -> (reqwest::Client, String) {
-    let password = app.admin_password.clone().expect("admin password");
-    browser(app, "admin", &password).await
-}
-
 async fn json_of(res: reqwest::Response) -> (StatusCode, Value) {
     let status = res.status();
     (status, res.json().await.unwrap_or(Value::Null))
@@ -148,11 +136,11 @@ async fn call(
 async fn every_admin_route_refuses_anyone_but_an_administrator_and_changes_nothing() {
     let app = spawn_app().await;
     app.add_user("gus", PASSWORD, false);
-    let (gus, gus_csrf) = browser(&app, "gus", PASSWORD).await;
+    let (gus, gus_csrf) = app.login_csrf("gus", PASSWORD).await;
     let gus_token = app
         .create_token(&gus, "all", &["read", "jobs", "sessions"])
         .await;
-    let (admin, _) = admin_login(&app).await;
+    let (admin, _) = app.admin_browser().await;
     let admin_no_scope = app
         .create_token(&admin, "no-admin", &["read", "jobs", "sessions"])
         .await;
@@ -341,7 +329,7 @@ async fn every_admin_route_refuses_anyone_but_an_administrator_and_changes_nothi
 
 /// The ids of the audit log's entries, newest first.
 async fn audit_ids(app: &TestApp, admin_token: &str) -> Vec<i64> {
-    let (status, audit) = api(app, admin_token, Method::GET, "/api/v1/admin/audit").await;
+    let (status, audit) = app.api(admin_token).get("/api/v1/admin/audit").await;
     assert_eq!(status, 200, "{audit}");
     audit["entries"]
         .as_array()
@@ -368,54 +356,6 @@ async fn admin_cluster() -> JobCluster {
     JobCluster::on(app, root)
 }
 
-/// Press a button of a page: POST its form holding only the CSRF token.
-async fn press(
-    app: &TestApp,
-    client: &reqwest::Client,
-    csrf: &str,
-    path: &str,
-) -> (StatusCode, String) {
-    post_form(app, client, path, &[("csrf", csrf)]).await
-}
-
-/// POST a page's form as the administrator's browser; returns the status and page.
-async fn post_form(
-    app: &TestApp,
-    client: &reqwest::Client,
-    path: &str,
-    fields: &[(&str, &str)],
-) -> (StatusCode, String) {
-    let res = client
-        .post(app.url(path))
-        .form(fields)
-        .send()
-        .await
-        .expect("post");
-    let status = res.status();
-    (status, res.text().await.expect("page"))
-}
-
-async fn page(app: &TestApp, client: &reqwest::Client, path: &str) -> String {
-    let res = client.get(app.url(path)).send().await.expect("page");
-    assert_eq!(res.status(), 200, "{path}");
-    res.text().await.expect("page")
-}
-
-async fn api(app: &TestApp, token: &str, method: Method, path: &str) -> (StatusCode, Value) {
-    json_of(
-        call(
-            app,
-            &reqwest::Client::new(),
-            method,
-            path,
-            Some(token),
-            None,
-        )
-        .await,
-    )
-    .await
-}
-
 /// The audit entry of `action` on `target`, newest first.
 fn entry<'a>(entries: &'a [Value], action: &str, target: &str) -> &'a Value {
     entries
@@ -428,10 +368,10 @@ fn entry<'a>(entries: &'a [Value], action: &str, target: &str) -> &'a Value {
 async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change_is_audited() {
     let c = admin_cluster().await;
     let app = &c.app;
-    let (admin, csrf) = admin_login(app).await;
+    let (admin, csrf) = app.admin_browser().await;
     let admin_token = app.create_token(&admin, "admin", &["read", "admin"]).await;
     let ann: JobUser = c.user("ann").await;
-    let (ann_browser, ann_csrf) = browser(app, "ann", PASSWORD).await;
+    let (ann_browser, ann_csrf) = app.login_csrf("ann", PASSWORD).await;
 
     // ann runs a job and a session.
     let job = c
@@ -453,7 +393,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     let session_id = session["id"].as_i64().expect("id");
 
     // What the administrator sees of ann.
-    let (status, users) = api(app, &admin_token, Method::GET, "/api/v1/admin/users").await;
+    let (status, users) = app.api(&admin_token).get("/api/v1/admin/users").await;
     assert_eq!(status, 200, "{users}");
     let row = users["users"]
         .as_array()
@@ -480,14 +420,14 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
         .cloned()
         .expect("admin listed");
     assert_eq!(admin_row["admin"], true, "{admin_row}");
-    let (_, groups) = api(app, &admin_token, Method::GET, "/api/v1/admin/groups").await;
+    let (_, groups) = app.api(&admin_token).get("/api/v1/admin/groups").await;
     let admins = groups["groups"]
         .as_array()
         .and_then(|g| g.iter().find(|g| g["name"] == "admin"))
         .cloned()
         .expect("admin group");
     assert_eq!(admins["members"], json!(["admin"]), "{groups}");
-    let (_, sessions) = api(app, &admin_token, Method::GET, "/api/v1/admin/sessions").await;
+    let (_, sessions) = app.api(&admin_token).get("/api/v1/admin/sessions").await;
     assert_eq!(sessions["sessions"][0]["user"], "ann", "{sessions}");
 
     // Every page, with what it shows.
@@ -507,7 +447,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
         ("/admin/nodes", "action=\"/admin/nodes/head/drain\""),
         ("/admin/audit", "session.start"),
     ] {
-        let html = page(app, &admin, path).await;
+        let html = app.html(&admin, path).await;
         assert!(html.contains(expected), "{path} lacks {expected}: {html}");
     }
 
@@ -520,7 +460,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
             ("max_gpus", max_gpus),
         ];
         let admin = &admin;
-        async move { post_form(app, admin, "/admin/quotas", &fields).await }
+        async move { app.post_form(admin, "/admin/quotas", &fields).await }
     };
     let (status, html) = create("two").await;
     assert_eq!(status, 400, "{html}");
@@ -531,7 +471,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     assert!(html.contains("name=\"max_gpus\" value=\"two\""), "{html}");
     let (status, html) = create("2").await;
     assert_eq!(status, 303, "{html}");
-    let (_, quotas) = api(app, &admin_token, Method::GET, "/api/v1/admin/quotas").await;
+    let (_, quotas) = app.api(&admin_token).get("/api/v1/admin/quotas").await;
     assert_eq!(
         quotas["quotas"].as_array().map(Vec::len),
         Some(1),
@@ -540,74 +480,75 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     let id = quotas["quotas"][0]["id"].as_i64().expect("id");
     assert_eq!(quotas["quotas"][0]["limits"], json!({"max_gpus": 2}));
     let edit = format!("/admin/quotas/{id}");
-    assert!(page(app, &admin, &edit)
+    assert!(app
+        .html(&admin, &edit)
         .await
         .contains("name=\"max_gpus\" value=\"2\""));
-    let (status, html) = post_form(
-        app,
-        &admin,
-        &edit,
-        &[("csrf", &csrf), ("max_gpus", "3"), ("max_job_hours", "-1")],
-    )
-    .await;
+    let (status, html) = app
+        .post_form(
+            &admin,
+            &edit,
+            &[("csrf", &csrf), ("max_gpus", "3"), ("max_job_hours", "-1")],
+        )
+        .await;
     assert_eq!(status, 400, "{html}");
     assert!(html.contains("Longest job (hours): must be"), "{html}");
-    let (status, _) = post_form(app, &admin, &edit, &[("csrf", &csrf), ("max_gpus", "3")]).await;
+    let (status, _) = app
+        .post_form(&admin, &edit, &[("csrf", &csrf), ("max_gpus", "3")])
+        .await;
     assert_eq!(status, 303);
-    let (_, quota) = api(
-        app,
-        &admin_token,
-        Method::GET,
-        &format!("/api/v1/admin/quotas/{id}"),
-    )
-    .await;
+    let (_, quota) = app
+        .api(&admin_token)
+        .get(&format!("/api/v1/admin/quotas/{id}"))
+        .await;
     assert_eq!(quota["limits"], json!({"max_gpus": 3}), "{quota}");
-    let (status, _) = press(app, &admin, &csrf, &format!("/admin/quotas/{id}/delete")).await;
+    let (status, _) = app
+        .press(&admin, &csrf, &format!("/admin/quotas/{id}/delete"))
+        .await;
     assert_eq!(status, 303);
-    assert!(page(app, &admin, "/admin/quotas")
+    assert!(app
+        .html(&admin, "/admin/quotas")
         .await
         .contains("No quota is set"));
 
     // Nodes: a drain needs a reason; drain, then resume.
-    let (status, html) = post_form(
-        app,
-        &admin,
-        "/admin/nodes/head/drain",
-        &[("csrf", &csrf), ("reason", " ")],
-    )
-    .await;
+    let (status, html) = app
+        .post_form(
+            &admin,
+            "/admin/nodes/head/drain",
+            &[("csrf", &csrf), ("reason", " ")],
+        )
+        .await;
     assert_eq!(status, 400, "{html}");
     assert!(
         html.contains("reason: say why the node is drained"),
         "{html}"
     );
-    let (status, _) = post_form(
-        app,
-        &admin,
-        "/admin/nodes/head/drain",
-        &[("csrf", &csrf), ("reason", "new driver")],
-    )
-    .await;
+    let (status, _) = app
+        .post_form(
+            &admin,
+            "/admin/nodes/head/drain",
+            &[("csrf", &csrf), ("reason", "new driver")],
+        )
+        .await;
     assert_eq!(status, 303);
-    let nodes = page(app, &admin, "/admin/nodes").await;
+    let nodes = app.html(&admin, "/admin/nodes").await;
     assert!(
         nodes.contains("DRAIN") && nodes.contains("new driver"),
         "{nodes}"
     );
-    let (status, _) = press(app, &admin, &csrf, "/admin/nodes/head/resume").await;
+    let (status, _) = app.press(&admin, &csrf, "/admin/nodes/head/resume").await;
     assert_eq!(status, 303);
 
     // ann's job cancelled and her session stopped by the administrator.
-    let (status, _) = press(app, &admin, &csrf, &format!("/admin/jobs/{job}/cancel")).await;
+    let (status, _) = app
+        .press(&admin, &csrf, &format!("/admin/jobs/{job}/cancel"))
+        .await;
     assert_eq!(status, 303);
     c.wait_for(&ann, &job, &["CANCELLED"], RUN).await;
-    let (status, _) = press(
-        app,
-        &admin,
-        &csrf,
-        &format!("/admin/sessions/{session_id}/stop"),
-    )
-    .await;
+    let (status, _) = app
+        .press(&admin, &csrf, &format!("/admin/sessions/{session_id}/stop"))
+        .await;
     assert_eq!(status, 303);
     let ended = atrium_tests::support::until("ann's session to end", RUN, || {
         let res = ann_browser
@@ -631,7 +572,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
     .await;
 
     // Disable ann: no login, no token, no browser session; not oneself; enable again.
-    let (status, html) = press(app, &admin, &csrf, "/admin/users/admin/disable").await;
+    let (status, html) = app.press(&admin, &csrf, "/admin/users/admin/disable").await;
     assert_eq!(status, 409, "{html}");
     assert!(
         html.contains("you cannot disable your own account"),
@@ -646,14 +587,15 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
         ("/api/v1/admin/users/nobody/disable", 404, "not found"),
         ("/api/v1/admin/users/ann/retire", 400, "action:"),
     ] {
-        let (status, answer) = api(app, &admin_token, Method::POST, path).await;
+        let (status, answer) = app.api(&admin_token).send(Method::POST, path, None).await;
         assert_eq!(status, expected, "{path}: {answer}");
         let message = answer["message"].as_str().unwrap_or("");
         assert!(message.starts_with(says), "{path}: {answer}");
     }
-    let (status, _) = press(app, &admin, &csrf, "/admin/users/ann/disable").await;
+    let (status, _) = app.press(&admin, &csrf, "/admin/users/ann/disable").await;
     assert_eq!(status, 303);
-    assert!(page(app, &admin, "/admin/users")
+    assert!(app
+        .html(&admin, "/admin/users")
         .await
         .contains("action=\"/admin/users/ann/enable\""));
     assert_eq!(app.get_bearer("/api/v1/me", &ann.token).await.status(), 401);
@@ -667,7 +609,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
         .post_login(&app.browser_like_client(), "ann", PASSWORD)
         .await;
     assert_eq!(refused.status(), 401);
-    let (status, _) = press(app, &admin, &csrf, "/admin/users/ann/enable").await;
+    let (status, _) = app.press(&admin, &csrf, "/admin/users/ann/enable").await;
     assert_eq!(status, 303);
     // Disabling revoked ann's token for good: enabling her brings it not back.
     assert_eq!(app.get_bearer("/api/v1/me", &ann.token).await.status(), 401);
@@ -675,7 +617,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
 
     // Every change is in the audit log with who, what, and before and after: in the
     // API, on the page and in the CSV.
-    let (_, audit) = api(app, &admin_token, Method::GET, "/api/v1/admin/audit").await;
+    let (_, audit) = app.api(&admin_token).get("/api/v1/admin/audit").await;
     let entries = audit["entries"].as_array().cloned().expect("entries");
     let checks = [
         (
@@ -747,7 +689,7 @@ async fn an_administrator_changes_the_cluster_through_the_pages_and_every_change
         "the refused form wrote nothing"
     );
 
-    let html = page(app, &admin, "/admin/audit").await;
+    let html = app.html(&admin, "/admin/audit").await;
     let csv_link = href_of(&html, "audit-csv").expect("CSV link");
     let csv = admin.get(app.url(&csv_link)).send().await.expect("csv");
     assert_eq!(csv.status(), 200);
@@ -827,10 +769,10 @@ async fn admin_lists_and_disable_work_on_postgres() {
     );
     let gus = app.login("gus", PASSWORD).await;
     let gus_token = app.create_token(&gus, "read", &["read"]).await;
-    let (admin, _) = admin_login(&app).await;
+    let (admin, _) = app.admin_browser().await;
     let token = app.create_token(&admin, "admin", &["read", "admin"]).await;
 
-    let (status, groups) = api(&app, &token, Method::GET, "/api/v1/admin/groups").await;
+    let (status, groups) = app.api(&token).get("/api/v1/admin/groups").await;
     assert_eq!(status, 200, "{groups}");
     let members = |name: &str| {
         groups["groups"]
@@ -841,22 +783,19 @@ async fn admin_lists_and_disable_work_on_postgres() {
     assert_eq!(members("Vision-Team"), Some(json!(["gus"])), "{groups}");
     assert_eq!(members("zeta"), Some(json!(["gus"])), "{groups}");
     assert_eq!(members("admin"), Some(json!(["admin"])), "{groups}");
-    let (status, sessions) = api(&app, &token, Method::GET, "/api/v1/admin/sessions").await;
+    let (status, sessions) = app.api(&token).get("/api/v1/admin/sessions").await;
     assert_eq!(
         (status, &sessions["sessions"]),
         (StatusCode::OK, &json!([]))
     );
 
-    let (status, _) = api(
-        &app,
-        &token,
-        Method::POST,
-        "/api/v1/admin/users/gus/disable",
-    )
-    .await;
+    let (status, _) = app
+        .api(&token)
+        .send(Method::POST, "/api/v1/admin/users/gus/disable", None)
+        .await;
     assert_eq!(status, 200);
     assert_eq!(app.get_bearer("/api/v1/me", &gus_token).await.status(), 401);
-    let (_, users) = api(&app, &token, Method::GET, "/api/v1/admin/users").await;
+    let (_, users) = app.api(&token).get("/api/v1/admin/users").await;
     let names: Vec<(&str, bool, bool)> = users["users"]
         .as_array()
         .expect("users")
@@ -874,7 +813,10 @@ async fn admin_lists_and_disable_work_on_postgres() {
         [("admin", true, false), ("gus", false, true)],
         "{users}"
     );
-    let (status, _) = api(&app, &token, Method::POST, "/api/v1/admin/users/gus/enable").await;
+    let (status, _) = app
+        .api(&token)
+        .send(Method::POST, "/api/v1/admin/users/gus/enable", None)
+        .await;
     assert_eq!(status, 200);
     assert_eq!(app.get_bearer("/api/v1/me", &gus_token).await.status(), 401);
 }

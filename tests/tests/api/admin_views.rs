@@ -10,28 +10,15 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::fixtures::quotas::{admin_token, cancel, send};
+use crate::fixtures::quotas::admin_token;
 use crate::fixtures::{
     atrium_command, cluster_config, private_root, spawn_with, JobCluster, Options,
 };
 
 const RUN: Duration = Duration::from_secs(60);
 
-/// The administrator's browser and its CSRF token.
-async fn admin_browser(c: &JobCluster) -> (reqwest::Client, String) {
-    let password = c.app.admin_password.clone().expect("admin password");
-    let client = c.app.login("admin", &password).await;
-    let csrf = c.app.session_csrf(&client).await;
-    (client, csrf)
-}
-
-async fn page(c: &JobCluster, client: &reqwest::Client, path: &str) -> (StatusCode, String) {
-    let res = client.get(c.app.url(path)).send().await.expect("page");
-    (res.status(), res.text().await.expect("html"))
-}
-
 async fn quota_count(c: &JobCluster, admin: &str) -> usize {
-    let (status, list) = send(c, reqwest::Method::GET, "/api/v1/admin/quotas", admin, None).await;
+    let (status, list) = c.app.api(admin).get("/api/v1/admin/quotas").await;
     assert_eq!(status, 200, "{list}");
     list["quotas"].as_array().map_or(0, Vec::len)
 }
@@ -42,14 +29,14 @@ async fn a_quota_for_someone_who_does_not_exist_is_refused_naming_the_field() {
     let admin = admin_token(&c).await;
     c.user_in("ann", &["vision"]).await;
     for (scope, name) in [("user", "nobody"), ("group", "nogroup")] {
-        let (status, answer) = send(
-            &c,
-            reqwest::Method::POST,
-            "/api/v1/admin/quotas",
-            &admin,
-            Some(json!({"scope": scope, "name": name, "limits": {"max_gpus": 1}})),
-        )
-        .await;
+        let (status, answer) = c
+            .app
+            .api(&admin)
+            .post(
+                "/api/v1/admin/quotas",
+                json!({"scope": scope, "name": name, "limits": {"max_gpus": 1}}),
+            )
+            .await;
         assert_eq!(status, 400, "{scope} {name}: {answer}");
         assert_eq!(answer["field"], "name", "{answer}");
         let message = answer["message"].as_str().unwrap_or("");
@@ -60,7 +47,7 @@ async fn a_quota_for_someone_who_does_not_exist_is_refused_naming_the_field() {
     }
     assert_eq!(quota_count(&c, &admin).await, 0, "nothing stored");
     // The page: the form again, with the error in words and what was typed.
-    let (client, csrf) = admin_browser(&c).await;
+    let (client, csrf) = c.app.admin_browser().await;
     let res = client
         .post(c.app.url("/admin/quotas"))
         .form(&[
@@ -86,14 +73,14 @@ async fn a_quota_for_someone_who_does_not_exist_is_refused_naming_the_field() {
     );
     // Who exists gets a quota, through either.
     for (scope, name) in [("user", "ann"), ("group", "vision")] {
-        let (status, answer) = send(
-            &c,
-            reqwest::Method::POST,
-            "/api/v1/admin/quotas",
-            &admin,
-            Some(json!({"scope": scope, "name": name, "limits": {"max_gpus": 1}})),
-        )
-        .await;
+        let (status, answer) = c
+            .app
+            .api(&admin)
+            .post(
+                "/api/v1/admin/quotas",
+                json!({"scope": scope, "name": name, "limits": {"max_gpus": 1}}),
+            )
+            .await;
         assert_eq!(status, 201, "{scope} {name}: {answer}");
     }
     assert_eq!(quota_count(&c, &admin).await, 2);
@@ -107,33 +94,35 @@ async fn audit_filters_round_trip_and_a_bad_value_is_a_400_naming_it() {
     c.user("cy").await;
     let mut ids = Vec::new();
     for name in ["ann", "cy"] {
-        let (status, body) = send(
-            &c,
-            reqwest::Method::POST,
-            "/api/v1/admin/quotas",
-            &admin,
-            Some(json!({"scope": "user", "name": name, "limits": {"max_gpus": 2}})),
-        )
-        .await;
+        let (status, body) = c
+            .app
+            .api(&admin)
+            .post(
+                "/api/v1/admin/quotas",
+                json!({"scope": "user", "name": name, "limits": {"max_gpus": 2}}),
+            )
+            .await;
         assert_eq!(status, 201, "{body}");
         ids.push(body["id"].as_i64().expect("id"));
     }
-    let (status, body) = send(
-        &c,
-        reqwest::Method::PUT,
-        &format!("/api/v1/admin/quotas/{}", ids[0]),
-        &admin,
-        Some(json!({"limits": {"max_gpus": 4, "max_sessions": 1}})),
-    )
-    .await;
+    let (status, body) = c
+        .app
+        .api(&admin)
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/v1/admin/quotas/{}", ids[0]),
+            Some(json!({"limits": {"max_gpus": 4, "max_sessions": 1}})),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
-    let (client, _) = admin_browser(&c).await;
-    let (status, html) = page(
-        &c,
-        &client,
-        "/admin/audit?action=quota.update&target=user+ann&from=2020-01-01",
-    )
-    .await;
+    let (client, _) = c.app.admin_browser().await;
+    let (status, html) = c
+        .app
+        .page(
+            &client,
+            "/admin/audit?action=quota.update&target=user+ann&from=2020-01-01",
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(
         html.contains("name=\"action\" value=\"quota.update\""),
@@ -161,34 +150,28 @@ async fn audit_filters_round_trip_and_a_bad_value_is_a_400_naming_it() {
     );
     assert!(!html.contains("{&#34;max_gpus"), "{html}");
     // The API reads the same filter.
-    let (status, answer) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/admin/audit?target=user%20cy",
-        &admin,
-        None,
-    )
-    .await;
+    let (status, answer) = c
+        .app
+        .api(&admin)
+        .get("/api/v1/admin/audit?target=user%20cy")
+        .await;
     assert_eq!(status, 200, "{answer}");
     let entries = answer["entries"].as_array().cloned().unwrap_or_default();
     assert_eq!(entries.len(), 1, "{answer}");
     assert_eq!(entries[0]["action"], "quota.create", "{answer}");
     // A bad value: 400, naming the parameter, on the page and in the API.
-    let (status, html) = page(&c, &client, "/admin/audit?from=yesterday").await;
+    let (status, html) = c.app.page(&client, "/admin/audit?from=yesterday").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
     assert!(
         html.contains("The filter&#39;s from is not valid")
             || html.contains("The filter's from is not valid"),
         "{html}"
     );
-    let (status, answer) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/admin/audit?to=2026-13-40",
-        &admin,
-        None,
-    )
-    .await;
+    let (status, answer) = c
+        .app
+        .api(&admin)
+        .get("/api/v1/admin/audit?to=2026-13-40")
+        .await;
     assert_eq!(status, 400, "{answer}");
     assert_eq!(answer["field"], "to", "{answer}");
 }
@@ -244,23 +227,16 @@ async fn the_audit_actor_of_a_command_line_or_token_action_is_who_did_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     // A token's action.
-    let (status, body) = send(
-        &c,
-        reqwest::Method::POST,
-        "/api/v1/admin/quotas",
-        &admin,
-        Some(json!({"scope": "user", "name": "dee", "limits": {"max_gpus": 1}})),
-    )
-    .await;
+    let (status, body) = c
+        .app
+        .api(&admin)
+        .post(
+            "/api/v1/admin/quotas",
+            json!({"scope": "user", "name": "dee", "limits": {"max_gpus": 1}}),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
-    let (_, answer) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/admin/audit",
-        &admin,
-        None,
-    )
-    .await;
+    let (_, answer) = c.app.api(&admin).get("/api/v1/admin/audit").await;
     let entries = answer["entries"].as_array().cloned().unwrap_or_default();
     let actor_of = |action: &str| -> Vec<String> {
         entries
@@ -294,13 +270,13 @@ async fn the_user_search_and_detail_page_show_the_account_and_its_job() {
         )
         .await;
     c.wait_for(&ann, &job, &["RUNNING"], RUN).await;
-    let (client, _) = admin_browser(&c).await;
-    let (status, html) = page(&c, &client, "/admin/users?q=AN").await;
+    let (client, _) = c.app.admin_browser().await;
+    let (status, html) = c.app.page(&client, "/admin/users?q=AN").await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(html.contains("href=\"/admin/users/ann\""), "{html}");
     assert!(!html.contains("href=\"/admin/users/bob\""), "{html}");
     assert!(html.contains("name=\"q\" value=\"AN\""), "{html}");
-    let (status, html) = page(&c, &client, "/admin/users/ann").await;
+    let (status, html) = c.app.page(&client, "/admin/users/ann").await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(html.contains("<h1>ann</h1>"), "{html}");
     assert!(html.contains(&format!("uid {}", ann.uid)), "{html}");
@@ -308,13 +284,13 @@ async fn the_user_search_and_detail_page_show_the_account_and_its_job() {
     assert!(html.contains(&format!("href=\"/jobs/{job}\"")), "{html}");
     assert!(html.contains("detail-probe"), "{html}");
     assert!(html.contains("id=\"user-month\""), "{html}");
-    let (status, _) = page(&c, &client, "/admin/users/nobody").await;
+    let (status, _) = c.app.page(&client, "/admin/users/nobody").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    cancel(&c, &ann, &job).await;
+    c.cancel(&ann, &job).await;
 }
 
 async fn gpu_map(c: &JobCluster, token: &str) -> Value {
-    let (status, map) = send(c, reqwest::Method::GET, "/api/v1/cluster/gpus", token, None).await;
+    let (status, map) = c.app.api(token).get("/api/v1/cluster/gpus").await;
     assert_eq!(status, 200, "{map}");
     map
 }
@@ -335,8 +311,8 @@ async fn the_gpu_map_shows_its_legend_and_each_state_with_discovery_off() {
     let c = JobCluster::start(2).await;
     let admin = admin_token(&c).await;
     let ann = c.user("ann").await;
-    let (client, _) = admin_browser(&c).await;
-    let (_, html) = page(&c, &client, "/cluster").await;
+    let (client, _) = c.app.admin_browser().await;
+    let (_, html) = c.app.page(&client, "/cluster").await;
     assert!(html.contains("id=\"gpu-legend\""), "{html}");
     assert!(html.contains(">F</span> free"), "{html}");
     assert!(html.contains(">U</span> in use"), "{html}");
@@ -369,7 +345,7 @@ async fn the_gpu_map_shows_its_legend_and_each_state_with_discovery_off() {
     );
     assert_eq!(map["types"][0]["free"], 1, "{map}");
     // The page says the same on hover and focus.
-    let (_, html) = page(&c, &client, "/cluster").await;
+    let (_, html) = c.app.page(&client, "/cluster").await;
     assert!(
         html.contains(&format!(
             "title=\"GPU 0: in use by job {job} (on-the-map) of ann\""
@@ -377,17 +353,14 @@ async fn the_gpu_map_shows_its_legend_and_each_state_with_discovery_off() {
         "{html}"
     );
     // A drained node: its free GPU is drained, its busy one still in use.
-    let (status, body) = send(
-        &c,
-        reqwest::Method::POST,
-        "/api/v1/admin/nodes/head/drain",
-        &admin,
-        Some(json!({"reason": "fan"})),
-    )
-    .await;
-    assert!(status < 300, "{body}");
+    let (status, body) = c
+        .app
+        .api(&admin)
+        .post("/api/v1/admin/nodes/head/drain", json!({"reason": "fan"}))
+        .await;
+    assert!(status.as_u16() < 300, "{body}");
     assert_eq!(states(&gpu_map(&c, &ann.token).await), ["used", "drained"]);
-    cancel(&c, &ann, &job).await;
+    c.cancel(&ann, &job).await;
 }
 
 #[tokio::test]
@@ -423,7 +396,7 @@ async fn a_declared_gpu_that_discovery_did_not_find_is_absent() {
         "{map}"
     );
     let client = c.app.login("ann", "password-of-some-length").await;
-    let (_, html) = page(&c, &client, "/cluster").await;
+    let (_, html) = c.app.page(&client, "/cluster").await;
     assert!(
         html.contains(">A</span> absent (declared, not found by nvidia-smi)"),
         "{html}"

@@ -73,52 +73,22 @@ PY
     )
 }
 
-async fn post(c: &JobCluster, user: &JobUser, path: &str, body: &Value) -> (u16, Value) {
-    let res = reqwest::Client::new()
-        .post(c.app.url(path))
-        .bearer_auth(&user.token)
-        .json(body)
-        .send()
-        .await
-        .expect("post");
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
-async fn get(c: &JobCluster, user: &JobUser, path: &str) -> (u16, String) {
-    let res = c.app.get_bearer(path, &user.token).await;
-    let status = res.status().as_u16();
-    (status, res.text().await.unwrap_or_default())
-}
-
-async fn get_json(c: &JobCluster, user: &JobUser, path: &str) -> Value {
-    let (status, text) = get(c, user, path).await;
-    assert_eq!(status, 200, "{path}: {text}");
-    serde_json::from_str(&text).expect("json")
-}
-
 /// Wait until campaign `id` has recorded a run of every task; its report.
 async fn finished(c: &JobCluster, user: &JobUser, id: i64, within: Duration) -> Value {
     let path = format!("/api/v1/campaigns/{id}");
     let done = until(&format!("campaign {id} to finish"), within, || async {
-        let r = get_json(c, user, &path).await;
+        let r = c.app.api(&user.token).json(&path).await;
         let p = &r["report"]["progress"];
         (p["recorded"] == p["planned"] && p["running_or_pending"] == 0).then_some(r)
     })
     .await;
     match done {
         Ok(r) => r,
-        Err(e) => panic!("{e}\n{}\n{}", get_json(c, user, &path).await, {
+        Err(e) => panic!("{e}\n{}\n{}", c.app.api(&user.token).json(&path).await, {
             let log = c.app.log();
             log[log.len().saturating_sub(40)..].join("\n")
         }),
     }
-}
-
-/// The jobs the user has, of any state.
-async fn job_count(c: &JobCluster, user: &JobUser) -> usize {
-    let list = get_json(c, user, "/api/v1/jobs?state=all").await;
-    list["jobs"].as_array().map_or(0, Vec::len)
 }
 
 #[tokio::test]
@@ -154,7 +124,11 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
             "template",
         ),
     ] {
-        let (status, answer) = post(&c, &user, "/api/v1/campaigns", &body).await;
+        let (status, answer) = c
+            .app
+            .api(&user.token)
+            .post("/api/v1/campaigns", body.clone())
+            .await;
         assert_eq!(status, 400, "{body} → {answer}");
         assert_eq!(answer["field"], field, "{answer}");
         assert!(
@@ -162,8 +136,8 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
             "{answer}"
         );
     }
-    assert_eq!(job_count(&c, &user).await, 0, "nothing was submitted");
-    let list = get_json(&c, &user, "/api/v1/campaigns").await;
+    assert_eq!(c.job_count(&user).await, 0, "nothing was submitted");
+    let list = c.app.api(&user.token).json("/api/v1/campaigns").await;
     assert_eq!(list["campaigns"], json!([]), "{list}");
 
     // The storage: fio's sequential read, 2 block sizes × 2 job counts, one at a time.
@@ -174,14 +148,22 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
             "BS": ["64k", "1M"], "FIO_JOBS": ["1", "2"], "FIO_SIZE": ["8M"],
             "FIO_RUNTIME": ["1"], "DIR": [fio_dir.display().to_string()]}},
     });
-    let (status, estimate) = post(&c, &user, "/api/v1/campaigns/estimate", &fio).await;
+    let (status, estimate) = c
+        .app
+        .api(&user.token)
+        .post("/api/v1/campaigns/estimate", fio.clone())
+        .await;
     assert_eq!(status, 200, "{estimate}");
     assert_eq!(
         (estimate["points"].as_u64(), estimate["jobs"].as_u64()),
         (Some(4), Some(4))
     );
-    assert_eq!(job_count(&c, &user).await, 0, "an estimate submits nothing");
-    let (status, fio_campaign) = post(&c, &user, "/api/v1/campaigns", &fio).await;
+    assert_eq!(c.job_count(&user).await, 0, "an estimate submits nothing");
+    let (status, fio_campaign) = c
+        .app
+        .api(&user.token)
+        .post("/api/v1/campaigns", fio.clone())
+        .await;
     assert_eq!(status, 201, "{fio_campaign}");
     let fio_id = fio_campaign["id"].as_i64().expect("id");
     let fio_report = finished(&c, &user, fio_id, Duration::from_secs(240)).await;
@@ -201,7 +183,11 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
                        "params": {"DATA": [data.display().to_string()]}},
         })
     };
-    let (status, first) = post(&c, &user, "/api/v1/campaigns", &training(1.0)).await;
+    let (status, first) = c
+        .app
+        .api(&user.token)
+        .post("/api/v1/campaigns", training(1.0))
+        .await;
     assert_eq!(status, 201, "{first}");
     let first_id = first["id"].as_i64().expect("id");
     let report = finished(&c, &user, first_id, Duration::from_secs(240)).await;
@@ -245,12 +231,11 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
         "{need}"
     );
     // The run carries the measured demand, so the sizing page can answer from it.
-    let runs = get_json(
-        &c,
-        &user,
-        "/api/v1/benchmarks?source=local&suite=tf_cnn_benchmarks",
-    )
-    .await;
+    let runs = c
+        .app
+        .api(&user.token)
+        .json("/api/v1/benchmarks?source=local&suite=tf_cnn_benchmarks")
+        .await;
     let recorded = &runs["runs"][0];
     let demand = recorded["metrics"]
         .as_array()
@@ -260,15 +245,14 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
         (demand["value"].as_f64().unwrap_or(0.0) - RATE_MB).abs() / RATE_MB <= 0.2,
         "{recorded}"
     );
-    let advice = get_json(
-        &c,
-        &user,
-        &format!(
+    let advice = c
+        .app
+        .api(&user.token)
+        .json(&format!(
             "/api/v1/sizing?from_run={}&gpus=64&node_mb_per_s={best_fio}",
             recorded["id"]
-        ),
-    )
-    .await;
+        ))
+        .await;
     let from = format!("run {}:", recorded["id"]);
     assert!(
         advice["mb_per_s_per_gpu"]["from"]
@@ -279,12 +263,11 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
     assert_eq!(advice["nodes_needed"]["nodes_to_provision"], 1, "{advice}");
 
     // The exports: one self-contained HTML file whose SVGs parse, and CSV.
-    let (status, html) = get(
-        &c,
-        &user,
-        &format!("/api/v1/campaigns/{first_id}/report.html"),
-    )
-    .await;
+    let (status, html) = c
+        .app
+        .api(&user.token)
+        .text(&format!("/api/v1/campaigns/{first_id}/report.html"))
+        .await;
     assert_eq!(status, 200, "{html}");
     assert!(html.starts_with("<!DOCTYPE html>") || html.starts_with("<!doctype html>"));
     for outside in ["http://", "https://", "src=", "<script", "<link", "url("] {
@@ -303,22 +286,29 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
         rest = &rest[end..];
     }
     assert!(svgs >= 1, "no chart in the report");
-    let (status, csv) = get(
-        &c,
-        &user,
-        &format!("/api/v1/campaigns/{first_id}/report.csv"),
-    )
-    .await;
+    let (status, csv) = c
+        .app
+        .api(&user.token)
+        .text(&format!("/api/v1/campaigns/{first_id}/report.csv"))
+        .await;
     assert_eq!(status, 200, "{csv}");
     assert_eq!(csv.trim_end().lines().count(), 2, "{csv}");
 
     // Another user sees none of it.
     let other = c.user("otto").await;
-    let (status, _) = get(&c, &other, &format!("/api/v1/campaigns/{first_id}")).await;
+    let (status, _) = c
+        .app
+        .api(&other.token)
+        .text(&format!("/api/v1/campaigns/{first_id}"))
+        .await;
     assert_eq!(status, 404);
 
     // The same template, its program 10 % slower: the point is flagged.
-    let (status, second) = post(&c, &user, "/api/v1/campaigns", &training(1.1)).await;
+    let (status, second) = c
+        .app
+        .api(&user.token)
+        .post("/api/v1/campaigns", training(1.1))
+        .await;
     assert_eq!(status, 201, "{second}");
     let second_id = second["id"].as_i64().expect("id");
     let report = finished(&c, &user, second_id, Duration::from_secs(240)).await;
@@ -331,7 +321,11 @@ async fn a_campaign_measures_training_and_storage_and_flags_a_slower_program() {
     assert!((-14.0..=-6.0).contains(&change), "{change}: {point}");
     assert_eq!(report["report"]["slower"], 1, "{report}");
     // And the first, against nothing before it, flags nothing.
-    let again = get_json(&c, &user, &format!("/api/v1/campaigns/{first_id}")).await;
+    let again = c
+        .app
+        .api(&user.token)
+        .json(&format!("/api/v1/campaigns/{first_id}"))
+        .await;
     assert_eq!(again["report"]["slower"], 0, "{again}");
 
     // The command line shows it.

@@ -25,12 +25,6 @@ const TRAINING_SCRIPT: &str = "#!/bin/bash
 echo started
 ";
 
-async fn job_count(c: &JobCluster, token: &str) -> usize {
-    let res = c.app.get_bearer("/api/v1/jobs?state=all", token).await;
-    let body: Value = res.json().await.expect("json");
-    body["jobs"].as_array().map_or(0, Vec::len)
-}
-
 #[tokio::test]
 async fn scripts_written_for_slurm_run_and_ignored_options_are_shown() {
     let c = JobCluster::start(1).await;
@@ -78,7 +72,7 @@ async fn a_dry_run_answers_what_would_happen_and_stores_nothing() {
         .await;
     c.wait_for(&alice, &busy, &["RUNNING"], Duration::from_secs(30))
         .await;
-    let before = job_count(&c, &alice.token).await;
+    let before = c.job_count(&alice).await;
 
     let dry = |script: &str| {
         reqwest::Client::new()
@@ -115,11 +109,7 @@ async fn a_dry_run_answers_what_would_happen_and_stores_nothing() {
         .await
         .expect("dry");
     assert_eq!(res.status(), 400);
-    assert_eq!(
-        job_count(&c, &alice.token).await,
-        before,
-        "a dry run stored a job"
-    );
+    assert_eq!(c.job_count(&alice).await, before, "a dry run stored a job");
 
     // `sbatch --test-only` says the same in Slurm's words.
     std::fs::write(
@@ -134,7 +124,7 @@ async fn a_dry_run_answers_what_would_happen_and_stores_nothing() {
     assert!(out.is_empty(), "{out}");
     assert!(err.starts_with("sbatch: Job would start at "), "{err}");
     assert!(err.contains(" on nodes head in partition gpu"), "{err}");
-    assert_eq!(job_count(&c, &alice.token).await, before);
+    assert_eq!(c.job_count(&alice).await, before);
 }
 
 #[tokio::test]

@@ -25,15 +25,6 @@ PY
 sleep 1
 ";
 
-async fn efficiency(c: &JobCluster, token: &str, id: &str) -> (u16, Value) {
-    let res = c
-        .app
-        .get_bearer(&format!("/api/v1/jobs/{id}/efficiency"), token)
-        .await;
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn a_jobs_cpu_and_memory_are_sampled_while_it_runs_and_shown_once_it_is_over() {
     let c = JobCluster::start_with_jobs(0, "usage_interval_seconds = 1").await;
@@ -45,14 +36,14 @@ async fn a_jobs_cpu_and_memory_are_sampled_while_it_runs_and_shown_once_it_is_ov
     let running = atrium_tests::support::until(
         "a sample of the running job",
         Duration::from_secs(60),
-        || {
-            let fut = efficiency(&c, &alice.token, &id);
-            async move {
-                let (status, e) = fut.await;
-                assert_eq!(status, 200, "{e}");
-                (e["source"] == "atrium" && e["cpu_seconds"].as_f64().unwrap_or(0.0) > 0.5)
-                    .then_some(e)
-            }
+        || async {
+            let (status, e) = c
+                .app
+                .api(&alice.token)
+                .get(&format!("/api/v1/jobs/{id}/efficiency"))
+                .await;
+            assert_eq!(status, 200, "{e}");
+            (e["source"] == "atrium" && e["cpu_seconds"].as_f64().unwrap_or(0.0) > 0.5).then_some(e)
         },
     )
     .await
@@ -88,7 +79,11 @@ async fn a_jobs_cpu_and_memory_are_sampled_while_it_runs_and_shown_once_it_is_ov
     )
     .await
     .expect("the step directory removed");
-    let (status, e) = efficiency(&c, &alice.token, &id).await;
+    let (status, e) = c
+        .app
+        .api(&alice.token)
+        .get(&format!("/api/v1/jobs/{id}/efficiency"))
+        .await;
     assert_eq!(status, 200);
     assert_eq!(e["complete"], true, "{e}");
     assert_eq!(e["cpus"], 2, "{e}");
@@ -129,7 +124,11 @@ async fn a_jobs_cpu_and_memory_are_sampled_while_it_runs_and_shown_once_it_is_ov
     assert!(!out.contains("WARNING"), "{out}");
 
     // Another user's job is not found, by the API and by seff.
-    let (status, _) = efficiency(&c, &bob.token, &id).await;
+    let (status, _) = c
+        .app
+        .api(&bob.token)
+        .get(&format!("/api/v1/jobs/{id}/efficiency"))
+        .await;
     assert_eq!(status, 404);
     let mut seff = client(&c, &bob.token, &bob.home, &atrium_bin());
     seff.args(["seff", &id]);

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::fixtures::cli::{client, run};
 use crate::fixtures::{
-    atrium_bin, cluster_config, eventually, private_root, spawn_with, JobCluster, JobUser, Options,
+    atrium_bin, cluster_config, eventually, private_root, spawn_with, JobCluster, Options,
 };
 
 /// The script bound the portal runs with here (the default is 4 MiB, above the
@@ -149,17 +149,6 @@ fn peak_rss(pid: u32) -> u64 {
     kb * 1024
 }
 
-async fn job_count(c: &JobCluster, user: &JobUser) -> u64 {
-    let list: Value = c
-        .app
-        .get_bearer("/api/v1/jobs?state=all", &user.token)
-        .await
-        .json()
-        .await
-        .expect("json");
-    list["total"].as_u64().expect("total")
-}
-
 #[tokio::test]
 async fn hostile_submissions_are_refused_quickly_naming_the_field() {
     let root = private_root();
@@ -248,7 +237,7 @@ async fn hostile_submissions_are_refused_quickly_naming_the_field() {
         "the portal's peak RSS was {} MB",
         peak >> 20
     );
-    assert_eq!(job_count(&c, &mallory).await, 0, "nothing was stored");
+    assert_eq!(c.job_count(&mallory).await, 0, "nothing was stored");
 
     let status = c.app.terminate();
     assert!(status.success(), "{status:?}");
@@ -263,7 +252,7 @@ async fn hostile_submissions_are_refused_quickly_naming_the_field() {
         }
     })
     .await;
-    assert_eq!(job_count(&c, &mallory).await, 0, "nothing after a restart");
+    assert_eq!(c.job_count(&mallory).await, 0, "nothing after a restart");
     let pid = c.app.pid().expect("running");
     assert!(peak_rss(pid) < PEAK_RSS_LIMIT);
 }

@@ -14,16 +14,9 @@ use atrium_tests::support::{browser, until};
 
 const PASSWORD: &str = "password-of-some-length";
 
-/// The page at `path` as `client` sees it: status and body.
-async fn page(c: &JobCluster, client: &reqwest::Client, path: &str) -> (u16, String) {
-    let res = client.get(c.app.url(path)).send().await.expect(path);
-    let status = res.status().as_u16();
-    (status, res.text().await.expect("body"))
-}
-
 /// The CSRF token of `client`'s session, from the jobs page's forms.
 async fn csrf(c: &JobCluster, client: &reqwest::Client) -> String {
-    let (_, html) = page(c, client, "/jobs/new").await;
+    let (_, html) = c.app.page(client, "/jobs/new").await;
     hidden_field(&html, "csrf").expect("csrf on the form")
 }
 
@@ -82,11 +75,11 @@ async fn a_job_behind_a_running_one_expects_to_start_at_its_end_and_says_why() {
     let browser = c.app.login("alice", PASSWORD).await;
     let words =
         format!("Waiting for a GPU: both are in use; expected start <time datetime=\"{expected}\"");
-    let (status, queue) = page(&c, &browser, "/jobs").await;
+    let (status, queue) = c.app.page(&browser, "/jobs").await;
     assert_eq!(status, 200);
     assert!(queue.contains(&words), "{queue}");
     assert!(queue.contains(">Resources</code>"), "{queue}");
-    let (_, show) = page(&c, &browser, &format!("/jobs/{waiting}")).await;
+    let (_, show) = c.app.page(&browser, &format!("/jobs/{waiting}")).await;
     assert!(
         show.contains("Waiting for a GPU: both are in use; expected start"),
         "{show}"
@@ -96,7 +89,7 @@ async fn a_job_behind_a_running_one_expects_to_start_at_its_end_and_says_why() {
         "{show}"
     );
     // The running job has time left, not an end.
-    let (_, show) = page(&c, &browser, &format!("/jobs/{busy}")).await;
+    let (_, show) = c.app.page(&browser, &format!("/jobs/{busy}")).await;
     assert!(show.contains("id=\"job-time-left\""), "{show}");
     assert!(!show.contains("id=\"job-ended\""), "{show}");
 }
@@ -184,7 +177,7 @@ async fn resubmit_runs_the_same_script_again_for_its_owner_only() {
     // Nor can an administrator, who sees the job: it would run as alice.
     c.app.add_user("boss", PASSWORD, true);
     let boss = c.app.login("boss", PASSWORD).await;
-    let (status, _) = page(&c, &boss, &format!("/jobs/{first}")).await;
+    let (status, _) = c.app.page(&boss, &format!("/jobs/{first}")).await;
     assert_eq!(status, 200);
     let token = csrf(&c, &boss).await;
     let res = boss
@@ -196,7 +189,7 @@ async fn resubmit_runs_the_same_script_again_for_its_owner_only() {
     assert_eq!(res.status(), 404);
 
     let alice_web = c.app.login("alice", PASSWORD).await;
-    let (_, show) = page(&c, &alice_web, &format!("/jobs/{first}")).await;
+    let (_, show) = c.app.page(&alice_web, &format!("/jobs/{first}")).await;
     assert!(
         show.contains(&format!("action=\"/jobs/{first}/resubmit\"")),
         "{show}"
@@ -230,10 +223,13 @@ async fn resubmit_runs_the_same_script_again_for_its_owner_only() {
         c.output(&alice, second)
     );
     // Edit as new fills the form with the script.
-    let (status, form) = page(&c, &alice_web, &format!("/jobs/new?from={first}")).await;
+    let (status, form) = c
+        .app
+        .page(&alice_web, &format!("/jobs/new?from={first}"))
+        .await;
     assert_eq!(status, 200);
     assert!(form.contains("#SBATCH -J again -t 5"), "{form}");
-    let (status, _) = page(&c, &bob, &format!("/jobs/new?from={first}")).await;
+    let (status, _) = c.app.page(&bob, &format!("/jobs/new?from={first}")).await;
     assert_eq!(status, 404);
 }
 
@@ -254,13 +250,13 @@ async fn the_job_list_filters_round_trip_and_a_bad_one_is_a_400() {
     let browser = c.app.login("alice", PASSWORD).await;
     let link = |id: &str| format!("href=\"/jobs/{id}\"");
 
-    let (status, all) = page(&c, &browser, "/jobs").await;
+    let (status, all) = c.app.page(&browser, "/jobs").await;
     assert_eq!(status, 200);
     for id in [&train, &eval, &done] {
         assert!(all.contains(&link(id)), "{id}: {all}");
     }
     // Text in the name, any case: the form shows it again, the refresh keeps it.
-    let (status, html) = page(&c, &browser, "/jobs?q=TRAIN").await;
+    let (status, html) = c.app.page(&browser, "/jobs?q=TRAIN").await;
     assert_eq!(status, 200);
     assert!(
         html.contains(&link(&train)) && html.contains(&link(&done)),
@@ -275,7 +271,7 @@ async fn the_job_list_filters_round_trip_and_a_bad_one_is_a_400() {
         html.contains("data-rows=\"/jobs/rows?q=TRAIN&#38;page=1\""),
         "{html}"
     );
-    let (status, rows) = page(&c, &browser, "/jobs/rows?q=TRAIN&page=1").await;
+    let (status, rows) = c.app.page(&browser, "/jobs/rows?q=TRAIN&page=1").await;
     assert_eq!(status, 200);
     assert!(
         rows.contains(&link(&train)) && !rows.contains(&link(&eval)),
@@ -283,7 +279,7 @@ async fn the_job_list_filters_round_trip_and_a_bad_one_is_a_400() {
     );
     assert!(!rows.contains("<html"), "a fragment: {rows}");
     // A state: pending ones only, selected in the form.
-    let (_, html) = page(&c, &browser, "/jobs?state=PENDING&q=train").await;
+    let (_, html) = c.app.page(&browser, "/jobs?state=PENDING&q=train").await;
     assert!(html.contains(&link(&train)), "{html}");
     assert!(
         !html.contains(&link(&done)) && !html.contains(&link(&eval)),
@@ -293,11 +289,14 @@ async fn the_job_list_filters_round_trip_and_a_bad_one_is_a_400() {
         html.contains("<option value=\"PENDING\" selected>"),
         "{html}"
     );
-    let (_, html) = page(&c, &browser, "/jobs?state=COMPLETED").await;
+    let (_, html) = c.app.page(&browser, "/jobs?state=COMPLETED").await;
     assert!(html.contains(&link(&done)), "{html}");
     assert!(!html.contains(&link(&train)), "{html}");
     // Days: nothing was submitted in 2020.
-    let (status, html) = page(&c, &browser, "/jobs?from=2020-01-01&to=2020-01-31").await;
+    let (status, html) = c
+        .app
+        .page(&browser, "/jobs?from=2020-01-01&to=2020-01-31")
+        .await;
     assert_eq!(status, 200);
     for id in [&train, &eval, &done] {
         assert!(!html.contains(&link(id)), "{id}: {html}");
@@ -310,7 +309,7 @@ async fn the_job_list_filters_round_trip_and_a_bad_one_is_a_400() {
         ("/jobs/rows?to=2026-02-30", "to"),
         ("/jobs?page=0", "page"),
     ] {
-        let (status, html) = page(&c, &browser, path).await;
+        let (status, html) = c.app.page(&browser, path).await;
         assert_eq!(status, 400, "{path}");
         assert!(
             html.contains(&format!("The filter &#34;{field}&#34; was not understood")),
@@ -533,7 +532,7 @@ async fn the_job_page_sends_a_signal_to_a_running_job_without_ending_it() {
     c.wait_for(&alice, &id, &["RUNNING"], Duration::from_secs(30))
         .await;
     let web = c.app.login("alice", PASSWORD).await;
-    let (_, show) = page(&c, &web, &format!("/jobs/{id}")).await;
+    let (_, show) = c.app.page(&web, &format!("/jobs/{id}")).await;
     assert!(
         show.contains(&format!("action=\"/jobs/{id}/signal\"")),
         "{show}"
@@ -557,7 +556,7 @@ async fn the_job_page_sends_a_signal_to_a_running_job_without_ending_it() {
     assert_eq!(res.status(), 303);
     let location = res.headers()["location"].to_str().expect("location");
     assert_eq!(location, format!("/jobs/{id}?sent=USR1"));
-    let (_, shown) = page(&c, &web, location).await;
+    let (_, shown) = c.app.page(&web, location).await;
     assert!(shown.contains("Sent SIGUSR1 to the job."), "{shown}");
     until("the trap to run", Duration::from_secs(30), || async {
         c.output(&alice, &id).contains("got USR1").then_some(())
@@ -592,21 +591,6 @@ async fn the_job_page_sends_a_signal_to_a_running_job_without_ending_it() {
     assert!(res.text().await.expect("body").contains("Not sent"));
 }
 
-/// A page's form posted by `client` to `path`.
-async fn post_form(
-    c: &JobCluster,
-    client: &reqwest::Client,
-    path: &str,
-    form: &[(&str, &str)],
-) -> reqwest::Response {
-    client
-        .post(c.app.url(path))
-        .form(form)
-        .send()
-        .await
-        .expect("post")
-}
-
 /// Priority from the job page: its owner puts a waiting job first of theirs (`scontrol
 /// top`); an administrator sets its nice, which moves it and which its owner sees; the
 /// owner cannot set a nice, through the page or the API.
@@ -639,19 +623,16 @@ async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() 
     assert!(p2 < p1, "{p2} {p1}");
 
     let web = c.app.login("alice", PASSWORD).await;
-    let (_, show) = page(&c, &web, &format!("/jobs/{second}")).await;
+    let (_, show) = c.app.page(&web, &format!("/jobs/{second}")).await;
     assert!(show.contains("id=\"job-priority\""), "{show}");
     assert!(show.contains(&format!("action=\"/jobs/{second}/top\"")));
     assert!(!show.contains("id=\"nice-form\""), "not hers to set");
     let token = csrf(&c, &web).await;
-    let res = post_form(
-        &c,
-        &web,
-        &format!("/jobs/{second}/top"),
-        &[("csrf", token.as_str())],
-    )
-    .await;
-    assert_eq!(res.status(), 303);
+    let (status, _) = c
+        .app
+        .press(&web, &token, &format!("/jobs/{second}/top"))
+        .await;
+    assert_eq!(status, 303);
     let both = || async {
         (
             priority(&c.job(&alice, &first).await),
@@ -661,19 +642,16 @@ async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() 
     let (p1, p2) = both().await;
     assert!(p2 > p1, "{p2} {p1}");
     // Her own nice: refused, through the page and the API, and nothing changes.
-    let res = post_form(
-        &c,
-        &web,
-        &format!("/jobs/{first}/nice"),
-        &[("csrf", token.as_str()), ("nice", "-100")],
-    )
-    .await;
-    assert_eq!(res.status(), 409);
-    assert!(res
-        .text()
-        .await
-        .expect("body")
-        .contains("Priority not changed"));
+    let (status, body) = c
+        .app
+        .post_form(
+            &web,
+            &format!("/jobs/{first}/nice"),
+            &[("csrf", token.as_str()), ("nice", "-100")],
+        )
+        .await;
+    assert_eq!(status, 409);
+    assert!(body.contains("Priority not changed"));
     let res = reqwest::Client::new()
         .patch(c.app.url(&format!("/api/v1/jobs/{first}")))
         .bearer_auth(&alice.token)
@@ -690,35 +668,33 @@ async fn the_job_page_puts_a_job_first_and_an_administrator_sets_its_priority() 
         .app
         .login("admin", c.app.admin_password.as_deref().expect("admin"))
         .await;
-    let (_, shown) = page(&c, &admin, &format!("/jobs/{first}")).await;
+    let (_, shown) = c.app.page(&admin, &format!("/jobs/{first}")).await;
     assert!(shown.contains("id=\"nice-form\""), "{shown}");
     let admin_token = csrf(&c, &admin).await;
-    let res = post_form(
-        &c,
-        &admin,
-        &format!("/jobs/{first}/nice"),
-        &[("csrf", admin_token.as_str()), ("nice", "a lot")],
-    )
-    .await;
-    assert_eq!(res.status(), 400);
-    assert!(res
-        .text()
-        .await
-        .expect("body")
-        .contains("is not a whole number"));
-    let res = post_form(
-        &c,
-        &admin,
-        &format!("/jobs/{first}/nice"),
-        &[("csrf", admin_token.as_str()), ("nice", "-1000")],
-    )
-    .await;
-    assert_eq!(res.status(), 303);
+    let (status, body) = c
+        .app
+        .post_form(
+            &admin,
+            &format!("/jobs/{first}/nice"),
+            &[("csrf", admin_token.as_str()), ("nice", "a lot")],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(body.contains("is not a whole number"));
+    let (status, _) = c
+        .app
+        .post_form(
+            &admin,
+            &format!("/jobs/{first}/nice"),
+            &[("csrf", admin_token.as_str()), ("nice", "-1000")],
+        )
+        .await;
+    assert_eq!(status, 303);
     let now = c.job(&alice, &first).await;
     assert_eq!(now["nice"], -1000);
     let (p1, p2) = both().await;
     assert!(p1 > p2 + 900, "{p1} {p2}");
-    let (_, hers) = page(&c, &web, &format!("/jobs/{first}")).await;
+    let (_, hers) = c.app.page(&web, &format!("/jobs/{first}")).await;
     assert!(hers.contains("(nice -1000)"), "{hers}");
     // In the audit log, with the figures before and after.
     let admin_api = c

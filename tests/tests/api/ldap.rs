@@ -29,17 +29,6 @@ fn search_bind(url: &str, extra: &str) -> String {
     )
 }
 
-async fn api_login(app: &TestApp, username: &str, password: &str) -> (u16, Value) {
-    let res = reqwest::Client::new()
-        .post(app.url("/api/v1/login"))
-        .json(&serde_json::json!({ "username": username, "password": password }))
-        .send()
-        .await
-        .expect("login");
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 async fn portal(config: String) -> TestApp {
     spawn_with(Options {
         // The injection test makes many failed attempts from one address.
@@ -56,7 +45,7 @@ async fn direct_bind_login_stores_posix_identity_and_groups() {
     let slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
     let app = portal(direct_bind(&slapd.url(), "")).await;
 
-    let (status, alice) = api_login(&app, "Alice ", "alice-secret").await;
+    let (status, alice) = app.api_login("Alice ", "alice-secret").await;
     assert_eq!(status, 200, "{alice}");
     assert_eq!(alice["username"], "alice", "trimmed and lowercased");
     assert_eq!(alice["source"], "ldap");
@@ -71,12 +60,12 @@ async fn direct_bind_login_stores_posix_identity_and_groups() {
     assert_eq!(alice["admin"], false);
 
     // A user in the second OU, through the second template.
-    let (status, frank) = api_login(&app, "frank", "frank-secret").await;
+    let (status, frank) = app.api_login("frank", "frank-secret").await;
     assert_eq!(status, 200, "{frank}");
     assert_eq!(frank["uid_number"], 10006);
 
     // The admin group grants admin.
-    let (status, dave) = api_login(&app, "dave", "dave-secret").await;
+    let (status, dave) = app.api_login("dave", "dave-secret").await;
     assert_eq!(status, 200);
     assert_eq!(dave["admin"], true);
     assert_eq!(
@@ -85,7 +74,7 @@ async fn direct_bind_login_stores_posix_identity_and_groups() {
     );
 
     // Right password, but outside allowed_groups.
-    let (status, body) = api_login(&app, "carol", "carol-secret").await;
+    let (status, body) = app.api_login("carol", "carol-secret").await;
     assert_eq!(status, 403, "{body}");
 
     // The identity is kept: `atrium user list` shows the directory users.
@@ -100,8 +89,9 @@ async fn direct_bind_login_stores_posix_identity_and_groups() {
     );
 
     // Local break-glass admin still logs in beside LDAP.
-    let (status, admin) =
-        api_login(&app, "admin", app.admin_password.as_deref().expect("pw")).await;
+    let (status, admin) = app
+        .api_login("admin", app.admin_password.as_deref().expect("pw"))
+        .await;
     assert_eq!(status, 200);
     assert_eq!(admin["source"], "local");
 }
@@ -111,14 +101,14 @@ async fn search_then_bind_finds_users_in_both_ous_and_all_group_kinds() {
     let slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
     let app = portal(search_bind(&slapd.url(), "")).await;
 
-    let (status, alice) = api_login(&app, "alice", "alice-secret").await;
+    let (status, alice) = app.api_login("alice", "alice-secret").await;
     assert_eq!(status, 200, "{alice}");
     assert_eq!(
         alice["groups"],
         serde_json::json!(["gpu-users", "ml-team"]),
         "posixGroup + groupOfNames"
     );
-    let (status, frank) = api_login(&app, "frank", "frank-secret").await;
+    let (status, frank) = app.api_login("frank", "frank-secret").await;
     assert_eq!(status, 200, "{frank}");
     assert_eq!(
         frank["groups"],
@@ -126,15 +116,15 @@ async fn search_then_bind_finds_users_in_both_ous_and_all_group_kinds() {
         "groupOfUniqueNames"
     );
     // A DN full of specials (`cn=Eve\, \"Q\" \<Test\>`) binds as found.
-    let (status, eve) = api_login(&app, "eve", "eve-secret").await;
+    let (status, eve) = app.api_login("eve", "eve-secret").await;
     assert_eq!(status, 200, "{eve}");
     assert_eq!(eve["uid_number"], 10005);
 
     // A search finding two entries logs nobody in.
-    let (status, _) = api_login(&app, "dup", "dup-secret").await;
+    let (status, _) = app.api_login("dup", "dup-secret").await;
     assert_eq!(status, 401);
     // allowed_groups is enforced for the group-search source too.
-    let (status, _) = api_login(&app, "carol", "carol-secret").await;
+    let (status, _) = app.api_login("carol", "carol-secret").await;
     assert_eq!(status, 403);
 }
 
@@ -143,10 +133,10 @@ async fn wrong_password_unknown_user_and_empty_password_get_one_answer() {
     let slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
     for config in [direct_bind(&slapd.url(), ""), search_bind(&slapd.url(), "")] {
         let app = portal(config).await;
-        let (s1, wrong) = api_login(&app, "alice", "nope").await;
-        let (s2, unknown) = api_login(&app, "zelda", "nope").await;
-        let (s3, empty) = api_login(&app, "alice", "").await;
-        assert_eq!((s1, s2, s3), (401, 401, 401));
+        let (s1, wrong) = app.api_login("alice", "nope").await;
+        let (s2, unknown) = app.api_login("zelda", "nope").await;
+        let (s3, empty) = app.api_login("alice", "").await;
+        assert_eq!((s1.as_u16(), s2.as_u16(), s3.as_u16()), (401, 401, 401));
         assert_eq!(wrong, unknown);
         assert_eq!(wrong, empty);
         assert_eq!(wrong["message"], "invalid username or password");
@@ -187,16 +177,16 @@ async fn injection_attempts_never_authenticate_as_anybody() {
         let app = portal(config).await;
         for name in attempts {
             for password in ["alice-secret", "*", "anything"] {
-                let (status, body) = api_login(&app, name, password).await;
+                let (status, body) = app.api_login(name, password).await;
                 assert_eq!(status, 401, "{name:?}/{password:?} → {body}");
             }
         }
         // The genuine login still works under the same configuration, and surrounding
         // blanks are trimmed (the same identity, not another one).
         for name in ["alice", " alice", "alice\t"] {
-            let (status, body) = api_login(&app, name, "alice-secret").await;
+            let (status, body) = app.api_login(name, "alice-secret").await;
             assert_eq!(
-                (status, body["username"].as_str()),
+                (status.as_u16(), body["username"].as_str()),
                 (200, Some("alice")),
                 "{name:?}"
             );
@@ -205,11 +195,7 @@ async fn injection_attempts_never_authenticate_as_anybody() {
     // And with the default POSIX pattern every one of them is refused outright.
     let app = portal(direct_bind(&slapd.url(), "")).await;
     for name in attempts {
-        assert_eq!(
-            api_login(&app, name, "alice-secret").await.0,
-            401,
-            "{name:?}"
-        );
+        assert_eq!(app.api_login(name, "alice-secret").await.0, 401, "{name:?}");
     }
 }
 
@@ -217,7 +203,7 @@ async fn injection_attempts_never_authenticate_as_anybody() {
 async fn dead_directory_fails_logins_fast_and_nothing_else() {
     let mut slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
     let app = portal(direct_bind(&slapd.url(), "")).await;
-    let (status, alice) = api_login(&app, "alice", "alice-secret").await;
+    let (status, alice) = app.api_login("alice", "alice-secret").await;
     assert_eq!(status, 200);
     // A token made while the directory is up.
     let client = app
@@ -227,7 +213,7 @@ async fn dead_directory_fails_logins_fast_and_nothing_else() {
 
     slapd.stop().await.expect("stop slapd");
     let started = Instant::now();
-    let (status, body) = api_login(&app, "alice", "alice-secret").await;
+    let (status, body) = app.api_login("alice", "alice-secret").await;
     assert_eq!(status, 503, "{body}\n{}", app.log().join("\n"));
     assert_eq!(body["error"], "unavailable");
     assert!(
@@ -258,7 +244,7 @@ async fn dead_directory_fails_logins_fast_and_nothing_else() {
     slapd.restart().await.expect("restart slapd");
     // The first login after the restart already works: a kept connection that the
     // old slapd took down is replaced, not reported as an outage.
-    let (status, body) = api_login(&app, "alice", "alice-secret").await;
+    let (status, body) = app.api_login("alice", "alice-secret").await;
     assert_eq!(status, 200, "{body}");
 }
 
@@ -275,16 +261,16 @@ async fn starttls_and_ldaps_with_the_test_ca() {
         &format!("starttls = true\nca_file = \"{ca}\"\n"),
     ))
     .await;
-    assert_eq!(api_login(&starttls, "alice", "alice-secret").await.0, 200);
+    assert_eq!(starttls.api_login("alice", "alice-secret").await.0, 200);
     let over_ldaps = portal(direct_bind(&ldaps, &format!("ca_file = \"{ca}\"\n"))).await;
-    assert_eq!(api_login(&over_ldaps, "bob", "bob-secret").await.0, 200);
+    assert_eq!(over_ldaps.api_login("bob", "bob-secret").await.0, 200);
 
     // Verification is on by default: without the CA the directory is not trusted.
     let untrusted = portal(direct_bind(&ldaps, "")).await;
-    let (status, body) = api_login(&untrusted, "alice", "alice-secret").await;
+    let (status, body) = untrusted.api_login("alice", "alice-secret").await;
     assert_eq!(status, 503, "{body}");
     let untrusted = portal(direct_bind(&slapd.url(), "starttls = true\n")).await;
-    assert_eq!(api_login(&untrusted, "alice", "alice-secret").await.0, 503);
+    assert_eq!(untrusted.api_login("alice", "alice-secret").await.0, 503);
 }
 
 /// Send `signal` to the test's slapd process (and nothing else).
@@ -301,7 +287,7 @@ fn signal_slapd(slapd: &Slapd, signal: &str) {
 async fn hung_directory_times_out_logins_without_blocking_anything_else() {
     let slapd = Slapd::start(SlapdOptions::default()).await.expect("slapd");
     let app = portal(direct_bind(&slapd.url(), "")).await;
-    assert_eq!(api_login(&app, "alice", "alice-secret").await.0, 200);
+    assert_eq!(app.api_login("alice", "alice-secret").await.0, 200);
     let client = app
         .login("admin", app.admin_password.as_deref().expect("pw"))
         .await;
@@ -336,7 +322,7 @@ async fn hung_directory_times_out_logins_without_blocking_anything_else() {
         "the 2 s timeout bounds the login: {elapsed:?}"
     );
     eventually("logins recover", Duration::from_secs(10), || async {
-        api_login(&app, "bob", "bob-secret").await.0 == 200
+        app.api_login("bob", "bob-secret").await.0 == 200
     })
     .await;
 }
@@ -367,7 +353,7 @@ async fn a_directory_group_named_like_a_local_group_grants_nothing() {
     );
     let app = portal(config).await;
 
-    let (status, bob) = api_login(&app, "bob", "bob-secret").await;
+    let (status, bob) = app.api_login("bob", "bob-secret").await;
     assert_eq!(status, 200, "{bob}");
     assert_eq!(bob["groups"], serde_json::json!(["admin", "gpu-users"]));
     assert_eq!(
@@ -393,17 +379,18 @@ async fn a_directory_group_named_like_a_local_group_grants_nothing() {
     assert_eq!(res.status(), 403);
 
     // The group named by its DN makes dave an administrator.
-    let (status, dave) = api_login(&app, "dave", "dave-secret").await;
+    let (status, dave) = app.api_login("dave", "dave-secret").await;
     assert_eq!(status, 200, "{dave}");
     assert_eq!(dave["admin"], true);
 
     // carol is in a gpu-users, but not the allowed one.
-    let (status, carol) = api_login(&app, "carol", "carol-secret").await;
+    let (status, carol) = app.api_login("carol", "carol-secret").await;
     assert_eq!(status, 403, "{carol}");
 
     // The local administrator is still one.
-    let (status, admin) =
-        api_login(&app, "admin", app.admin_password.as_deref().expect("pw")).await;
+    let (status, admin) = app
+        .api_login("admin", app.admin_password.as_deref().expect("pw"))
+        .await;
     assert_eq!(status, 200, "{admin}");
     assert_eq!(admin["admin"], true);
     let admin_client = reqwest::Client::builder()

@@ -26,22 +26,6 @@ async fn portal(slapd: &Slapd) -> TestApp {
     .await
 }
 
-async fn login(
-    client: &reqwest::Client,
-    app: &TestApp,
-    user: &str,
-    password: &str,
-) -> (u16, Value) {
-    let res = client
-        .post(app.url("/api/v1/login"))
-        .json(&serde_json::json!({ "username": user, "password": password }))
-        .send()
-        .await
-        .expect("login request");
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 /// Users 10, 20, … 2,000: spread over the whole directory and all twenty teams.
 fn chosen() -> impl Iterator<Item = many_users::GeneratedUser> {
     (1..=AT_ONCE).map(|i| many_users::user(i * many_users::COUNT / AT_ONCE))
@@ -56,7 +40,7 @@ async fn two_hundred_directory_users_log_in_at_once_each_to_their_own_account() 
     let logins = chosen().map(|user| {
         let (client, app) = (&client, &app);
         async move {
-            let answer = login(client, app, &user.uid, &user.password).await;
+            let answer = app.api_login_in(client, &user.uid, &user.password).await;
             (user, answer)
         }
     });

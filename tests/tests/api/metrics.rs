@@ -27,15 +27,6 @@ fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     found
 }
 
-async fn scrape(c: &JobCluster, token: &str) -> String {
-    c.app
-        .get_bearer("/metrics", token)
-        .await
-        .text()
-        .await
-        .expect("metrics")
-}
-
 fn at_least(text: &str, name: &str, labels: &[(&str, &str)], n: f64) {
     let v = value(text, name, labels).unwrap_or(0.0);
     assert!(v >= n, "{name} {labels:?} is {v}, not at least {n}: {text}");
@@ -66,7 +57,7 @@ async fn metrics_show_the_queue_the_gpus_and_the_scheduler_at_work() {
         .login("admin", c.app.admin_password.as_deref().expect("pw"))
         .await;
     let token = c.app.create_token(&admin, "prometheus", &["admin"]).await;
-    let text = scrape(&c, &token).await;
+    let text = c.app.api(&token).text("/metrics").await.1;
 
     let jobs = |state| {
         value(
@@ -190,7 +181,7 @@ async fn metrics_show_the_queue_the_gpus_and_the_scheduler_at_work() {
     assert!(cancelled.status().is_success(), "{}", cancelled.status());
     c.wait_for(&alice, &long, &["CANCELLED"], Duration::from_secs(60))
         .await;
-    let text = scrape(&c, &token).await;
+    let text = c.app.api(&token).text("/metrics").await.1;
     assert_eq!(
         value(&text, "atrium_jobs", &[("state", "RUNNING")]),
         None,

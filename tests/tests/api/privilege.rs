@@ -259,7 +259,7 @@ async fn snoop(runtime: &str) {
     let job = c.wait_for(&mallory, &id, &["COMPLETED"], RUN).await;
     assert_eq!(job["exit_code"], 0, "{job}");
     let out = c.output(&mallory, &id);
-    crate::fixtures::quotas::cancel(&c, &other, &trents).await;
+    c.cancel(&other, &trents).await;
     c.wait_for(&other, &trents, &["CANCELLED"], RUN).await;
     assert!(out.contains("done"), "{out}");
 

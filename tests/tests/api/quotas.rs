@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::fixtures::quotas::{admin_token, cancel, send, set_quota};
+use crate::fixtures::quotas::{admin_token, set_quota};
 use crate::fixtures::{JobCluster, JobUser};
 
 const RUN: Duration = Duration::from_secs(60);
 
 async fn audit_entries(c: &JobCluster, admin: &str) -> Vec<Value> {
-    let (status, audit) = send(c, reqwest::Method::GET, "/api/v1/admin/audit", admin, None).await;
+    let (status, audit) = c.app.api(admin).get("/api/v1/admin/audit").await;
     assert_eq!(status, 200, "{audit}");
     audit["entries"].as_array().cloned().expect("entries")
 }
@@ -58,14 +58,7 @@ async fn a_gpu_quota_makes_work_wait_refuses_what_never_fits_and_changes_live() 
     );
 
     // What ann sees of her quota.
-    let (status, usage) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/me/usage",
-        &ann.token,
-        None,
-    )
-    .await;
+    let (status, usage) = c.app.api(&ann.token).get("/api/v1/me/usage").await;
     assert_eq!(status, 200, "{usage}");
     assert_eq!(usage["quotas"][0]["scope"], "user", "{usage}");
     assert_eq!(usage["quotas"][0]["limits"]["max_gpus"], 2, "{usage}");
@@ -73,20 +66,21 @@ async fn a_gpu_quota_makes_work_wait_refuses_what_never_fits_and_changes_live() 
     assert_eq!(usage["quotas"][0]["running_jobs"], 2, "{usage}");
 
     // One ends: the waiting job starts.
-    cancel(&c, &ann, &a).await;
+    c.cancel(&ann, &a).await;
     c.wait_for(&ann, &third, &["RUNNING"], RUN).await;
 
     // The quota raised: a further job starts at the next pass, no restart.
     let fourth = sleeper(&c, &ann, 1, "10").await;
     assert_eq!(c.job(&ann, &fourth).await["state"], "PENDING");
-    let (status, body) = send(
-        &c,
-        reqwest::Method::PUT,
-        &format!("/api/v1/admin/quotas/{id}"),
-        &admin,
-        Some(json!({"limits": {"max_gpus": 3}})),
-    )
-    .await;
+    let (status, body) = c
+        .app
+        .api(&admin)
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/v1/admin/quotas/{id}"),
+            Some(json!({"limits": {"max_gpus": 3}})),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     c.wait_for(&ann, &fourth, &["RUNNING"], RUN).await;
 
@@ -117,7 +111,7 @@ async fn a_gpu_quota_makes_work_wait_refuses_what_never_fits_and_changes_live() 
     assert!(csv.contains(",admin,quota.update,user ann,"), "{csv}");
 
     for j in [&b, &third, &fourth] {
-        cancel(&c, &ann, j).await;
+        c.cancel(&ann, j).await;
     }
 }
 
@@ -137,21 +131,14 @@ async fn spent_gpu_hours_hold_new_work_without_killing_running_work() {
     assert_eq!(waiting["reason"], "AssocGrpGRESMinutes", "{waiting}");
     // The running job goes on.
     assert_eq!(c.job(&bo, &first).await["state"], "RUNNING");
-    let (_, usage) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/me/usage",
-        &bo.token,
-        None,
-    )
-    .await;
+    let (_, usage) = c.app.api(&bo.token).get("/api/v1/me/usage").await;
     assert_eq!(usage["quotas"][0]["scope"], "default", "{usage}");
     assert!(
         usage["quotas"][0]["gpu_hours_used"].as_f64().unwrap_or(0.0) > 0.0,
         "{usage}"
     );
-    cancel(&c, &bo, &first).await;
-    cancel(&c, &bo, &second).await;
+    c.cancel(&bo, &first).await;
+    c.cancel(&bo, &second).await;
 }
 
 #[tokio::test]
@@ -173,10 +160,10 @@ async fn a_group_quota_caps_the_sum_over_its_members() {
     // Someone outside the group is not held.
     let other = sleeper(&c, &ed, 1, "10").await;
     c.wait_for(&ed, &other, &["RUNNING"], RUN).await;
-    cancel(&c, &cy, &a).await;
+    c.cancel(&cy, &a).await;
     c.wait_for(&di, &third, &["RUNNING"], RUN).await;
     for (u, j) in [(&di, &b), (&di, &third), (&ed, &other)] {
-        cancel(&c, u, j).await;
+        c.cancel(u, j).await;
     }
 }
 
@@ -210,21 +197,14 @@ async fn a_session_over_quota_is_refused_with_the_reason() {
             "user fay's quota allows sessions of at most 2 hours; this one asks for 4 hours",
         ),
     ] {
-        let (status, answer) = send(
-            &c,
-            reqwest::Method::POST,
-            "/api/v1/sessions",
-            &token,
-            Some(body),
-        )
-        .await;
+        let (status, answer) = c.app.api(&token).post("/api/v1/sessions", body).await;
         assert_eq!(status, 403, "{answer}");
         assert_eq!(answer["error"], "quota_exceeded", "{answer}");
         assert_eq!(answer["message"], expect, "{answer}");
     }
-    let (_, list) = send(&c, reqwest::Method::GET, "/api/v1/sessions", &token, None).await;
+    let (_, list) = c.app.api(&token).get("/api/v1/sessions").await;
     assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
-    cancel(&c, &fay, &running).await;
+    c.cancel(&fay, &running).await;
 }
 
 #[tokio::test]
@@ -248,7 +228,7 @@ async fn quota_routes_are_for_administrators_and_check_their_input() {
         (reqwest::Method::DELETE, "/api/v1/admin/quotas/1", None),
         (reqwest::Method::GET, "/api/v1/admin/audit", None),
     ] {
-        let (status, answer) = send(&c, method.clone(), path, &gus.token, body).await;
+        let (status, answer) = c.app.api(&gus.token).send(method.clone(), path, body).await;
         assert_eq!(status, 403, "{method} {path}: {answer}");
         assert_eq!(answer["error"], "forbidden", "{method} {path}");
     }
@@ -265,54 +245,38 @@ async fn quota_routes_are_for_administrators_and_check_their_input() {
             "max_gpu",
         ),
     ] {
-        let (status, answer) = send(
-            &c,
-            reqwest::Method::POST,
-            "/api/v1/admin/quotas",
-            &admin,
-            Some(body.clone()),
-        )
-        .await;
+        let (status, answer) = c
+            .app
+            .api(&admin)
+            .post("/api/v1/admin/quotas", body.clone())
+            .await;
         assert_eq!(status, 400, "{body}: {answer}");
         let message = answer["message"].as_str().unwrap_or("");
         assert!(message.contains(field), "{body}: {message}");
     }
-    let (_, list) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/admin/quotas",
-        &admin,
-        None,
-    )
-    .await;
+    let (_, list) = c.app.api(&admin).get("/api/v1/admin/quotas").await;
     assert_eq!(list["quotas"].as_array().map(Vec::len), Some(0), "{list}");
     let id = set_quota(&c, &admin, "user", "gus", json!({"max_gpus": 1})).await;
-    let (status, _) = send(
-        &c,
-        reqwest::Method::POST,
-        "/api/v1/admin/quotas",
-        &admin,
-        Some(json!({"scope": "user", "name": "gus"})),
-    )
-    .await;
+    let (status, _) = c
+        .app
+        .api(&admin)
+        .post(
+            "/api/v1/admin/quotas",
+            json!({"scope": "user", "name": "gus"}),
+        )
+        .await;
     assert_eq!(status, 409);
-    let (status, _) = send(
-        &c,
-        reqwest::Method::DELETE,
-        &format!("/api/v1/admin/quotas/{id}"),
-        &admin,
-        None,
-    )
-    .await;
+    let (status, _) = c
+        .app
+        .api(&admin)
+        .delete(&format!("/api/v1/admin/quotas/{id}"))
+        .await;
     assert_eq!(status, 204);
-    let (status, _) = send(
-        &c,
-        reqwest::Method::GET,
-        &format!("/api/v1/admin/quotas/{id}"),
-        &admin,
-        None,
-    )
-    .await;
+    let (status, _) = c
+        .app
+        .api(&admin)
+        .get(&format!("/api/v1/admin/quotas/{id}"))
+        .await;
     assert_eq!(status, 404);
 }
 
@@ -327,33 +291,30 @@ async fn a_drained_node_takes_no_new_work_and_its_running_work_finishes() {
         let token = admin.clone();
         let c = &c;
         async move {
-            send(
-                c,
-                reqwest::Method::POST,
-                &format!("/api/v1/admin/nodes/head/{action}"),
-                &token,
-                body,
-            )
-            .await
+            c.app
+                .api(&token)
+                .send(
+                    reqwest::Method::POST,
+                    &format!("/api/v1/admin/nodes/head/{action}"),
+                    body,
+                )
+                .await
         }
     };
     let (status, answer) = drain("drain", None).await;
     assert_eq!(status, 400, "a drain needs a reason: {answer}");
-    let (status, answer) = send(
-        &c,
-        reqwest::Method::POST,
-        "/api/v1/admin/nodes/head/drain",
-        &hal.token,
-        Some(json!({"reason": "mine"})),
-    )
-    .await;
+    let (status, answer) = c
+        .app
+        .api(&hal.token)
+        .post("/api/v1/admin/nodes/head/drain", json!({"reason": "mine"}))
+        .await;
     assert_eq!(status, 403, "{answer}");
     let (status, answer) = drain("drain", Some(json!({"reason": "new driver"}))).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["state"], "DRAIN", "{answer}");
 
     let waiting = sleeper(&c, &hal, 1, "10").await;
-    let (_, nodes) = send(&c, reqwest::Method::GET, "/api/v1/nodes", &hal.token, None).await;
+    let (_, nodes) = c.app.api(&hal.token).get("/api/v1/nodes").await;
     assert_eq!(
         nodes["nodes"][0]["state"]["reason"], "new driver",
         "{nodes}"
@@ -375,17 +336,18 @@ async fn a_drained_node_takes_no_new_work_and_its_running_work_finishes() {
     );
     let (status, _) = drain("reboot", None).await;
     assert_eq!(status, 400);
-    let (status, _) = send(
-        &c,
-        reqwest::Method::POST,
-        "/api/v1/admin/nodes/nowhere/resume",
-        &admin,
-        None,
-    )
-    .await;
+    let (status, _) = c
+        .app
+        .api(&admin)
+        .send(
+            reqwest::Method::POST,
+            "/api/v1/admin/nodes/nowhere/resume",
+            None,
+        )
+        .await;
     assert_eq!(status, 404);
-    cancel(&c, &hal, &running).await;
-    cancel(&c, &hal, &waiting).await;
+    c.cancel(&hal, &running).await;
+    c.cancel(&hal, &waiting).await;
 }
 
 #[tokio::test]
@@ -450,14 +412,7 @@ async fn chromium_shows_why_a_session_over_quota_cannot_start_and_the_quotas_on_
         "user ida's quota allows 1 GPU at once; 1 is in use and this session asks for 1 GPU"
     );
     b.close().await.expect("close");
-    let (_, list) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/sessions",
-        &ida.token,
-        None,
-    )
-    .await;
+    let (_, list) = c.app.api(&ida.token).get("/api/v1/sessions").await;
     assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
-    cancel(&c, &ida, &running).await;
+    c.cancel(&ida, &running).await;
 }

@@ -108,11 +108,11 @@ impl Typed {
 }
 
 async fn last_job(c: &JobCluster, user: &JobUser) -> Value {
-    let res = c
+    let body = c
         .app
-        .get_bearer("/api/v1/jobs?state=all&me=true", &user.token)
+        .api(&user.token)
+        .json("/api/v1/jobs?state=all&me=true")
         .await;
-    let body: Value = res.json().await.expect("json");
     body["jobs"]
         .as_array()
         .and_then(|j| j.iter().max_by_key(|j| j["job_id"].as_u64()))
@@ -254,14 +254,6 @@ fn interactive(command: &[&str], options: Value) -> Value {
     })
 }
 
-async fn submitted(c: &JobCluster, user: &JobUser, body: Value) -> String {
-    let res = c.submit(user, body).await;
-    let status = res.status();
-    let body: Value = res.json().await.expect("json");
-    assert_eq!(status, 201, "{body}");
-    body["id"].as_str().expect("id").to_string()
-}
-
 #[tokio::test]
 async fn a_jobs_terminal_is_its_owners_alone_once_it_runs_and_takes_the_window_size() {
     let c = JobCluster::start(1).await;
@@ -286,12 +278,12 @@ async fn a_jobs_terminal_is_its_owners_alone_once_it_runs_and_takes_the_window_s
     }
 
     // Not yet running: 409; not a websocket: 400; someone else's: 404.
-    let later = submitted(
-        &c,
-        &alice,
-        interactive(&["bash"], json!({"begin": "now+1hour"})),
-    )
-    .await;
+    let later = c
+        .submitted(
+            &alice,
+            interactive(&["bash"], json!({"begin": "now+1hour"})),
+        )
+        .await;
     assert_eq!(attach(&c, &alice.token, &later).await.err(), Some(409));
     let plain = c
         .app
@@ -307,12 +299,12 @@ async fn a_jobs_terminal_is_its_owners_alone_once_it_runs_and_takes_the_window_s
         "{plain}"
     );
 
-    let id = submitted(
-        &c,
-        &alice,
-        interactive(&["bash", "--norc", "--noprofile", "-i"], json!({})),
-    )
-    .await;
+    let id = c
+        .submitted(
+            &alice,
+            interactive(&["bash", "--norc", "--noprofile", "-i"], json!({})),
+        )
+        .await;
     c.wait_for(&alice, &id, &["RUNNING"], WITHIN).await;
     assert_eq!(attach(&c, &bob.token, &id).await.err(), Some(404));
     let mut ws = atrium_tests::support::until("the terminal to open", WITHIN, || async {
@@ -355,10 +347,10 @@ async fn a_jobs_terminal_is_its_owners_alone_once_it_runs_and_takes_the_window_s
     assert_eq!(attach(&c, &alice.token, &id).await.err(), Some(409));
 
     // Cancelled before anyone attached: it ends at once.
-    let waiting = submitted(&c, &alice, interactive(&["bash"], json!({}))).await;
+    let waiting = c.submitted(&alice, interactive(&["bash"], json!({}))).await;
     c.wait_for(&alice, &waiting, &["RUNNING"], WITHIN).await;
-    crate::fixtures::quotas::cancel(&c, &alice, &waiting).await;
+    c.cancel(&alice, &waiting).await;
     let job = c.wait_for(&alice, &waiting, ENDED, WITHIN).await;
     assert_eq!(job["state"], "CANCELLED", "{job}");
-    crate::fixtures::quotas::cancel(&c, &alice, &later).await;
+    c.cancel(&alice, &later).await;
 }

@@ -64,12 +64,10 @@ async fn log_line(app: &TestApp, seen: &mut Vec<String>, needle: &str) -> String
 
 /// The user's queue as the API lists it: id, name, state and reason of each job.
 async fn queue(app: &TestApp, user: &JobUser) -> Vec<(String, String, String, String)> {
-    let list: Value = app
-        .get_bearer("/api/v1/jobs?per_page=10000", &user.token)
-        .await
-        .json()
-        .await
-        .expect("json");
+    let list = app
+        .api(&user.token)
+        .json("/api/v1/jobs?per_page=10000")
+        .await;
     list["jobs"]
         .as_array()
         .expect("jobs")

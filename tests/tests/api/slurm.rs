@@ -10,7 +10,7 @@ use atrium_tests::support::jupyter::{self, WsProtocol};
 use atrium_tests::support::{Slurm, SlurmOptions};
 use serde_json::{json, Value};
 
-use crate::fixtures::quotas::{admin_token, cancel, send, set_quota};
+use crate::fixtures::quotas::{admin_token, set_quota};
 use crate::fixtures::sessions::{run_code, SessionCluster, KERNEL_DEADLINE};
 use crate::fixtures::slurm::{
     output_with, python_environment, sbatch_as, slurm_config, start, user, RUN,
@@ -97,14 +97,7 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
         )
         .await;
     c.wait_for(&ann, &sleeper, &["RUNNING"], RUN).await;
-    let (_, usage) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/me/usage",
-        &ann.token,
-        None,
-    )
-    .await;
+    let (_, usage) = c.app.api(&ann.token).get("/api/v1/me/usage").await;
     let quota = &usage["quotas"][0];
     assert_eq!(quota["scope"], "user", "{usage}");
     assert_eq!(quota["limits"]["max_gpus"], 2, "{usage}");
@@ -131,9 +124,9 @@ async fn jobs_run_under_slurm_as_the_user_with_arrays_dependencies_and_cancel() 
     .expect("adopted");
     let adopted = c.wait_for(&ann, &orphan, &["RUNNING"], RUN).await;
     assert_eq!(adopted["name"], "orphan", "{adopted}");
-    cancel(&c, &ann, &orphan).await;
+    c.cancel(&ann, &orphan).await;
     c.wait_for(&ann, &orphan, &["CANCELLED"], RUN).await;
-    cancel(&c, &ann, &sleeper).await;
+    c.cancel(&ann, &sleeper).await;
     c.wait_for(&ann, &sleeper, &["CANCELLED"], RUN).await;
 
     // Without the comment a job is not atrium's.
@@ -239,7 +232,7 @@ async fn a_controller_outage_shows_unknown_and_a_restart_loses_nothing() {
     // Another restart with a job pending and one running, then both go on to the end.
     c.app.terminate();
     c.app.restart();
-    cancel(&c, &bea, &running).await;
+    c.cancel(&bea, &running).await;
     c.wait_for(&bea, &running, &["CANCELLED"], RUN).await;
     let release = reqwest::Client::new()
         .post(c.app.url(&format!("/api/v1/jobs/{held}/release")))
@@ -552,28 +545,18 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
         "{job}"
     );
     // What it used, from sacct (TotalCPU, MaxRSS): 2 to 3 s of one core (a bash loop to a whole second runs at least 2 s).
-    let (status, e) = send(
-        &c,
-        reqwest::Method::GET,
-        &format!("/api/v1/jobs/{id}/efficiency"),
-        &eve.token,
-        None,
-    )
-    .await;
+    let (status, e) = c
+        .app
+        .api(&eve.token)
+        .get(&format!("/api/v1/jobs/{id}/efficiency"))
+        .await;
     assert_eq!(status, 200, "{e}");
     assert_eq!(e["source"], "slurm", "{e}");
     assert_eq!(e["complete"], true, "{e}");
     let cpu = e["cpu_seconds"].as_f64().expect("TotalCPU");
     assert!((1.0..10.0).contains(&cpu), "{e}");
     assert!(e["max_rss_bytes"].as_u64().is_some_and(|m| m > 0), "{e}");
-    let (status, usage) = send(
-        &c,
-        reqwest::Method::GET,
-        "/api/v1/accounting",
-        &eve.token,
-        None,
-    )
-    .await;
+    let (status, usage) = c.app.api(&eve.token).get("/api/v1/accounting").await;
     assert_eq!(status, 200, "{usage}");
     let record = &usage["jobs"][0];
     assert_eq!(record["id"], id.as_str(), "{usage}");
@@ -626,5 +609,5 @@ async fn with_accounting_a_job_that_ended_while_the_portal_was_down_comes_from_s
     .await
     .expect("held by the association limit");
     assert_eq!(pending["state"], "PENDING");
-    cancel(&c, &eve, &big).await;
+    c.cancel(&eve, &big).await;
 }

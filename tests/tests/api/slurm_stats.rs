@@ -17,21 +17,6 @@ fn cli(c: &JobCluster, user: &JobUser, token: &str, words: &[&str]) -> (bool, St
     run(cmd)
 }
 
-/// An administrator's token (the admin scope: acts as administrator).
-async fn admin_token(c: &JobCluster) -> String {
-    let password = c.app.admin_password.clone().expect("admin password");
-    let admin = c.app.login("admin", &password).await;
-    c.app
-        .create_token(&admin, "admin", &["read", "admin"])
-        .await
-}
-
-async fn get(c: &JobCluster, path: &str, token: &str) -> (u16, Value) {
-    let res = c.app.get_bearer(path, token).await;
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
@@ -59,7 +44,7 @@ async fn sprio_shows_the_factors_of_pending_jobs_to_their_owner() {
     c.act(&ann, &held, "hold").await;
 
     // The API: the factors add up to the priority.
-    let (status, answer) = get(&c, "/api/v1/priority", &ann.token).await;
+    let (status, answer) = c.app.api(&ann.token).get("/api/v1/priority").await;
     assert_eq!(status, 200, "{answer}");
     let w = &answer["weights"];
     assert_eq!(
@@ -167,9 +152,12 @@ async fn sprio_shows_the_factors_of_pending_jobs_to_their_owner() {
     let (ok, out, _) = cli(&c, &ben, &ben.token, &["sprio", "-h", "-u", "ann"]);
     assert!(ok);
     assert_eq!(out, "");
-    let (status, answer) = get(&c, "/api/v1/priority?user=ann", &ben.token).await;
-    assert_eq!((status, &answer["jobs"]), (200, &serde_json::json!([])));
-    let admin = admin_token(&c).await;
+    let (status, answer) = c.app.api(&ben.token).get("/api/v1/priority?user=ann").await;
+    assert_eq!(
+        (status.as_u16(), &answer["jobs"]),
+        (200, &serde_json::json!([]))
+    );
+    let admin = c.app.admin_token(&["read", "admin"]).await;
     let (ok, out, err) = cli(&c, &ann, &admin, &["sprio", "-u", "ann"]);
     assert!(ok, "{err}");
     let lines: Vec<&str> = out.lines().collect();
@@ -181,22 +169,30 @@ async fn sprio_shows_the_factors_of_pending_jobs_to_their_owner() {
     );
 
     // Query mistakes: 400, naming the field.
-    let (status, body) = get(&c, "/api/v1/priority?ids=x", &ann.token).await;
+    let (status, body) = c.app.api(&ann.token).get("/api/v1/priority?ids=x").await;
     assert_eq!(
-        (status, body["field"].as_str()),
+        (status.as_u16(), body["field"].as_str()),
         (400, Some("ids")),
         "{body}"
     );
-    let (status, body) = get(&c, "/api/v1/priority?colour=red", &ann.token).await;
+    let (status, body) = c
+        .app
+        .api(&ann.token)
+        .get("/api/v1/priority?colour=red")
+        .await;
     assert_eq!(
-        (status, body["field"].as_str()),
+        (status.as_u16(), body["field"].as_str()),
         (400, Some("colour")),
         "{body}"
     );
     let long = vec!["u"; 1001].join(",");
-    let (status, body) = get(&c, &format!("/api/v1/priority?user={long}"), &ann.token).await;
+    let (status, body) = c
+        .app
+        .api(&ann.token)
+        .get(&format!("/api/v1/priority?user={long}"))
+        .await;
     assert_eq!(
-        (status, body["field"].as_str()),
+        (status.as_u16(), body["field"].as_str()),
         (400, Some("user")),
         "{body}"
     );
@@ -215,7 +211,7 @@ async fn sshare_shows_an_accounts_usage_after_a_job_ran() {
     let account = job["account"].as_str().expect("account").to_string();
 
     // The API: the root, ann's account, ann (whose shares are the account's).
-    let (status, answer) = get(&c, "/api/v1/shares", &ann.token).await;
+    let (status, answer) = c.app.api(&ann.token).get("/api/v1/shares").await;
     assert_eq!(status, 200, "{answer}");
     let lines = answer["lines"].as_array().expect("lines");
     assert_eq!(lines.len(), 3, "{answer}");
@@ -284,7 +280,7 @@ async fn sshare_shows_an_accounts_usage_after_a_job_ran() {
     assert!(ok, "{err}");
     assert_eq!(out.lines().count(), 1, "the root alone: {out}");
     assert!(!out.contains("ann"), "{out}");
-    let admin = admin_token(&c).await;
+    let admin = c.app.admin_token(&["read", "admin"]).await;
     let (ok, out, err) = cli(
         &c,
         &ann,
@@ -297,9 +293,13 @@ async fn sshare_shows_an_accounts_usage_after_a_job_ran() {
         format!("root||\n {account}||1\n  {account}|ann|parent\n")
     );
 
-    let (status, body) = get(&c, "/api/v1/shares?all_users=maybe", &ann.token).await;
+    let (status, body) = c
+        .app
+        .api(&ann.token)
+        .get("/api/v1/shares?all_users=maybe")
+        .await;
     assert_eq!(
-        (status, body["field"].as_str()),
+        (status.as_u16(), body["field"].as_str()),
         (400, Some("all_users")),
         "{body}"
     );

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fixtures::{eventually, spawn_app, TestApp};
+use crate::fixtures::{eventually, spawn_app};
 
 #[tokio::test]
 async fn token_is_shown_once_works_as_bearer_and_is_refused_after_revocation() {
@@ -255,19 +255,6 @@ async fn tokens_page_creates_shows_once_and_revokes() {
     assert_eq!(app.get_bearer("/api/v1/me", secret).await.status(), 401);
 }
 
-/// `POST /api/v1/tokens` with a bearer token; the status and body.
-async fn mint(app: &TestApp, bearer: &str, body: Value) -> (u16, Value) {
-    let res = reqwest::Client::new()
-        .post(app.url("/api/v1/tokens"))
-        .bearer_auth(bearer)
-        .json(&body)
-        .send()
-        .await
-        .expect("post");
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn only_a_session_or_a_tokens_scoped_token_mints_and_never_wider_or_longer() {
     let app = spawn_app().await;
@@ -278,12 +265,13 @@ async fn only_a_session_or_a_tokens_scoped_token_mints_and_never_wider_or_longer
 
     // Neither a read token nor a jobs token may mint, not even a token as narrow.
     for (token, scopes) in [(&read, vec!["read"]), (&jobs, vec!["read", "jobs"])] {
-        let (status, body) = mint(
-            &app,
-            token,
-            serde_json::json!({"name": "x", "scopes": scopes}),
-        )
-        .await;
+        let (status, body) = app
+            .api(token)
+            .post(
+                "/api/v1/tokens",
+                serde_json::json!({"name": "x", "scopes": scopes}),
+            )
+            .await;
         assert_eq!(status, 403, "{body}");
         assert_eq!(body["error"], "forbidden");
         assert!(
@@ -327,19 +315,21 @@ async fn only_a_session_or_a_tokens_scoped_token_mints_and_never_wider_or_longer
     assert_eq!(res.status(), 201);
     let minter: Value = res.json().await.expect("json");
     let minter_secret = minter["secret"].as_str().expect("secret");
-    let (status, body) = mint(
-        &app,
-        minter_secret,
-        serde_json::json!({"name": "wider", "scopes": ["read", "jobs"]}),
-    )
-    .await;
+    let (status, body) = app
+        .api(minter_secret)
+        .post(
+            "/api/v1/tokens",
+            serde_json::json!({"name": "wider", "scopes": ["read", "jobs"]}),
+        )
+        .await;
     assert_eq!(status, 403, "{body}");
-    let (status, child) = mint(
-        &app,
-        minter_secret,
-        serde_json::json!({"name": "child", "scopes": ["read"], "expires_in_days": 300}),
-    )
-    .await;
+    let (status, child) = app
+        .api(minter_secret)
+        .post(
+            "/api/v1/tokens",
+            serde_json::json!({"name": "child", "scopes": ["read"], "expires_in_days": 300}),
+        )
+        .await;
     assert_eq!(status, 201, "{child}");
     assert_eq!(child["scopes"], serde_json::json!(["read"]));
     assert!(

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fixtures::{atrium_command, eventually, spawn_on_config, TestApp};
+use crate::fixtures::{atrium_command, eventually, spawn_on_config};
 
 /// The previous release's data directory.
 fn fixture() -> PathBuf {
@@ -84,28 +84,6 @@ fn doctor_reports_the_pending_migrations_of_the_previous_releases_database() {
     );
 }
 
-async fn login(app: &TestApp, username: &str, password: &str) -> u16 {
-    reqwest::Client::new()
-        .post(app.url("/api/v1/login"))
-        .json(&serde_json::json!({ "username": username, "password": password }))
-        .send()
-        .await
-        .expect("login")
-        .status()
-        .as_u16()
-}
-
-async fn get(app: &TestApp, path: &str, token: &str) -> Value {
-    let res = app.get_bearer(path, token).await;
-    assert_eq!(res.status(), 200, "GET {path}");
-    res.json().await.expect("json")
-}
-
-/// The job `id` (`3_1` for an array task) as `GET /api/v1/jobs/{id}` shows it.
-async fn job(app: &TestApp, id: &str, token: &str) -> Value {
-    get(app, &format!("/api/v1/jobs/{id}"), token).await
-}
-
 #[tokio::test]
 async fn the_previous_releases_data_directory_is_migrated_and_served() {
     let facts = facts();
@@ -118,16 +96,16 @@ async fn the_previous_releases_data_directory_is_migrated_and_served() {
 
     for (user, password) in facts["passwords"].as_object().expect("passwords") {
         let password = password.as_str().expect("password");
-        assert_eq!(login(&app, user, password).await, 200, "{user} logs in");
+        assert_eq!(app.api_login(user, password).await.0, 200, "{user} logs in");
         assert_eq!(
-            login(&app, user, "wrong").await,
+            app.api_login(user, "wrong").await.0,
             401,
             "{user} with a wrong password"
         );
     }
     let alice = facts["tokens"]["alice"].as_str().expect("alice's token");
     let bob = facts["tokens"]["bob"].as_str().expect("bob's token");
-    let me = get(&app, "/api/v1/me", alice).await;
+    let me = app.api(alice).json("/api/v1/me").await;
     assert_eq!(me["username"], "alice", "{me}");
 
     // Every job as the old release left it: state, owner, name.
@@ -139,10 +117,10 @@ async fn the_previous_releases_data_directory_is_migrated_and_served() {
         ("held", alice, "alice", "evaluate", "PENDING"),
         ("dependent", alice, "alice", "report", "PENDING"),
     ];
-    let listed = get(&app, "/api/v1/jobs?state=all", alice).await;
+    let listed = app.api(alice).json("/api/v1/jobs?state=all").await;
     let listed = listed["jobs"].as_array().cloned().unwrap_or_default();
     for (which, token, user, name, state) in expected {
-        let j = job(&app, &id(which), token).await;
+        let j = app.api(token).job(&id(which)).await;
         assert_eq!(
             (j["user"].as_str(), j["name"].as_str(), j["state"].as_str()),
             (Some(user), Some(name), Some(state)),
@@ -153,13 +131,16 @@ async fn the_previous_releases_data_directory_is_migrated_and_served() {
             "{which} is not in the list: {listed:#?}"
         );
     }
-    assert_eq!(job(&app, &id("held"), alice).await["reason"], "JobHeldUser");
     assert_eq!(
-        job(&app, &id("dependent"), alice).await["reason"],
+        app.api(alice).job(&id("held")).await["reason"],
+        "JobHeldUser"
+    );
+    assert_eq!(
+        app.api(alice).job(&id("dependent")).await["reason"],
         "Dependency"
     );
     for task in 0..3 {
-        let j = job(&app, &format!("{}_{task}", id("array")), bob).await;
+        let j = app.api(bob).job(&format!("{}_{task}", id("array"))).await;
         assert_eq!(
             (j["user"].as_str(), j["name"].as_str(), j["state"].as_str()),
             (Some("bob"), Some("sweep"), Some("COMPLETED")),
@@ -221,7 +202,7 @@ async fn the_previous_releases_data_directory_is_migrated_and_served() {
             || {
                 let app = &app;
                 let jid = jid.clone();
-                async move { job(app, &jid, alice).await["state"] == "COMPLETED" }
+                async move { app.api(alice).job(&jid).await["state"] == "COMPLETED" }
             },
         )
         .await;
