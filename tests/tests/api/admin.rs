@@ -11,11 +11,10 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{
     cluster_config, eventually, private_root, spawn_app, spawn_with, JobCluster, JobUser, Options,
-    TestApp,
+    TestApp, PASSWORD,
 };
 
 const RUN: Duration = Duration::from_secs(60);
-const PASSWORD: &str = "password-of-some-length";
 
 /// Every admin API route, with a body that would change something were it accepted.
 fn api_routes() -> Vec<(Method, &'static str, Option<Value>)> {

@@ -14,9 +14,8 @@ use fantoccini::Locator;
 use serde_json::{json, Value};
 
 use crate::fixtures::sessions::{SessionCluster, KERNEL_DEADLINE};
-use crate::fixtures::{cluster_config, private_root, spawn_with, Options};
+use crate::fixtures::{cluster_config, private_root, spawn_with, Options, PASSWORD};
 
-const PASSWORD: &str = "password-of-some-length";
 /// code-server's first start (it writes its user data), on two busy cores.
 const EDITOR_WITHIN: Duration = Duration::from_secs(120);
 

@@ -4,9 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixtures::{spawn_app, TestApp};
-
-const PASSWORD: &str = "password-of-some-length";
+use crate::fixtures::{spawn_app, TestApp, PASSWORD};
 
 /// A portal with alice and bob (users) and boss (an administrator), each with a
 /// `read jobs` token (boss's also `admin`).

@@ -6,10 +6,8 @@ use std::time::Duration;
 use fantoccini::Locator;
 
 use crate::fixtures::browser::submit_login;
-use crate::fixtures::JobCluster;
+use crate::fixtures::{JobCluster, PASSWORD};
 use atrium_tests::support::{browser, Browser};
-
-const PASSWORD: &str = "password-of-some-length";
 
 /// The strings the script `js` returns in the browser `b`.
 async fn strings(b: &Browser, js: &str) -> Vec<String> {

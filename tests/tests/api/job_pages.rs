@@ -9,10 +9,8 @@ use fantoccini::Locator;
 use serde_json::{json, Value};
 
 use crate::fixtures::browser::{fill, submit_login};
-use crate::fixtures::{hidden_field, JobCluster};
+use crate::fixtures::{hidden_field, JobCluster, PASSWORD};
 use atrium_tests::support::{browser, until};
-
-const PASSWORD: &str = "password-of-some-length";
 
 /// The CSRF token of `client`'s session, from the jobs page's forms.
 async fn csrf(c: &JobCluster, client: &reqwest::Client) -> String {

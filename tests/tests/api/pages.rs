@@ -20,7 +20,7 @@ use fantoccini::wd::WebDriverCompatibleCommand;
 use serde_json::{json, Value};
 
 use crate::fixtures::sessions::SessionCluster;
-use crate::fixtures::{cluster_config, private_root, spawn_with, Options, TestApp};
+use crate::fixtures::{cluster_config, private_root, spawn_with, Options, TestApp, PASSWORD};
 use atrium_tests::support::{browser, jupyter, until, Browser};
 
 /// Where `axe.min.js` is (tests/install-deps.sh puts it in the default).
@@ -29,7 +29,6 @@ const AXE_DEFAULT: &str = "/opt/atrium-test/axe/node_modules/axe-core/axe.min.js
 /// Where the README's screenshots go when set.
 const SCREENSHOTS_ENV: &str = "ATRIUM_SCREENSHOTS";
 const WIDTHS: [u32; 2] = [1400, 400];
-const PASSWORD: &str = "password-of-some-length";
 
 /// The GET routes of the portal's pages, from the sources of its page modules:
 /// every `.route("PATH", web::get()…)`.

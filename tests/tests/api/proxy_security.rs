@@ -10,10 +10,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::fixtures::{
-    cluster_config, eventually, private_root, spawn_with, JobCluster, Options, TestApp,
+    cluster_config, eventually, private_root, spawn_with, JobCluster, Options, TestApp, PASSWORD,
 };
 
-const PASSWORD: &str = "password-of-some-length";
 const SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-downloads";
 
 /// A user's server that tries to set the portal's cookies, and answers with the

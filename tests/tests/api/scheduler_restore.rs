@@ -13,9 +13,8 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{
     cluster_config, eventually, private_root, spawn_with, JobCluster, JobUser, Options, TestApp,
+    PASSWORD,
 };
-
-const PASSWORD: &str = "password-of-some-length";
 
 /// The log without terminal colours.
 fn plain(line: &str) -> String {
