@@ -24,6 +24,7 @@ mod differential;
 mod doctor;
 mod efficiency;
 mod files;
+mod files_transfers;
 mod first_hour;
 mod homes;
 mod hostile;
