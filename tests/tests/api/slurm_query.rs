@@ -6,7 +6,7 @@
 //! held array) and a running array, last (Slurm numbers the tasks it starts). Then
 //! every command line of [`command_lines`] (generated from the options programs use)
 //! runs on both, as the same user, each side's commands under Slurm's names, and the
-//! outputs are compared after what must differ is normalised ([`normalise`]): times
+//! outputs are compared after what must differ is normalised (`fixtures::sides`): times
 //! and durations, the account (`research` in Slurm, the user's own in atrium), and
 //! the order of rows where the command line names no sort (ties of priority).
 //! Headers must match exactly, rows field by field, exit statuses and error lines too.
@@ -17,11 +17,11 @@
 //! root or slurm-wlm.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use atrium_tests::support::{Slurm, SlurmOptions};
 
+use crate::fixtures::sides::{differ, links, sacct_state, words, Side};
 use crate::fixtures::slurm::{cannot_run, fixture_like_config, fixture_node};
 use crate::fixtures::{atrium_bin, private_root, spawn_program, JobCluster, JobUser};
 
@@ -29,11 +29,6 @@ use crate::fixtures::{atrium_bin, private_root, spawn_program, JobCluster, JobUs
 const SLURM_CLUSTER: &str = atrium_tests::support::slurm::CLUSTER_NAME;
 /// How long a job may take to reach the state the test waits for.
 const SETTLE: Duration = Duration::from_secs(60);
-/// The commands compared, run through links of these names.
-const COMMANDS: &[&str] = &[
-    "sbatch", "squeue", "sacct", "sinfo", "scontrol", "scancel", "srun",
-];
-
 /// The jobs, in submission order: name, sbatch options, and the state to wait for
 /// (`CANCELLED`: cancel it once it runs).
 const JOBS: &[(&str, &[&str], &str)] = &[
@@ -428,266 +423,6 @@ fn command_lines() -> Vec<String> {
     lines
 }
 
-/// A command line's words: blanks separate, `'…'` quotes. `| tail -1` stays a word
-/// as snakemake gives it (its shlex split leaves the pipe to the command).
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quoted = false;
-    let mut any = false;
-    for ch in line.chars() {
-        match ch {
-            '\'' => {
-                quoted = !quoted;
-                any = true;
-            }
-            ' ' if !quoted => {
-                if any {
-                    out.push(std::mem::take(&mut word));
-                    any = false;
-                }
-            }
-            _ => {
-                word.push(ch);
-                any = true;
-            }
-        }
-    }
-    if any {
-        out.push(word);
-    }
-    out
-}
-
-/// One side's answer to a command line.
-#[derive(Debug, Clone)]
-struct Answer {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// One side: a folder of its commands under Slurm's names and the environment they
-/// run with, as the user.
-struct Side {
-    bin: PathBuf,
-    env: Vec<(String, String)>,
-}
-
-impl Side {
-    fn run(&self, user: &JobUser, args: &[String]) -> Answer {
-        let uid = user.uid.to_string();
-        let (program, rest) = args.split_first().expect("a command");
-        let out = Command::new("/usr/bin/setpriv")
-            .args(["--reuid", &uid, "--regid", &uid, "--clear-groups", "--"])
-            .arg(self.bin.join(program))
-            .args(rest)
-            .env_clear()
-            .env(
-                "PATH",
-                format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()),
-            )
-            .env("HOME", &user.home)
-            .env("USER", &user.name)
-            .env("TZ", "UTC")
-            .envs(self.env.iter().cloned())
-            .current_dir(&user.home)
-            .output()
-            .expect("run a command");
-        Answer {
-            status: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-}
-
-/// What must differ between the two sides, made the same: the account (`research`
-/// in Slurm, the user's own in atrium), and the program's path in messages (each side
-/// runs its commands from a folder of its own).
-fn normalise(text: &str, bin: &Path) -> String {
-    text.replace("research", "alice")
-        .replace(&format!("{}/", bin.display()), "")
-        .replace("/usr/bin/", "")
-}
-
-/// `word` with its times (stamps, durations) masked: two fields that differ only in
-/// times are the same (the two sides ran their jobs at different moments).
-fn masked(word: &str) -> String {
-    let chars: Vec<char> = word.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let boundary = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
-        if let Some(n) = stamp_at(&chars[i..]) {
-            out.push_str("<T>");
-            i += n;
-        } else if let Some(n) = duration_at(&chars[i..]).filter(|_| boundary) {
-            out.push_str("<D>");
-            i += n;
-        } else {
-            out.push(chars[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The length of a `YYYY-MM-DDTHH:MM:SS` stamp at the start of `c`.
-fn stamp_at(c: &[char]) -> Option<usize> {
-    let shape = "dddd-dd-ddTdd:dd:dd";
-    if c.len() < shape.len() {
-        return None;
-    }
-    shape
-        .chars()
-        .zip(c)
-        .all(|(s, ch)| {
-            if s == 'd' {
-                ch.is_ascii_digit()
-            } else {
-                s == *ch
-            }
-        })
-        .then_some(shape.len())
-}
-
-/// The length of a duration at the start of `c`: `[D-]H:MM[:SS][.mmm]`, `M:SS`.
-fn duration_at(c: &[char]) -> Option<usize> {
-    let mut i = 0;
-    let digits = |i: &mut usize| {
-        let start = *i;
-        while *i < c.len() && c[*i].is_ascii_digit() {
-            *i += 1;
-        }
-        *i - start
-    };
-    if digits(&mut i) == 0 {
-        return None;
-    }
-    if i < c.len() && c[i] == '-' {
-        i += 1;
-        if digits(&mut i) == 0 {
-            return None;
-        }
-    }
-    let mut groups = 0;
-    while i + 2 < c.len() + 1 && i < c.len() && c[i] == ':' {
-        let save = i;
-        i += 1;
-        if digits(&mut i) != 2 {
-            i = save;
-            break;
-        }
-        groups += 1;
-    }
-    if groups == 0 {
-        return None;
-    }
-    if i < c.len() && c[i] == '.' {
-        i += 1;
-        digits(&mut i);
-    }
-    Some(i)
-}
-
-/// Rows of an output in a comparable form: the header as is, the rest field by
-/// field (blanks or `|` separate), sorted (by their masked fields) unless the command
-/// line sorts.
-fn comparable(text: &str, sorted: bool, header: bool) -> (Option<String>, Vec<Vec<String>>) {
-    let mut lines: Vec<&str> = text.lines().collect();
-    let head = if header && !lines.is_empty() {
-        Some(masked(lines.remove(0).trim_end()))
-    } else {
-        None
-    };
-    let mut rows: Vec<Vec<String>> = lines
-        .iter()
-        .map(|l| {
-            if l.contains('|') {
-                l.split('|').map(|f| f.trim().to_string()).collect()
-            } else {
-                l.split_whitespace().map(str::to_string).collect()
-            }
-        })
-        .collect();
-    if !sorted {
-        rows.sort_by_key(|r| r.iter().map(|w| masked(w)).collect::<Vec<_>>());
-    }
-    (head, rows)
-}
-
-/// Whether two rows hold the same fields, times aside.
-fn same_rows(a: &[Vec<String>], b: &[Vec<String>]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|(v, w)| v == w || masked(v) == masked(w))
-        })
-}
-
-/// Why the two answers differ, or `None` when they agree.
-fn differ(line: &str, slurm: &Answer, atrium: &Answer, sides: (&Side, &Side)) -> Option<String> {
-    if slurm.status != atrium.status {
-        return Some(format!(
-            "exit status {} (Slurm) vs {} (atrium)",
-            slurm.status, atrium.status
-        ));
-    }
-    let words = words(line);
-    let sorted = words
-        .iter()
-        .any(|w| w.starts_with("-S") || w.starts_with("--sort"));
-    let header = !words
-        .iter()
-        .any(|w| matches!(w.as_str(), "-h" | "-n" | "--noheader" | "-nu"))
-        && !words[0].starts_with("scontrol");
-    let (s_out, a_out) = (
-        normalise(&slurm.stdout, &sides.0.bin),
-        normalise(&atrium.stdout, &sides.1.bin),
-    );
-    let (s_head, s_rows) = comparable(&s_out, sorted, header);
-    let (a_head, a_rows) = comparable(&a_out, sorted, header);
-    if s_head != a_head {
-        return Some(format!("header {s_head:?} (Slurm) vs {a_head:?} (atrium)"));
-    }
-    if !same_rows(&s_rows, &a_rows) {
-        return Some(format!("rows differ:\n{}", side_by_side(&s_rows, &a_rows)));
-    }
-    let (s_err, a_err) = (
-        normalise(&slurm.stderr, &sides.0.bin),
-        normalise(&atrium.stderr, &sides.1.bin),
-    );
-    if masked(s_err.trim()) != masked(a_err.trim()) {
-        return Some(format!(
-            "standard error {:?} (Slurm) vs {:?} (atrium)",
-            s_err.trim(),
-            a_err.trim()
-        ));
-    }
-    None
-}
-
-fn side_by_side(s: &[Vec<String>], a: &[Vec<String>]) -> String {
-    let n = s.len().max(a.len());
-    (0..n)
-        .filter(|i| match (s.get(*i), a.get(*i)) {
-            (Some(x), Some(y)) => !same_rows(std::slice::from_ref(x), std::slice::from_ref(y)),
-            _ => true,
-        })
-        .map(|i| {
-            format!(
-                "      slurm:  {}\n      atrium: {}",
-                s.get(i).map(|r| r.join(" ")).unwrap_or_default(),
-                a.get(i).map(|r| r.join(" ")).unwrap_or_default()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Submit the [`JOBS`] on one side (`sbatch` through its commands), each once the one
 /// before has reached its state, so that ids and states match on both sides.
 fn submit_all(side: &Side, user: &JobUser, state_of: &dyn Fn(&str) -> Option<String>) {
@@ -767,41 +502,6 @@ fn submit_all(side: &Side, user: &JobUser, state_of: &dyn Fn(&str) -> Option<Str
             }
         }
     }
-}
-
-/// The state `sacct` gives a job (or an array task), as the tools read it.
-fn sacct_state(side: &Side, user: &JobUser, id: &str) -> Option<String> {
-    let answer = side.run(
-        user,
-        &[
-            "sacct".into(),
-            "-n".into(),
-            "-P".into(),
-            "-X".into(),
-            "-j".into(),
-            id.into(),
-            "-o".into(),
-            "JobID,State".into(),
-        ],
-    );
-    answer
-        .stdout
-        .lines()
-        .filter_map(|l| l.split_once('|'))
-        .find(|(j, _)| *j == id || j.starts_with(&format!("{id}_[")))
-        .map(|(_, s)| s.split(' ').next().unwrap_or(s).to_string())
-}
-
-/// A folder `root/name` of links named as the compared commands, to `to(command)`.
-fn links(root: &Path, name: &str, to: &dyn Fn(&str) -> PathBuf) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).expect("bin");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    for c in COMMANDS {
-        std::os::unix::fs::symlink(to(c), dir.join(c)).expect("link");
-    }
-    dir
 }
 
 #[tokio::test]
