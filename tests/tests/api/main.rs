@@ -10,6 +10,7 @@ mod fixtures;
 // The scenarios, by module.
 mod accounting;
 mod admin;
+mod admin_access;
 mod admin_views;
 mod admission;
 mod apps;
