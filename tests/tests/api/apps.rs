@@ -13,6 +13,7 @@ use atrium_tests::support::{browser, wait, Browser};
 use fantoccini::Locator;
 use serde_json::{json, Value};
 
+use crate::fixtures::browser::log_in;
 use crate::fixtures::sessions::{SessionCluster, KERNEL_DEADLINE};
 use crate::fixtures::{cluster_config, private_root, spawn_with, Options, PASSWORD};
 
@@ -64,15 +65,6 @@ async fn cluster(test: &str, gpus: u32, extra: &str) -> Option<SessionCluster> {
     Some(SessionCluster::new(app, root))
 }
 
-async fn log_in(b: &Browser, c: &SessionCluster, name: &str) {
-    b.goto(&c.app.url("/login")).await.expect("open login");
-    crate::fixtures::browser::submit_login(b, name, PASSWORD).await;
-    b.wait()
-        .for_element(Locator::Css("nav"))
-        .await
-        .expect("signed in");
-}
-
 /// The text of the element `css`, once it is there.
 async fn text_of(b: &Browser, css: &str) -> String {
     b.wait()
@@ -121,7 +113,7 @@ async fn vscode_starts_from_its_tile_and_its_editor_loads_through_the_proxy() {
     );
 
     let b = browser().await.expect("chromium");
-    log_in(&b, &c, "alice").await;
+    log_in(&b, &c.app, "alice", PASSWORD).await;
     b.goto(&c.app.url("/sessions/new"))
         .await
         .expect("start form");
@@ -410,7 +402,7 @@ async fn an_app_that_exits_at_once_is_an_error_with_its_log_and_its_values_stay_
 
     // The progress page shows the failure as an error, with its log and its events.
     let b = browser().await.expect("chromium");
-    log_in(&b, &c, "alice").await;
+    log_in(&b, &c.app, "alice", PASSWORD).await;
     b.goto(&c.app.url(&format!("/sessions/{id}")))
         .await
         .expect("progress page");
@@ -511,7 +503,7 @@ async fn stop_asks_for_a_confirmation_and_a_queued_session_says_queued() {
     let id = waits["id"].as_i64().expect("id");
 
     let b = browser().await.expect("chromium");
-    log_in(&b, &c, "alice").await;
+    log_in(&b, &c.app, "alice", PASSWORD).await;
     b.goto(&c.app.url(&format!("/sessions/{id}")))
         .await
         .expect("progress page");

@@ -27,6 +27,7 @@ mod efficiency;
 mod files;
 mod files_transfers;
 mod first_hour;
+mod first_hour_jobs;
 mod homes;
 mod hostile;
 mod http_basics;
