@@ -266,6 +266,7 @@ impl Application {
                 scheduler,
                 inventory,
                 config.scheduler.is_slurm(),
+                config.cluster.discover_gpus,
             ),
             usage: crate::services::Usage::new(store.clone()),
             announcements: crate::services::Announcements::new(store.clone()),

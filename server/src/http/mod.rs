@@ -8,7 +8,6 @@ pub mod api;
 mod assets;
 pub mod authn;
 pub mod error;
-pub(crate) mod gpu_map;
 mod health;
 pub mod observe;
 pub mod pages;

@@ -9,9 +9,13 @@
 
 use std::sync::Arc;
 
-use scheduler::{ClusterConfig, JobView, NodeView, PartitionView, QueueCounts, SqueueFilter};
+use scheduler::{
+    ClusterConfig, JobState, JobView, NodeView, PartitionView, QueueCounts, SqueueFilter,
+};
 
+use super::gpu_map::{gpu_map, shares, slurm_gpu_map, type_counts, GpuMap};
 use super::ServiceError;
+use crate::auth::Principal;
 use crate::sched::inventory::Inventory;
 pub use crate::sched::inventory::{GpuSource, GpuStatus, HostNow};
 use crate::sched::Scheduler;
@@ -22,14 +26,64 @@ pub struct Cluster {
     scheduler: Scheduler,
     inventory: Arc<Inventory>,
     slurm: bool,
+    /// Declared GPUs are checked against `nvidia-smi` (`cluster.discover_gpus`).
+    discovered: bool,
 }
 
 impl Cluster {
-    pub fn new(scheduler: Scheduler, inventory: Arc<Inventory>, slurm: bool) -> Cluster {
+    pub fn new(
+        scheduler: Scheduler,
+        inventory: Arc<Inventory>,
+        slurm: bool,
+        discovered: bool,
+    ) -> Cluster {
         Cluster {
             scheduler,
             inventory,
             slurm,
+            discovered,
+        }
+    }
+
+    /// The GPU map now, as `viewer` may see it: whose jobs hold slices they may
+    /// open (their own; any for an administrator).
+    pub async fn gpu_map(&self, viewer: &Principal) -> Result<GpuMap, ServiceError> {
+        let (nodes, _) = self.nodes().await?;
+        let jobs = self
+            .jobs(SqueueFilter {
+                states: vec![JobState::Running, JobState::Completing],
+                ..SqueueFilter::default()
+            })
+            .await?;
+        Ok(self.gpu_map_of(&nodes, &jobs, &|owner| viewer.may_see(owner)))
+    }
+
+    /// The GPU map of `nodes` and the running `jobs` for a viewer who may open the
+    /// jobs `may_open` says: atrium's own scheduler knows every slice and its holder;
+    /// under Slurm the map shows Slurm's nodes.
+    pub fn gpu_map_of(
+        &self,
+        nodes: &[NodeView],
+        jobs: &[JobView],
+        may_open: &dyn Fn(&str) -> bool,
+    ) -> GpuMap {
+        let brings = shares(self.shape());
+        let nodes = if self.slurm {
+            slurm_gpu_map(nodes)
+        } else {
+            gpu_map(
+                self.shape(),
+                self.gpus(),
+                self.discovered,
+                nodes,
+                jobs,
+                may_open,
+            )
+        };
+        GpuMap {
+            types: type_counts(&nodes),
+            nodes,
+            brings,
         }
     }
 

@@ -23,6 +23,7 @@ pub mod cluster;
 pub mod efficiency;
 pub mod fairshare;
 pub mod files;
+pub mod gpu_map;
 pub mod job_steps;
 pub mod jobs;
 pub mod nodes;

@@ -142,3 +142,15 @@ pub async fn config(
     put("SLURM_VERSION", "22.05.8".into());
     Ok(HttpResponse::Ok().json(serde_json::Value::Object(out)))
 }
+
+/// `GET /api/v1/cluster/gpus`: the GPU map as JSON, for the page's live refresh.
+pub async fn gpu_map(
+    caller: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Scope::Read)?;
+    let map = state.cluster.gpu_map(&caller).await?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("cache-control", "no-store"))
+        .json(map))
+}

@@ -92,7 +92,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/partitions", web::get().to(cluster::partitions))
         .route("/nodes", web::get().to(cluster::nodes))
         .route("/config", web::get().to(cluster::config))
-        .route("/cluster/gpus", web::get().to(crate::http::gpu_map::json))
+        .route("/cluster/gpus", web::get().to(cluster::gpu_map))
         .route("/priority", web::get().to(fairshare::priority))
         .route("/shares", web::get().to(fairshare::shares))
         .route("/accounting", web::get().to(accounting::get))

@@ -14,8 +14,8 @@ use scheduler::{JobState, JobView, NodeState, SliceUsage, SqueueFilter};
 use super::{render, Nav};
 use crate::auth::Scope;
 use crate::http::authn::PageUser;
-use crate::http::gpu_map::{gpu_map_for, GpuMap};
 use crate::http::{ApiError, AppState};
+use crate::services::gpu_map::GpuMap;
 
 #[derive(Template)]
 #[template(path = "cluster.html")]
@@ -96,7 +96,7 @@ pub async fn show(state: web::Data<AppState>, user: PageUser) -> Result<HttpResp
         nav: Nav::of(&me).at(crate::http::pages::Section::Cluster),
         partitions: partitions.into_iter().map(partition_row).collect(),
         nodes: nodes.iter().cloned().map(node_row).collect(),
-        gpu_map: gpu_map_for(&state, &nodes, &jobs, &may_open),
+        gpu_map: state.cluster.gpu_map_of(&nodes, &jobs, &may_open),
         pending_more: pending_total.saturating_sub(pending.len() as u64),
         pending: pending_rows(&pending, &may_open),
     };
@@ -173,9 +173,9 @@ fn pending_rows(jobs: &[JobView], may_open: &dyn Fn(&str) -> bool) -> Vec<Pendin
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::http::gpu_map::tests::{cluster, jobs, slurm_nodes, status};
-    use crate::http::gpu_map::{gpu_map, shares, slurm_gpu_map, type_counts};
     use crate::http::pages::tests::nav;
+    use crate::services::gpu_map::tests::{cluster, jobs, slurm_nodes, status};
+    use crate::services::gpu_map::{gpu_map, shares, slurm_gpu_map, type_counts};
 
     /// A drained node's row for render tests.
     pub fn drained_node() -> NodeRow {

@@ -10,10 +10,10 @@ use serde::Deserialize;
 
 use super::{see_other, AdminPost, AdminUser, CsrfField};
 use crate::auth::Principal;
-use crate::http::gpu_map::{gpu_map_for, GpuMap};
 use crate::http::pages::cluster::{node_row, NodeRow};
 use crate::http::pages::{not_found_page, render, Nav};
 use crate::http::{ApiError, AppState};
+use crate::services::gpu_map::GpuMap;
 
 #[derive(Template)]
 #[template(path = "admin/nodes.html")]
@@ -50,7 +50,7 @@ async fn nodes_page(
     let page = NodesPage {
         nav: Nav::of(admin).at(crate::http::pages::Section::Admin),
         nodes: nodes.iter().cloned().map(node_row).collect(),
-        gpu_map: gpu_map_for(state, &nodes, &jobs, &|_| true),
+        gpu_map: state.cluster.gpu_map_of(&nodes, &jobs, &|_| true),
         error,
     };
     render(&page, status)

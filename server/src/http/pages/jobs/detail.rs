@@ -210,7 +210,7 @@ fn usage_view(e: &Efficiency) -> Option<UsageView> {
 impl JobPage {
     /// Its memory in GiB (MiB under one), as every page writes memory.
     fn memory(&self, mb: &u64) -> String {
-        crate::http::gpu_map::memory_text(*mb)
+        crate::services::gpu_map::memory_text(*mb)
     }
 
     /// Its scheduling priority (`sprio`'s figure), `unknown` where none is told.

@@ -119,7 +119,7 @@ pub fn happened(
                 job.memory_mb
                     .map_or("it was given".to_string(), |mb| format!(
                         "the {} it was given",
-                        crate::http::gpu_map::memory_text(mb)
+                        crate::services::gpu_map::memory_text(mb)
                     ))
             ),
             advice: "Ask for more memory (#SBATCH --mem=32G) or make it use less.".into(),

@@ -8,20 +8,17 @@
 //! slices of each type are free now, and what one GPU brings (cores, memory) in
 //! each partition.
 //!
-//! Owns: laying the scheduler's views out as the map. Must not touch: the
-//! scheduler's state (it asks the actor) or the inventory's discovery.
+//! Owns: laying the scheduler's views out as the map, atrium's own scheduler's
+//! (every slice and its holder) and Slurm's (its nodes' GRES), and which holders the
+//! viewer may open. `Cluster::gpu_map` builds it. Must not touch: HTTP types, the
+//! scheduler's state (it asks the backend) or the inventory's discovery.
 
 use std::collections::BTreeMap;
 
-use actix_web::{web, HttpResponse};
-use scheduler::{
-    ClusterConfig, GpuMode, JobState, JobView, NodeState, NodeView, SliceId, SqueueFilter,
-};
+use scheduler::{ClusterConfig, GpuMode, JobView, NodeState, NodeView, SliceId};
 use serde::Serialize;
 
-use crate::auth::{Principal, Scope};
-use crate::http::{ApiError, AppState};
-use crate::services::cluster::GpuStatus;
+use crate::sched::inventory::GpuStatus;
 
 /// The map: its nodes, the free slices per type, what one GPU brings.
 #[derive(Debug, Serialize)]
@@ -226,58 +223,6 @@ impl SliceCell {
             holder,
             describe,
         }
-    }
-}
-
-/// `GET /api/v1/cluster/gpus`: the map as JSON, for the page's live refresh.
-pub async fn json(caller: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller.require(Scope::Read)?;
-    let map = current(&state, &caller).await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("cache-control", "no-store"))
-        .json(map))
-}
-
-/// The map now, as `viewer` may see it.
-pub async fn current(state: &AppState, viewer: &Principal) -> Result<GpuMap, ApiError> {
-    let (nodes, _) = state.cluster.nodes().await?;
-    let jobs = state
-        .cluster
-        .jobs(SqueueFilter {
-            states: vec![JobState::Running, JobState::Completing],
-            ..SqueueFilter::default()
-        })
-        .await?;
-    let may_open = |owner: &str| viewer.may_see(owner);
-    Ok(gpu_map_for(state, &nodes, &jobs, &may_open))
-}
-
-/// The GPU map of this portal's backend: atrium's own scheduler knows every slice
-/// and its holder ([`gpu_map`]); under Slurm the map shows Slurm's nodes
-/// ([`slurm_gpu_map`]).
-pub fn gpu_map_for(
-    state: &AppState,
-    nodes: &[NodeView],
-    jobs: &[JobView],
-    may_open: &dyn Fn(&str) -> bool,
-) -> GpuMap {
-    let brings = shares(state.cluster.shape());
-    let nodes = if state.cluster.is_slurm() {
-        slurm_gpu_map(nodes)
-    } else {
-        gpu_map(
-            state.cluster.shape(),
-            state.cluster.gpus(),
-            state.config.cluster.discover_gpus,
-            nodes,
-            jobs,
-            may_open,
-        )
-    };
-    GpuMap {
-        types: type_counts(&nodes),
-        nodes,
-        brings,
     }
 }
 
@@ -521,4 +466,4 @@ pub fn gpu_map(
 
 #[cfg(test)]
 #[path = "gpu_map_tests.rs"]
-pub(super) mod tests;
+pub(crate) mod tests;

@@ -1,7 +1,9 @@
 use super::*;
 use crate::services::cluster::GpuSource;
 use scheduler::model::{GpuConfig, MigInstanceConfig, NodeConfig, PartitionConfig};
-use scheduler::{Allocation, JobId, NodeAllocation, PendingReason, SliceUsage, TimeLimit};
+use scheduler::{
+    Allocation, JobId, JobState, NodeAllocation, PendingReason, SliceUsage, TimeLimit,
+};
 
 fn gpu(index: u32, mode: GpuMode) -> GpuConfig {
     GpuConfig {
