@@ -524,11 +524,19 @@ async fn the_job_page_sends_a_signal_to_a_running_job_without_ending_it() {
             &alice,
             "#!/bin/bash\n#SBATCH -J trapper -t 5\n\
              trap 'echo got USR1' USR1\n\
+             echo trap set\n\
              for i in $(seq 600); do sleep 0.1; done\n",
         )
         .await;
     c.wait_for(&alice, &id, &["RUNNING"], Duration::from_secs(30))
         .await;
+    // RUNNING comes as the step starts; the shell traps USR1 a moment later (under
+    // load, after the signal could arrive and end it by default).
+    until("the trap to be set", Duration::from_secs(30), || async {
+        c.output(&alice, &id).contains("trap set").then_some(())
+    })
+    .await
+    .expect("the trap set");
     let web = c.app.login("alice", PASSWORD).await;
     let (_, show) = c.app.page(&web, &format!("/jobs/{id}")).await;
     assert!(
