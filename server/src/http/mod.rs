@@ -12,6 +12,7 @@ mod health;
 pub mod observe;
 pub mod pages;
 pub mod proxy;
+pub mod query;
 pub mod signin;
 
 use std::net::IpAddr;

@@ -40,9 +40,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Admin)?;
-    let query = web::Query::<AuditQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::invalid("query", format!("query: {e}")))?
-        .into_inner();
+    let query: AuditQuery = crate::http::query::parse(req.query_string())?;
     let limit = query.limit.unwrap_or(1000);
     if !(1..=100_000).contains(&limit) {
         return Err(ApiError::invalid(

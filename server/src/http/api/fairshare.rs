@@ -3,7 +3,6 @@
 //! service's (`services::fairshare`); these handlers parse, call it and answer.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::de::DeserializeOwned;
 
 use crate::auth::{Principal, Scope};
 use crate::http::{ApiError, AppState};
@@ -23,7 +22,7 @@ pub async fn priority(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let query: PriorityQuery = query_of(&req)?;
+    let query: PriorityQuery = crate::http::query::parse(req.query_string())?;
     Ok(HttpResponse::Ok().json(state.jobs.priority(&caller, query).await?))
 }
 
@@ -39,13 +38,6 @@ pub async fn shares(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
-    let query: SharesQuery = query_of(&req)?;
+    let query: SharesQuery = crate::http::query::parse(req.query_string())?;
     Ok(HttpResponse::Ok().json(state.jobs.shares(&caller, query).await?))
-}
-
-/// The query string read as `T`; a 400 naming the field it could not take.
-fn query_of<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
-    web::Query::<T>::from_query(req.query_string())
-        .map(web::Query::into_inner)
-        .map_err(|e| crate::http::error::query_error(&e))
 }

@@ -105,7 +105,7 @@ pub struct PieceWritten {
 pub async fn list(
     caller: Principal,
     state: web::Data<AppState>,
-    query: web::Query<PathQuery>,
+    query: crate::http::query::Query<PathQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let answer = match query.path.as_deref().filter(|p| !p.trim().is_empty()) {
@@ -168,7 +168,7 @@ pub async fn delete(
     caller: Principal,
     state: web::Data<AppState>,
     req: HttpRequest,
-    query: web::Query<PathQuery>,
+    query: crate::http::query::Query<PathQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
     let path = state
@@ -190,7 +190,7 @@ pub async fn download(
     caller: Principal,
     state: web::Data<AppState>,
     req: HttpRequest,
-    query: web::Query<PathQuery>,
+    query: crate::http::query::Query<PathQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let file = state.files.download(&caller, query.path()?).await?;
@@ -203,7 +203,7 @@ pub async fn download(
 pub async fn upload_status(
     caller: Principal,
     state: web::Data<AppState>,
-    query: web::Query<PathQuery>,
+    query: crate::http::query::Query<PathQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let status = state.files.upload_status(&caller, query.path()?).await?;
@@ -221,7 +221,7 @@ pub async fn upload_piece(
     caller: Principal,
     state: web::Data<AppState>,
     req: HttpRequest,
-    query: web::Query<PieceQuery>,
+    query: crate::http::query::Query<PieceQuery>,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;

@@ -37,7 +37,7 @@ pub struct SubmitQuery {
 pub async fn submit(
     caller: Principal,
     state: web::Data<AppState>,
-    query: web::Query<SubmitQuery>,
+    query: crate::http::query::Query<SubmitQuery>,
     body: web::Json<SubmitJob>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Jobs)?;
@@ -59,7 +59,7 @@ pub async fn submit(
 pub async fn list(
     caller: Principal,
     state: web::Data<AppState>,
-    query: web::Query<ListQuery>,
+    query: crate::http::query::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let list = state.jobs.list(&caller, query.into_inner()).await?;
@@ -251,7 +251,7 @@ pub async fn cancel(
     caller: Principal,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    query: web::Query<ActionQuery>,
+    query: crate::http::query::Query<ActionQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let reason = query.into_inner().reason.unwrap_or_default();
     control(req, caller, state, &id, JobAction::Cancel, &reason).await
@@ -308,7 +308,7 @@ pub async fn act(
     caller: Principal,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    query: web::Query<ActionQuery>,
+    query: crate::http::query::Query<ActionQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, action) = path.into_inner();
     let action = JobAction::parse(&action)

@@ -39,7 +39,7 @@ pub async fn get(
     caller: Principal,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    query: web::Query<OutputQuery>,
+    query: crate::http::query::Query<OutputQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let job: JobId = id.parse().map_err(|_| ApiError::NotFound)?;

@@ -156,7 +156,7 @@ pub struct ListQuery {
 pub async fn list(
     caller: Principal,
     state: web::Data<AppState>,
-    query: web::Query<ListQuery>,
+    query: crate::http::query::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Read)?;
     let user = match &query.user {

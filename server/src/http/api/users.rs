@@ -47,7 +47,7 @@ pub struct UserQuery {
 pub async fn list(
     caller: Principal,
     state: web::Data<AppState>,
-    query: web::Query<UserQuery>,
+    query: crate::http::query::Query<UserQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Scope::Admin)?;
     let per_page = query

@@ -128,7 +128,7 @@ fn login_page(
 pub async fn show(
     state: web::Data<AppState>,
     caller: MaybeUser,
-    query: web::Query<NextQuery>,
+    query: crate::http::query::Query<NextQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let next = safe_next(query.next.as_deref());
     if caller.0.is_some() {

@@ -458,7 +458,7 @@ async fn new_page(
 pub async fn new_form(
     state: web::Data<AppState>,
     user: PageUser,
-    query: web::Query<NewQuery>,
+    query: crate::http::query::Query<NewQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Sessions)?;

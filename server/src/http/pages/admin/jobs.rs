@@ -58,7 +58,7 @@ async fn jobs_page(
 pub async fn show(
     state: web::Data<AppState>,
     admin: AdminUser,
-    query: web::Query<Vec<(String, String)>>,
+    query: crate::http::query::Query<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ApiError> {
     let query = match read_query(&query) {
         Ok(q) => q,
@@ -71,7 +71,7 @@ pub async fn show(
 pub async fn rows(
     state: web::Data<AppState>,
     admin: AdminUser,
-    query: web::Query<Vec<(String, String)>>,
+    query: crate::http::query::Query<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ApiError> {
     let query = match read_query(&query) {
         Ok(q) => q,

@@ -318,7 +318,7 @@ pub async fn show(
     state: web::Data<AppState>,
     user: PageUser,
     id: web::Path<String>,
-    query: web::Query<ShowQuery>,
+    query: crate::http::query::Query<ShowQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Read)?;

@@ -199,7 +199,7 @@ async fn field_choices(state: &AppState) -> (Vec<String>, Vec<PartitionChoice>) 
 pub async fn show(
     state: web::Data<AppState>,
     user: PageUser,
-    query: web::Query<StarterQuery>,
+    query: crate::http::query::Query<StarterQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Jobs)?;

@@ -140,7 +140,7 @@ pub async fn lists(
 pub async fn show(
     state: web::Data<AppState>,
     user: PageUser,
-    query: web::Query<Vec<(String, String)>>,
+    query: crate::http::query::Query<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Read)?;
@@ -166,7 +166,7 @@ pub async fn show(
 pub async fn rows(
     state: web::Data<AppState>,
     user: PageUser,
-    query: web::Query<Vec<(String, String)>>,
+    query: crate::http::query::Query<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ApiError> {
     let me = user.0;
     me.require(Scope::Read)?;
