@@ -274,14 +274,10 @@ pub fn json_error(err: actix_web::error::JsonPayloadError, limit: usize) -> ApiE
     }
 }
 
-/// Map a query string error to a client error naming the parameter it could not
-/// take when the deserializer says which (an unknown or repeated one), else `query`.
-pub fn query_error(err: &actix_web::error::QueryPayloadError) -> ApiError {
-    query_error_at(".", err)
-}
-
-/// [`query_error`] of a parameter at `path` (`page`; `.` when the deserializer was
-/// not inside one: an unknown or repeated parameter, named in its words).
+/// A query string error as a client error naming the parameter at `path` (`page`;
+/// `.` when the deserializer was not inside one: an unknown or repeated parameter,
+/// named from its words), else `query`. Every typed query is read through
+/// `http::query::Query`, which calls this.
 pub fn query_error_at(path: &str, err: &dyn std::fmt::Display) -> ApiError {
     if !path.is_empty() && path != "." && path != "?" {
         let field: String = path.chars().take(64).collect();

@@ -80,7 +80,6 @@ pub fn configure(cfg: &mut web::ServiceConfig, body_limit: usize) {
             .error_handler(move |err, _| error::form_error(err, body_limit).into()),
     )
     .app_data(web::PayloadConfig::default().limit(body_limit))
-    .app_data(web::QueryConfig::default().error_handler(|err, _| error::query_error(&err).into()))
     .route("/healthz", web::get().to(health::healthz))
     .route("/readyz", web::get().to(health::readyz))
     .route("/metrics", web::get().to(health::metrics))
